@@ -1,0 +1,258 @@
+//! The catalog: what is published, as items of the [`ItemStore`].
+//!
+//! Key design (the same on every backend; on DynamoDB `pk` is the partition key
+//! and `sk` the sort key of one table):
+//!
+//! | item                         | pk                               | sk                 |
+//! |------------------------------|----------------------------------|--------------------|
+//! | provider release (registry)  | `PROVIDER#<ns>/<type>`           | `VERSION#<version>` |
+//! | provider release (mirrored)  | `MIRROR#<hostname>/<ns>/<type>`  | `VERSION#<version>` |
+//! | module release               | `MODULE#<ns>/<name>/<system>`    | `VERSION#<version>` |
+//! | API token (hash only)        | `TOKEN#<sha256 of token>`        | `TOKEN`            |
+//!
+//! One release is one item holding every platform, so a versions list is one
+//! partition query and a download is one `GetItem`. Versions are sorted by
+//! semver precedence in code (string order is not semver order).
+
+use serde::{Deserialize, Serialize};
+
+use crate::address::{Hostname, ModuleName, ProviderName};
+use crate::error::Error;
+use crate::storage::{Item, ItemStore, StoreError, Write, query_all};
+use crate::version::{Version, sort_versions};
+
+const VERSION_PREFIX: &str = "VERSION#";
+
+/// Where a provider release comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// Published to this registry (`providers.v1`, and the mirror under our own hostname).
+    Registry,
+    /// Imported for the network mirror, from another origin registry.
+    Mirror(Hostname),
+}
+
+/// An archive file kept in the blob store.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredFile {
+    pub filename: String,
+    /// Lowercase hex sha256.
+    pub sha256: String,
+    pub size: u64,
+    /// Blob store key.
+    pub key: String,
+}
+
+/// One platform package of a provider release.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderPackage {
+    pub os: String,
+    pub arch: String,
+    pub file: StoredFile,
+    /// `h1:` hash of the zip's contents.
+    pub h1: String,
+}
+
+impl ProviderPackage {
+    /// `os_arch`.
+    pub fn platform(&self) -> String {
+        format!("{}_{}", self.os, self.arch)
+    }
+
+    /// `["h1:…", "zh:…"]`.
+    pub fn hashes(&self) -> Vec<String> {
+        vec![self.h1.clone(), crate::hashing::zh_hash(&self.file.sha256)]
+    }
+}
+
+/// The public key a release was signed with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SigningKey {
+    pub key_id: String,
+    pub ascii_armor: String,
+}
+
+/// One version of a provider, with every platform.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderRelease {
+    pub version: String,
+    pub protocols: Vec<String>,
+    pub packages: Vec<ProviderPackage>,
+    /// SHA256SUMS, its signature and the key (registry releases; mirrored ones have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shasums: Option<StoredFile>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shasums_signature: Option<StoredFile>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signing_key: Option<SigningKey>,
+    pub published_at: u64,
+}
+
+impl ProviderRelease {
+    /// What makes two publishes "the same content": every file's name and sha256.
+    pub fn content(&self) -> Vec<(String, String)> {
+        let mut files: Vec<(String, String)> = self
+            .packages
+            .iter()
+            .map(|p| &p.file)
+            .chain(self.shasums.iter())
+            .chain(self.shasums_signature.iter())
+            .map(|f| (f.filename.clone(), f.sha256.clone()))
+            .collect();
+        files.sort();
+        files
+    }
+
+    pub fn package(&self, os: &str, arch: &str) -> Option<&ProviderPackage> {
+        self.packages.iter().find(|p| p.os == os && p.arch == arch)
+    }
+}
+
+/// One version of a module.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleRelease {
+    pub version: String,
+    pub file: StoredFile,
+    pub published_at: u64,
+}
+
+fn provider_pk(origin: &Origin, provider: &ProviderName) -> String {
+    match origin {
+        Origin::Registry => format!("PROVIDER#{provider}"),
+        Origin::Mirror(host) => format!("MIRROR#{host}/{provider}"),
+    }
+}
+
+fn module_pk(module: &ModuleName) -> String {
+    format!("MODULE#{module}")
+}
+
+fn version_sk(version: &Version) -> String {
+    format!("{VERSION_PREFIX}{version}")
+}
+
+fn decode<T: for<'de> Deserialize<'de>>(item: &Item) -> Result<T, Error> {
+    serde_json::from_slice(&item.data)
+        .map_err(|e| Error::Storage(format!("corrupt item {}/{}: {e}", item.pk, item.sk)))
+}
+
+async fn list<T: for<'de> Deserialize<'de>>(
+    store: &dyn ItemStore,
+    pk: &str,
+    version_of: impl Fn(&T) -> &str,
+) -> Result<Vec<T>, Error> {
+    let items = query_all(store, pk, VERSION_PREFIX).await?;
+    let releases = items.iter().map(decode).collect::<Result<Vec<T>, _>>()?;
+    Ok(sort_versions(releases, version_of))
+}
+
+async fn get<T: for<'de> Deserialize<'de>>(
+    store: &dyn ItemStore,
+    pk: &str,
+    version: &Version,
+) -> Result<Option<T>, Error> {
+    store
+        .get(pk, &version_sk(version))
+        .await?
+        .map(|item| decode(&item))
+        .transpose()
+}
+
+/// Outcome of recording a release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutOutcome {
+    /// The version is now visible.
+    Created,
+    /// The same content was already published: nothing changed.
+    Unchanged,
+}
+
+async fn put_new<T: Serialize + for<'de> Deserialize<'de>, C: PartialEq>(
+    store: &dyn ItemStore,
+    pk: String,
+    version: &Version,
+    release: &T,
+    content: impl Fn(&T) -> C,
+    what: &str,
+) -> Result<PutOutcome, Error> {
+    let item = Item {
+        pk: pk.clone(),
+        sk: version_sk(version),
+        data: serde_json::to_vec(release).map_err(|e| Error::Storage(e.to_string()))?,
+    };
+    match store.transact(vec![Write::PutIfAbsent(item)]).await {
+        Ok(()) => Ok(PutOutcome::Created),
+        Err(StoreError::ConditionFailed) => {
+            let existing: Option<T> = get(store, &pk, version).await?;
+            match existing {
+                Some(existing) if content(&existing) == content(release) => Ok(PutOutcome::Unchanged),
+                _ => Err(version_exists(what, version)),
+            }
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The 409 for a version that exists with other content.
+pub fn version_exists(what: &str, version: &Version) -> Error {
+    Error::Conflict(format!(
+        "{what} {version} is already published with different content; versions are immutable, publish a new version"
+    ))
+}
+
+/// All releases of a provider, oldest first.
+pub async fn provider_releases(
+    store: &dyn ItemStore,
+    origin: &Origin,
+    provider: &ProviderName,
+) -> Result<Vec<ProviderRelease>, Error> {
+    list(store, &provider_pk(origin, provider), |r: &ProviderRelease| &r.version).await
+}
+
+/// One release of a provider.
+pub async fn provider_release(
+    store: &dyn ItemStore,
+    origin: &Origin,
+    provider: &ProviderName,
+    version: &Version,
+) -> Result<Option<ProviderRelease>, Error> {
+    get(store, &provider_pk(origin, provider), version).await
+}
+
+/// Make a provider release visible, all at once; a second publish of the same
+/// version succeeds only with identical content.
+pub async fn put_provider_release(
+    store: &dyn ItemStore,
+    origin: &Origin,
+    provider: &ProviderName,
+    version: &Version,
+    release: &ProviderRelease,
+) -> Result<PutOutcome, Error> {
+    let what = format!("provider {provider}");
+    put_new(store, provider_pk(origin, provider), version, release, ProviderRelease::content, &what).await
+}
+
+/// All releases of a module, oldest first.
+pub async fn module_releases(store: &dyn ItemStore, module: &ModuleName) -> Result<Vec<ModuleRelease>, Error> {
+    list(store, &module_pk(module), |r: &ModuleRelease| &r.version).await
+}
+
+/// One release of a module.
+pub async fn module_release(
+    store: &dyn ItemStore,
+    module: &ModuleName,
+    version: &Version,
+) -> Result<Option<ModuleRelease>, Error> {
+    get(store, &module_pk(module), version).await
+}
+
+/// Make a module release visible (immutable, like providers).
+pub async fn put_module_release(
+    store: &dyn ItemStore,
+    module: &ModuleName,
+    version: &Version,
+    release: &ModuleRelease,
+) -> Result<PutOutcome, Error> {
+    let what = format!("module {module}");
+    put_new(store, module_pk(module), version, release, |r: &ModuleRelease| r.file.sha256.clone(), &what).await
+}

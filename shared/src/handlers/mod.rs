@@ -1,0 +1,5 @@
+//! Handlers: plain async functions of (registry, parsed request) → response.
+
+pub mod blob;
+pub mod publish;
+pub mod read;

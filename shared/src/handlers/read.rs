@@ -1,0 +1,192 @@
+//! The read side of the four protocols: discovery, providers, modules, mirror.
+
+use std::collections::BTreeMap;
+
+use http::{HeaderValue, StatusCode};
+
+use crate::address::{Hostname, ProviderName};
+use crate::auth;
+use crate::catalog::{self, Origin, ProviderRelease};
+use crate::error::Error;
+use crate::protocol::*;
+use crate::registry::Registry;
+use crate::router::Route;
+use crate::service::{Body, Response, json};
+use crate::signed_url::Access;
+
+/// `/.well-known/terraform.json`.
+pub fn discovery() -> Response {
+    json(StatusCode::OK, &Discovery::default())
+}
+
+/// Refuse reads without a token when the registry requires one.
+pub async fn require_reader(registry: &Registry, authorization: Option<&str>) -> Result<(), Error> {
+    if !registry.config.require_read_token {
+        return Ok(());
+    }
+    let token = auth::bearer(authorization)
+        .ok_or_else(|| Error::Unauthorized("this registry requires a token: set TF_TOKEN_<host> or a credentials block".into()))?;
+    auth::authenticate(registry.items.as_ref(), token).await.map(|_| ())
+}
+
+/// Answer a read route (everything but discovery, blobs and publishing).
+pub async fn handle(registry: &Registry, route: Route) -> Result<Response, Error> {
+    match route {
+        Route::ProviderVersions { provider } => provider_versions(registry, &provider).await,
+        Route::ProviderDownload { provider, version, platform } => {
+            let release = catalog::provider_release(registry.items.as_ref(), &Origin::Registry, &provider, &version)
+                .await?
+                .ok_or_else(|| Error::not_found(format!("provider {provider} version {version} not found")))?;
+            provider_download(registry, &provider, &release, &platform.os, &platform.arch)
+        }
+        Route::ModuleVersions { module } => {
+            let releases = catalog::module_releases(registry.items.as_ref(), &module).await?;
+            if releases.is_empty() {
+                return Err(Error::not_found(format!("module {module} not found")));
+            }
+            let versions = releases
+                .into_iter()
+                .map(|r| ModuleVersionEntry { version: r.version })
+                .collect();
+            Ok(json(
+                StatusCode::OK,
+                &ModuleVersions {
+                    modules: vec![ModuleVersionList { versions }],
+                },
+            ))
+        }
+        Route::ModuleDownload { module, version } => {
+            let release = catalog::module_release(registry.items.as_ref(), &module, &version)
+                .await?
+                .ok_or_else(|| Error::not_found(format!("module {module} version {version} not found")))?;
+            let url = registry.blob_url(Access::Read, &release.file.key);
+            let mut resp = http::Response::new(Body::Empty);
+            *resp.status_mut() = StatusCode::NO_CONTENT;
+            let value = HeaderValue::from_str(&url).map_err(|e| Error::Storage(e.to_string()))?;
+            resp.headers_mut().insert("x-terraform-get", value);
+            Ok(resp)
+        }
+        Route::MirrorIndex { hostname, provider } => {
+            let releases = mirror_releases(registry, &hostname, &provider).await?;
+            let versions = releases
+                .into_iter()
+                .map(|r| (r.version, EmptyObject {}))
+                .collect();
+            Ok(json(StatusCode::OK, &MirrorIndex { versions }))
+        }
+        Route::MirrorVersion { hostname, provider, version } => {
+            let origin = origin_of(registry, &hostname);
+            let release = catalog::provider_release(registry.items.as_ref(), &origin, &provider, &version)
+                .await?
+                .ok_or_else(|| Error::not_found(format!("provider {hostname}/{provider} version {version} not found")))?;
+            let archives = release
+                .packages
+                .iter()
+                .map(|p| {
+                    let archive = MirrorArchive {
+                        url: registry.blob_url(Access::Read, &p.file.key),
+                        hashes: p.hashes(),
+                    };
+                    (p.platform(), archive)
+                })
+                .collect();
+            Ok(json(StatusCode::OK, &MirrorVersion { archives }))
+        }
+        other => Err(Error::not_found(format!("{:?} is not a read endpoint", other.endpoint()))),
+    }
+}
+
+/// Providers published here are mirrored under the registry's own hostname;
+/// any other hostname is looked up among the imported mirror providers.
+fn origin_of(registry: &Registry, hostname: &Hostname) -> Origin {
+    if *hostname == registry.config.hostname {
+        Origin::Registry
+    } else {
+        Origin::Mirror(hostname.clone())
+    }
+}
+
+async fn mirror_releases(
+    registry: &Registry,
+    hostname: &Hostname,
+    provider: &ProviderName,
+) -> Result<Vec<ProviderRelease>, Error> {
+    let releases = catalog::provider_releases(registry.items.as_ref(), &origin_of(registry, hostname), provider).await?;
+    if releases.is_empty() {
+        return Err(Error::not_found(format!("provider {hostname}/{provider} not found in this mirror")));
+    }
+    Ok(releases)
+}
+
+async fn provider_versions(registry: &Registry, provider: &ProviderName) -> Result<Response, Error> {
+    let releases = catalog::provider_releases(registry.items.as_ref(), &Origin::Registry, provider).await?;
+    if releases.is_empty() {
+        return Err(Error::not_found(format!("provider {provider} not found")));
+    }
+    let versions = releases
+        .into_iter()
+        .map(|r| ProviderVersionEntry {
+            version: r.version,
+            protocols: r.protocols,
+            platforms: r
+                .packages
+                .into_iter()
+                .map(|p| PlatformEntry { os: p.os, arch: p.arch })
+                .collect(),
+        })
+        .collect();
+    Ok(json(StatusCode::OK, &ProviderVersions { versions }))
+}
+
+fn provider_download(
+    registry: &Registry,
+    provider: &ProviderName,
+    release: &ProviderRelease,
+    os: &str,
+    arch: &str,
+) -> Result<Response, Error> {
+    let package = release.package(os, arch).ok_or_else(|| {
+        Error::not_found(format!(
+            "provider {provider} version {} has no package for {os}_{arch}",
+            release.version
+        ))
+    })?;
+    let unsigned = || Error::Storage(format!("release {} of {provider} has no signature", release.version));
+    let shasums = release.shasums.as_ref().ok_or_else(unsigned)?;
+    let signature = release.shasums_signature.as_ref().ok_or_else(unsigned)?;
+    let key = release.signing_key.as_ref().ok_or_else(unsigned)?;
+    let packages: BTreeMap<String, PackageHashes> = release
+        .packages
+        .iter()
+        .map(|p| {
+            (
+                p.platform(),
+                PackageHashes {
+                    hashes: vec![crate::hashing::zh_hash(&p.file.sha256), p.h1.clone()],
+                    package_size: p.file.size,
+                },
+            )
+        })
+        .collect();
+    let body = ProviderDownload {
+        protocols: release.protocols.clone(),
+        os: package.os.clone(),
+        arch: package.arch.clone(),
+        filename: package.file.filename.clone(),
+        download_url: registry.blob_url(Access::Read, &package.file.key),
+        shasums_url: registry.blob_url(Access::Read, &shasums.key),
+        shasums_signature_url: registry.blob_url(Access::Read, &signature.key),
+        shasum: package.file.sha256.clone(),
+        signing_keys: SigningKeys {
+            gpg_public_keys: vec![GpgPublicKey {
+                key_id: key.key_id.clone(),
+                ascii_armor: key.ascii_armor.clone(),
+                trust_signature: String::new(),
+                source: String::new(),
+                source_url: None,
+            }],
+        },
+        packages,
+    };
+    Ok(json(StatusCode::OK, &body))
+}

@@ -1,0 +1,211 @@
+//! Wire types of the four protocols (and of the publish API), exactly as the
+//! Terraform and OpenTofu clients read them.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Base path of the provider registry protocol. Ends in `/`: the provider
+/// client does not add one.
+pub const PROVIDERS_V1: &str = "/v1/providers/";
+/// Base path of the module registry protocol.
+pub const MODULES_V1: &str = "/v1/modules/";
+/// Base path of the provider network mirror protocol.
+pub const MIRROR_V1: &str = "/v1/mirror/";
+/// Base path of tfreg's own publish API.
+pub const PUBLISH_V1: &str = "/v1/publish/";
+/// Base path under which archives are served (local mode) or redirected (AWS mode).
+pub const BLOBS_V1: &str = "/v1/blobs/";
+
+/// `/.well-known/terraform.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Discovery {
+    #[serde(rename = "modules.v1")]
+    pub modules_v1: String,
+    #[serde(rename = "providers.v1")]
+    pub providers_v1: String,
+    /// Not a Terraform service: tells humans and tools where the mirror lives.
+    #[serde(rename = "tfreg.mirror.v1")]
+    pub mirror_v1: String,
+    /// tfreg's publish API.
+    #[serde(rename = "tfreg.publish.v1")]
+    pub publish_v1: String,
+}
+
+impl Default for Discovery {
+    fn default() -> Self {
+        Self {
+            modules_v1: MODULES_V1.into(),
+            providers_v1: PROVIDERS_V1.into(),
+            mirror_v1: MIRROR_V1.into(),
+            publish_v1: PUBLISH_V1.into(),
+        }
+    }
+}
+
+/// `{"errors": ["..."]}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ErrorBody {
+    pub errors: Vec<String>,
+}
+
+/// `GET :namespace/:type/versions`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ProviderVersions {
+    pub versions: Vec<ProviderVersionEntry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ProviderVersionEntry {
+    pub version: String,
+    pub protocols: Vec<String>,
+    pub platforms: Vec<PlatformEntry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PlatformEntry {
+    pub os: String,
+    pub arch: String,
+}
+
+/// `GET :namespace/:type/:version/download/:os/:arch`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ProviderDownload {
+    pub protocols: Vec<String>,
+    pub os: String,
+    pub arch: String,
+    pub filename: String,
+    pub download_url: String,
+    pub shasums_url: String,
+    pub shasums_signature_url: String,
+    pub shasum: String,
+    pub signing_keys: SigningKeys,
+    /// OpenTofu 1.12+: hashes of every platform of this version, so a lock file
+    /// can hold all of them after one download.
+    pub packages: BTreeMap<String, PackageHashes>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SigningKeys {
+    pub gpg_public_keys: Vec<GpgPublicKey>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GpgPublicKey {
+    pub key_id: String,
+    pub ascii_armor: String,
+    pub trust_signature: String,
+    pub source: String,
+    pub source_url: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PackageHashes {
+    pub hashes: Vec<String>,
+    pub package_size: u64,
+}
+
+/// `GET :namespace/:name/:system/versions`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ModuleVersions {
+    pub modules: Vec<ModuleVersionList>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ModuleVersionList {
+    pub versions: Vec<ModuleVersionEntry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ModuleVersionEntry {
+    pub version: String,
+}
+
+/// Body of a `200` module download answer (the `X-Terraform-Get` header is always set too).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ModuleLocation {
+    pub location: String,
+}
+
+/// Network mirror `:hostname/:namespace/:type/index.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MirrorIndex {
+    pub versions: BTreeMap<String, EmptyObject>,
+}
+
+/// `{}`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct EmptyObject {}
+
+/// Network mirror `:hostname/:namespace/:type/:version.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MirrorVersion {
+    pub archives: BTreeMap<String, MirrorArchive>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MirrorArchive {
+    pub url: String,
+    pub hashes: Vec<String>,
+}
+
+// ---------------------------------------------------------------------------
+// Publish API (tfreg's own, used by `tfreg publish` and `tfreg mirror import`).
+// ---------------------------------------------------------------------------
+
+/// One file the client intends to upload.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FileDecl {
+    pub name: String,
+    pub size: u64,
+    /// Lowercase hex sha256.
+    pub sha256: String,
+}
+
+/// Body of `POST /v1/publish/.../begin` and `.../complete`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct PublishRequest {
+    pub files: Vec<FileDecl>,
+    /// Providers: ASCII-armored public key that signed SHA256SUMS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signing_key: Option<String>,
+    /// Providers: plugin protocol versions; overrides the release manifest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocols: Option<Vec<String>>,
+    /// Providers: accept keys (EdDSA) that Terraform 1.5 and older cannot verify.
+    #[serde(default)]
+    pub allow_modern_keys: bool,
+    /// Set on `complete`: the id `begin` returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upload_id: Option<String>,
+}
+
+/// Answer to `begin`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PublishBegin {
+    /// `"upload"` (PUT each file, then call complete) or `"unchanged"` (the same
+    /// content is already published: nothing to do).
+    pub status: String,
+    #[serde(default)]
+    pub upload_id: String,
+    #[serde(default)]
+    pub uploads: Vec<UploadTarget>,
+}
+
+/// Where to PUT one file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct UploadTarget {
+    pub name: String,
+    pub url: String,
+}
+
+/// Answer to `complete`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PublishResult {
+    /// `"published"` or `"unchanged"`.
+    pub status: String,
+    pub address: String,
+    pub version: String,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}

@@ -1,0 +1,90 @@
+//! The registry's state, shared by every entry point: storage backends, the URL
+//! signer and configuration.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::address::Hostname;
+use crate::signed_url::{Access, UrlSigner};
+use crate::storage::{BlobStore, ItemStore};
+
+/// Limits and settings of one registry.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The hostname users write in provider and module addresses (`registry.example.com`, `localhost:8443`).
+    pub hostname: Hostname,
+    /// Base URL archive links are built on, without a trailing slash (`https://registry.example.com`).
+    pub public_url: String,
+    /// Lifetime of archive URLs, in seconds.
+    pub url_ttl_secs: u64,
+    /// When true, every read endpoint needs a token (discovery and signed archive URLs excepted).
+    pub require_read_token: bool,
+    /// Largest archive accepted at publish.
+    pub max_archive_bytes: u64,
+}
+
+impl Config {
+    /// Defaults for a registry at `hostname`.
+    pub fn new(hostname: Hostname) -> Self {
+        Self {
+            public_url: format!("https://{hostname}"),
+            hostname,
+            url_ttl_secs: 300,
+            require_read_token: false,
+            max_archive_bytes: 2 * 1024 * 1024 * 1024,
+        }
+    }
+}
+
+/// Current unix time in seconds.
+pub fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Everything a handler needs.
+#[derive(Clone)]
+pub struct Registry {
+    pub items: Arc<dyn ItemStore>,
+    pub blobs: Arc<dyn BlobStore>,
+    pub signer: UrlSigner,
+    pub config: Config,
+    clock: fn() -> u64,
+}
+
+impl Registry {
+    pub fn new(items: Arc<dyn ItemStore>, blobs: Arc<dyn BlobStore>, signer: UrlSigner, config: Config) -> Self {
+        Self {
+            items,
+            blobs,
+            signer,
+            config,
+            clock: unix_now,
+        }
+    }
+
+    /// Replace the clock (tests of expiry).
+    pub fn with_clock(mut self, clock: fn() -> u64) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Unix seconds now.
+    pub fn now(&self) -> u64 {
+        (self.clock)()
+    }
+
+    /// A signed URL to the registry's own blob endpoint for `key`.
+    pub fn blob_url(&self, access: Access, key: &str) -> String {
+        let expires = self.now() + self.config.url_ttl_secs;
+        format!(
+            "{}{}{}?{}",
+            self.config.public_url,
+            crate::protocol::BLOBS_V1,
+            key,
+            self.signer.sign(access, key, expires)
+        )
+    }
+}

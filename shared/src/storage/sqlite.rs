@@ -1,0 +1,154 @@
+//! The embedded item store: SQLite (ACID, and several processes can share one
+//! data directory, so `tfreg token create` works while `tfreg serve` runs).
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{Item, ItemStore, Page, StoreError, Write};
+
+/// Items per query page. Small on purpose, so paging is exercised as it is on DynamoDB.
+pub const PAGE_SIZE: usize = 100;
+
+/// [`ItemStore`] on one SQLite file.
+#[derive(Clone)]
+pub struct SqliteStore {
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl SqliteStore {
+    /// Open (creating if needed) the database at `path`.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let conn = Connection::open(path).map_err(StoreError::backend)?;
+        Self::init(conn)
+    }
+
+    /// An in-memory store, for tests.
+    pub fn in_memory() -> Result<Self, StoreError> {
+        Self::init(Connection::open_in_memory().map_err(StoreError::backend)?)
+    }
+
+    fn init(conn: Connection) -> Result<Self, StoreError> {
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(StoreError::backend)?;
+        conn.execute_batch(
+            "PRAGMA journal_mode=WAL;
+             PRAGMA synchronous=FULL;
+             CREATE TABLE IF NOT EXISTS items (
+                 pk TEXT NOT NULL,
+                 sk TEXT NOT NULL,
+                 data BLOB NOT NULL,
+                 PRIMARY KEY (pk, sk)
+             ) WITHOUT ROWID;",
+        )
+        .map_err(StoreError::backend)?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    async fn with_conn<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut guard = conn
+                .lock()
+                .map_err(|_| StoreError::Backend("database lock poisoned".into()))?;
+            f(&mut guard)
+        })
+        .await
+        .map_err(StoreError::backend)?
+    }
+}
+
+#[async_trait]
+impl ItemStore for SqliteStore {
+    async fn get(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
+        let (pk, sk) = (pk.to_string(), sk.to_string());
+        self.with_conn(move |c| {
+            c.query_row(
+                "SELECT data FROM items WHERE pk = ?1 AND sk = ?2",
+                params![pk, sk],
+                |row| row.get::<_, Vec<u8>>(0),
+            )
+            .optional()
+            .map_err(StoreError::backend)
+            .map(|data| data.map(|data| Item { pk, sk, data }))
+        })
+        .await
+    }
+
+    async fn query_page(
+        &self,
+        pk: &str,
+        sk_prefix: &str,
+        start_after: Option<&str>,
+    ) -> Result<Page, StoreError> {
+        let (pk, prefix) = (pk.to_string(), sk_prefix.to_string());
+        let after = start_after.map(str::to_string);
+        self.with_conn(move |c| {
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT sk, data FROM items
+                     WHERE pk = ?1 AND substr(sk, 1, ?2) = ?3 AND (?4 IS NULL OR sk > ?4)
+                     ORDER BY sk LIMIT ?5",
+                )
+                .map_err(StoreError::backend)?;
+            let rows = stmt
+                .query_map(
+                    params![pk, prefix.chars().count() as i64, prefix, after, PAGE_SIZE as i64 + 1],
+                    |row| {
+                        Ok(Item {
+                            pk: pk.clone(),
+                            sk: row.get(0)?,
+                            data: row.get(1)?,
+                        })
+                    },
+                )
+                .map_err(StoreError::backend)?;
+            let mut items = rows.collect::<Result<Vec<_>, _>>().map_err(StoreError::backend)?;
+            let next = if items.len() > PAGE_SIZE {
+                items.truncate(PAGE_SIZE);
+                items.last().map(|i| i.sk.clone())
+            } else {
+                None
+            };
+            Ok(Page { items, next })
+        })
+        .await
+    }
+
+    async fn transact(&self, writes: Vec<Write>) -> Result<(), StoreError> {
+        self.with_conn(move |c| {
+            let tx = c.transaction().map_err(StoreError::backend)?;
+            for w in &writes {
+                match w {
+                    Write::PutIfAbsent(item) => {
+                        let inserted = tx
+                            .execute(
+                                "INSERT OR IGNORE INTO items (pk, sk, data) VALUES (?1, ?2, ?3)",
+                                params![item.pk, item.sk, item.data],
+                            )
+                            .map_err(StoreError::backend)?;
+                        if inserted == 0 {
+                            return Err(StoreError::ConditionFailed); // tx rolls back on drop
+                        }
+                    }
+                    Write::Put(item) => {
+                        tx.execute(
+                            "INSERT OR REPLACE INTO items (pk, sk, data) VALUES (?1, ?2, ?3)",
+                            params![item.pk, item.sk, item.data],
+                        )
+                        .map_err(StoreError::backend)?;
+                    }
+                }
+            }
+            tx.commit().map_err(StoreError::backend)
+        })
+        .await
+    }
+}

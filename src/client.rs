@@ -1,0 +1,153 @@
+//! The publish API client used by `tfreg publish` and `tfreg mirror import`:
+//! begin → upload each file (streamed, with a progress bar) → complete.
+
+use std::path::{Path, PathBuf};
+
+use futures_util::TryStreamExt;
+use indicatif::{ProgressBar, ProgressStyle};
+use sha2::{Digest, Sha256};
+use tfreg::protocol::{ErrorBody, FileDecl, PublishBegin, PublishRequest, PublishResult};
+
+use crate::cli_error::Result;
+
+/// A file on disk to upload under `name`.
+pub struct LocalFile {
+    pub name: String,
+    pub path: PathBuf,
+    pub size: u64,
+    pub sha256: String,
+}
+
+impl LocalFile {
+    /// Hash a file (streaming) to declare it.
+    pub fn hash(name: String, path: &Path) -> Result<Self> {
+        let mut f = std::fs::File::open(path).map_err(|e| format!("opening {}: {e}", path.display()))?;
+        let mut h = Sha256::new();
+        let size = std::io::copy(&mut f, &mut h).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        Ok(Self {
+            name,
+            path: path.to_path_buf(),
+            size,
+            sha256: hex::encode(h.finalize()),
+        })
+    }
+
+    fn decl(&self) -> FileDecl {
+        FileDecl {
+            name: self.name.clone(),
+            size: self.size,
+            sha256: self.sha256.clone(),
+        }
+    }
+}
+
+/// Talks to one registry's publish API.
+pub struct PublishClient {
+    http: reqwest::Client,
+    base: url::Url,
+    token: String,
+}
+
+impl PublishClient {
+    /// `registry` is the registry's base URL (`https://registry.example.com`).
+    pub fn new(registry: &str, token: Option<String>) -> Result<Self> {
+        let token = token.filter(|t| !t.is_empty()).ok_or(
+            "no token: pass --token or set TFREG_TOKEN (create one with `tfreg token create --scope publish`)",
+        )?;
+        let mut base = url::Url::parse(registry).map_err(|e| format!("invalid --registry URL {registry:?}: {e}"))?;
+        if base.scheme() != "https" && base.scheme() != "http" {
+            return Err(format!("invalid --registry URL {registry:?}: use https://HOST").into());
+        }
+        if !base.path().ends_with('/') {
+            base.set_path(&format!("{}/", base.path()));
+        }
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("tfreg/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("building HTTP client: {e}"))?;
+        Ok(Self { http, base, token })
+    }
+
+    async fn check(resp: reqwest::Response, what: &str) -> Result<reqwest::Response> {
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(resp);
+        }
+        let text = resp.text().await.unwrap_or_default();
+        let detail = serde_json::from_str::<ErrorBody>(&text)
+            .map(|b| b.errors.join("; "))
+            .unwrap_or(text);
+        Err(format!("{what}: the registry answered {status}: {detail}").into())
+    }
+
+    async fn post(&self, path: &str, body: &PublishRequest) -> Result<reqwest::Response> {
+        let url = self.base.join(path).map_err(|e| e.to_string())?;
+        let resp = self
+            .http
+            .post(url.clone())
+            .bearer_auth(&self.token)
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| format!("cannot reach {url}: {e}"))?;
+        Self::check(resp, path).await
+    }
+
+    async fn upload(&self, url: &str, file: &LocalFile, bar: &ProgressBar) -> Result<()> {
+        let f = tokio::fs::File::open(&file.path)
+            .await
+            .map_err(|e| format!("opening {}: {e}", file.path.display()))?;
+        let bar = bar.clone();
+        let stream = tokio_util::io::ReaderStream::new(f).inspect_ok(move |chunk| bar.inc(chunk.len() as u64));
+        let resp = self
+            .http
+            .put(url)
+            .header(reqwest::header::CONTENT_LENGTH, file.size)
+            .body(reqwest::Body::wrap_stream(stream))
+            .send()
+            .await
+            .map_err(|e| format!("uploading {}: {e}", file.name))?;
+        Self::check(resp, &format!("uploading {}", file.name)).await?;
+        Ok(())
+    }
+
+    /// Publish `files` at `path` (e.g. `v1/publish/providers/ns/null/1.0.0`).
+    pub async fn publish(&self, path: &str, files: &[LocalFile], mut request: PublishRequest) -> Result<PublishResult> {
+        request.files = files.iter().map(LocalFile::decl).collect();
+        let begin: PublishBegin = self
+            .post(&format!("{path}/begin"), &request)
+            .await?
+            .json()
+            .await
+            .map_err(|e| format!("unexpected answer from the registry: {e}"))?;
+        if begin.status == "unchanged" {
+            return Ok(PublishResult {
+                status: "unchanged".into(),
+                address: path.to_string(),
+                version: String::new(),
+                warnings: vec![],
+            });
+        }
+        let total: u64 = files.iter().map(|f| f.size).sum();
+        let bar = ProgressBar::new(total).with_style(
+            ProgressStyle::with_template("{msg:40!} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        for target in &begin.uploads {
+            let file = files
+                .iter()
+                .find(|f| f.name == target.name)
+                .ok_or_else(|| format!("the registry asked for an unknown file {}", target.name))?;
+            bar.set_message(file.name.clone());
+            self.upload(&target.url, file, &bar).await?;
+        }
+        bar.finish_and_clear();
+        request.upload_id = Some(begin.upload_id);
+        self.post(&format!("{path}/complete"), &request)
+            .await?
+            .json()
+            .await
+            .map_err(|e| format!("unexpected answer from the registry: {e}").into())
+    }
+}

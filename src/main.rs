@@ -1,0 +1,138 @@
+//! `tfreg`: run a private Terraform / OpenTofu registry locally, publish
+//! providers and modules to any tfreg registry, and manage tokens.
+
+mod client;
+mod data_dir;
+mod publish;
+mod serve;
+mod tls;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "tfreg", version, about = "A private registry for Terraform and OpenTofu")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the registry on this machine (embedded store, HTTPS).
+    Serve(serve::ServeArgs),
+    /// Publish a provider or a module to a registry.
+    #[command(subcommand)]
+    Publish(PublishCommand),
+    /// Network mirror commands.
+    #[command(subcommand)]
+    Mirror(MirrorCommand),
+    /// API tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+#[derive(Subcommand)]
+enum PublishCommand {
+    /// Publish a signed provider release from goreleaser's dist directory.
+    Provider(publish::ProviderArgs),
+    /// Publish a module from a directory or a .tar.gz.
+    Module(publish::ModuleArgs),
+}
+
+#[derive(Subcommand)]
+enum MirrorCommand {
+    /// Import a directory written by `terraform providers mirror` (packed layout).
+    Import(publish::MirrorImportArgs),
+}
+
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// Create a token in a local data directory; prints only the token.
+    Create(TokenCreateArgs),
+}
+
+#[derive(Args)]
+struct TokenCreateArgs {
+    /// The registry's data directory (as given to `tfreg serve`).
+    #[arg(long, default_value = data_dir::DEFAULT)]
+    data_dir: PathBuf,
+    /// `read` (download only) or `publish` (download and publish).
+    #[arg(long, value_parser = ["read", "publish"])]
+    scope: String,
+    /// Limit publishing to this namespace.
+    #[arg(long)]
+    namespace: Option<String>,
+    /// A note to remember the token by.
+    #[arg(long)]
+    description: Option<String>,
+}
+
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("TFREG_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .compact()
+        .init();
+}
+
+async fn token_create(args: TokenCreateArgs) -> cli_error::Result<()> {
+    let scope = tfreg::auth::Scope::parse(&args.scope)?;
+    let namespace = args
+        .namespace
+        .as_deref()
+        .map(tfreg::address::module_namespace)
+        .transpose()?;
+    let dir = data_dir::DataDir::open(&args.data_dir)?;
+    let store = dir.item_store()?;
+    let record = tfreg::auth::TokenRecord {
+        scope,
+        namespace,
+        created_at: tfreg::registry::unix_now(),
+        description: args.description,
+    };
+    let token = tfreg::auth::create_token(&store, record).await?;
+    println!("{token}");
+    Ok(())
+}
+
+mod cli_error {
+    /// The CLI's error: a message for the user.
+    #[derive(Debug)]
+    pub struct CliError(pub String);
+
+    impl<E: std::fmt::Display> From<E> for CliError {
+        fn from(e: E) -> Self {
+            CliError(e.to_string())
+        }
+    }
+
+    pub type Result<T> = std::result::Result<T, CliError>;
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    init_logging();
+    let result = match cli.command {
+        Command::Serve(args) => serve::run(args).await,
+        Command::Publish(PublishCommand::Provider(args)) => publish::provider(args).await,
+        Command::Publish(PublishCommand::Module(args)) => publish::module(args).await,
+        Command::Mirror(MirrorCommand::Import(args)) => publish::mirror_import(args).await,
+        Command::Token(TokenCommand::Create(args)) => token_create(args).await,
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(cli_error::CliError(msg)) => {
+            eprintln!("error: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! `tfreg publish provider|module` and `tfreg mirror import`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use tfreg::address::{Hostname, ModuleName, ProviderName};
+use tfreg::protocol::{PublishRequest, PublishResult};
+use tfreg::version::Version;
+
+use crate::cli_error::Result;
+use crate::client::{LocalFile, PublishClient};
+
+#[derive(Args)]
+pub struct RegistryArgs {
+    /// The registry's base URL, e.g. https://localhost:8443.
+    #[arg(long)]
+    registry: String,
+    /// A token with publish rights.
+    #[arg(long, env = "TFREG_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+}
+
+#[derive(Args)]
+pub struct ProviderArgs {
+    /// goreleaser's output directory (zips, SHA256SUMS, SHA256SUMS.sig, optional manifest.json).
+    dist_dir: PathBuf,
+    #[command(flatten)]
+    registry: RegistryArgs,
+    #[arg(long)]
+    namespace: String,
+    /// Provider type; default: read from the file names.
+    #[arg(long = "type")]
+    provider_type: Option<String>,
+    /// Version; default: read from the file names.
+    #[arg(long)]
+    version: Option<String>,
+    /// ASCII-armored public key that signed SHA256SUMS.
+    #[arg(long)]
+    signing_key: PathBuf,
+    /// Plugin protocol versions (comma-separated), overriding the release manifest; default 5.0.
+    #[arg(long, value_delimiter = ',')]
+    protocols: Option<Vec<String>>,
+    /// Accept an EdDSA key, which Terraform 1.5 and older cannot verify.
+    #[arg(long)]
+    allow_modern_keys: bool,
+}
+
+#[derive(Args)]
+pub struct ModuleArgs {
+    /// A module directory (packed to .tar.gz without .git and .terraform) or a .tar.gz.
+    src: PathBuf,
+    #[command(flatten)]
+    registry: RegistryArgs,
+    #[arg(long)]
+    namespace: String,
+    #[arg(long)]
+    name: String,
+    #[arg(long)]
+    system: String,
+    #[arg(long)]
+    version: String,
+}
+
+#[derive(Args)]
+pub struct MirrorImportArgs {
+    /// A directory written by `terraform providers mirror` (HOSTNAME/NAMESPACE/TYPE/*.zip).
+    mirror_dir: PathBuf,
+    #[command(flatten)]
+    registry: RegistryArgs,
+}
+
+fn report(what: &str, result: &PublishResult) {
+    for w in &result.warnings {
+        eprintln!("warning: {w}");
+    }
+    match result.status.as_str() {
+        "unchanged" => eprintln!("{what}: already published with identical content; nothing to do"),
+        _ => eprintln!("{what}: published {} {}", result.address, result.version),
+    }
+}
+
+/// Find `terraform-provider-TYPE_VERSION_SHA256SUMS` in a dist directory.
+fn release_of(dist: &Path, want_type: Option<&str>, want_version: Option<&str>) -> Result<(String, String)> {
+    let entries = std::fs::read_dir(dist).map_err(|e| format!("reading {}: {e}", dist.display()))?;
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix("terraform-provider-").and_then(|r| r.strip_suffix("_SHA256SUMS")) else {
+            continue;
+        };
+        if let Some((ty, version)) = rest.split_once('_')
+            && want_type.is_none_or(|t| t == ty)
+            && want_version.is_none_or(|v| v == version)
+        {
+            found.push((ty.to_string(), version.to_string()));
+        }
+    }
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => Err(format!(
+            "no terraform-provider-<type>_<version>_SHA256SUMS in {} (run goreleaser, or pass --type and --version)",
+            dist.display()
+        )
+        .into()),
+        _ => Err(format!("several releases in {}: pass --type and --version", dist.display()).into()),
+    }
+}
+
+pub async fn provider(args: ProviderArgs) -> Result<()> {
+    let (ty, version) = release_of(&args.dist_dir, args.provider_type.as_deref(), args.version.as_deref())?;
+    let name = ProviderName::parse(&args.namespace, &ty)?;
+    let version = Version::parse(&version)?;
+    let prefix = format!("terraform-provider-{ty}_{version}_");
+    let mut files = Vec::new();
+    let mut names: Vec<_> = std::fs::read_dir(&args.dist_dir)
+        .map_err(|e| format!("reading {}: {e}", args.dist_dir.display()))?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&prefix))
+        .filter(|n| n.ends_with(".zip") || n.ends_with("_SHA256SUMS") || n.ends_with("_SHA256SUMS.sig") || n.ends_with("_manifest.json"))
+        .collect();
+    names.sort();
+    for n in names {
+        files.push(LocalFile::hash(n.clone(), &args.dist_dir.join(&n))?);
+    }
+    let signing_key = std::fs::read_to_string(&args.signing_key)
+        .map_err(|e| format!("reading --signing-key {}: {e}", args.signing_key.display()))?;
+    let client = PublishClient::new(&args.registry.registry, args.registry.token)?;
+    let request = PublishRequest {
+        signing_key: Some(signing_key),
+        protocols: args.protocols,
+        allow_modern_keys: args.allow_modern_keys,
+        ..Default::default()
+    };
+    let path = format!("v1/publish/providers/{name}/{version}");
+    let result = client.publish(&path, &files, request).await?;
+    report(&format!("provider {name} {version}"), &result);
+    Ok(())
+}
+
+pub async fn module(args: ModuleArgs) -> Result<()> {
+    let name = ModuleName::parse(&args.namespace, &args.name, &args.system)?;
+    let version = Version::parse(&args.version)?;
+    let filename = format!("{}-{}-{version}.tar.gz", name.name, name.system);
+    let packed;
+    let archive = if args.src.is_dir() {
+        let tmp = tempfile::NamedTempFile::new().map_err(|e| format!("temporary file: {e}"))?;
+        tfreg::module_archive::pack_dir(&args.src, std::io::BufWriter::new(tmp.as_file()))
+            .map_err(|e| format!("packing {}: {e}", args.src.display()))?;
+        packed = tmp;
+        packed.path().to_path_buf()
+    } else if args.src.to_string_lossy().ends_with(".tar.gz") || args.src.to_string_lossy().ends_with(".tgz") {
+        args.src.clone()
+    } else {
+        return Err(format!("{}: give a module directory or a .tar.gz", args.src.display()).into());
+    };
+    let file = LocalFile::hash(filename, &archive)?;
+    let client = PublishClient::new(&args.registry.registry, args.registry.token)?;
+    let path = format!("v1/publish/modules/{name}/{version}");
+    let result = client.publish(&path, &[file], PublishRequest::default()).await?;
+    report(&format!("module {name} {version}"), &result);
+    Ok(())
+}
+
+/// One provider version found in a mirror directory.
+type MirrorKey = (String, String, String, String);
+
+pub async fn mirror_import(args: MirrorImportArgs) -> Result<()> {
+    let root = &args.mirror_dir;
+    let mut releases: BTreeMap<MirrorKey, Vec<LocalFile>> = BTreeMap::new();
+    for entry in walkdir::WalkDir::new(root).min_depth(4).max_depth(4) {
+        let entry = entry.map_err(|e| format!("reading {}: {e}", root.display()))?;
+        let rel = entry.path().strip_prefix(root).map_err(|e| e.to_string())?;
+        let parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        let [host, ns, ty, file] = parts.as_slice() else { continue };
+        if !entry.file_type().is_file() || !file.ends_with(".zip") {
+            continue; // the JSON index files are never trusted over the zips
+        }
+        let Some(rest) = file.strip_prefix(&format!("terraform-provider-{ty}_")) else {
+            eprintln!("skipping {}: not a terraform-provider-{ty} package", rel.display());
+            continue;
+        };
+        let Some((version, _platform)) = rest.split_once('_') else {
+            eprintln!("skipping {}: expected terraform-provider-{ty}_VERSION_OS_ARCH.zip", rel.display());
+            continue;
+        };
+        let key = (host.clone(), ns.clone(), ty.clone(), version.to_string());
+        releases.entry(key).or_default().push(LocalFile::hash(file.clone(), entry.path())?);
+    }
+    if releases.is_empty() {
+        return Err(format!(
+            "no provider packages under {} (expected HOSTNAME/NAMESPACE/TYPE/terraform-provider-TYPE_VERSION_OS_ARCH.zip)",
+            root.display()
+        )
+        .into());
+    }
+    let client = PublishClient::new(&args.registry.registry, args.registry.token)?;
+    for ((host, ns, ty, version), files) in releases {
+        let host = Hostname::parse(&host)?;
+        let name = ProviderName::parse(&ns, &ty)?;
+        let version = Version::parse(&version)?;
+        let path = format!("v1/publish/mirror/{host}/{name}/{version}");
+        let result = client.publish(&path, &files, PublishRequest::default()).await?;
+        report(&format!("mirror {host}/{name} {version}"), &result);
+    }
+    Ok(())
+}
