@@ -21,9 +21,11 @@ pub struct LocalFile {
 impl LocalFile {
     /// Hash a file (streaming) to declare it.
     pub fn hash(name: String, path: &Path) -> Result<Self> {
-        let mut f = std::fs::File::open(path).map_err(|e| format!("opening {}: {e}", path.display()))?;
+        let mut f =
+            std::fs::File::open(path).map_err(|e| format!("opening {}: {e}", path.display()))?;
         let mut h = Sha256::new();
-        let size = std::io::copy(&mut f, &mut h).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let size = std::io::copy(&mut f, &mut h)
+            .map_err(|e| format!("reading {}: {e}", path.display()))?;
         Ok(Self {
             name,
             path: path.to_path_buf(),
@@ -54,7 +56,8 @@ impl PublishClient {
         let token = token.filter(|t| !t.is_empty()).ok_or(
             "no token: pass --token or set TFREG_TOKEN (create one with `tfreg token create --scope publish`)",
         )?;
-        let mut base = url::Url::parse(registry).map_err(|e| format!("invalid --registry URL {registry:?}: {e}"))?;
+        let mut base = url::Url::parse(registry)
+            .map_err(|e| format!("invalid --registry URL {registry:?}: {e}"))?;
         if base.scheme() != "https" && base.scheme() != "http" {
             return Err(format!("invalid --registry URL {registry:?}: use https://HOST").into());
         }
@@ -98,7 +101,8 @@ impl PublishClient {
             .await
             .map_err(|e| format!("opening {}: {e}", file.path.display()))?;
         let bar = bar.clone();
-        let stream = tokio_util::io::ReaderStream::new(f).inspect_ok(move |chunk| bar.inc(chunk.len() as u64));
+        let stream = tokio_util::io::ReaderStream::new(f)
+            .inspect_ok(move |chunk| bar.inc(chunk.len() as u64));
         let resp = self
             .http
             .put(url)
@@ -112,7 +116,12 @@ impl PublishClient {
     }
 
     /// Publish `files` at `path` (e.g. `v1/publish/providers/ns/null/1.0.0`).
-    pub async fn publish(&self, path: &str, files: &[LocalFile], mut request: PublishRequest) -> Result<PublishResult> {
+    pub async fn publish(
+        &self,
+        path: &str,
+        files: &[LocalFile],
+        mut request: PublishRequest,
+    ) -> Result<PublishResult> {
         request.files = files.iter().map(LocalFile::decl).collect();
         let begin: PublishBegin = self
             .post(&format!("{path}/begin"), &request)
@@ -130,9 +139,11 @@ impl PublishClient {
         }
         let total: u64 = files.iter().map(|f| f.size).sum();
         let bar = ProgressBar::new(total).with_style(
-            ProgressStyle::with_template("{msg:40!} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
+            ProgressStyle::with_template(
+                "{msg:40!} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
         );
         for target in &begin.uploads {
             let file = files

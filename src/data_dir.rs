@@ -39,7 +39,11 @@ impl DataDir {
         let path = self.root.join("url-signing.key");
         match std::fs::read(&path) {
             Ok(secret) if secret.len() >= 32 => Ok(secret),
-            Ok(_) => Err(format!("{} is too short; delete it to make a new one", path.display()).into()),
+            Ok(_) => Err(format!(
+                "{} is too short; delete it to make a new one",
+                path.display()
+            )
+            .into()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let secret: [u8; 32] = rand::random();
                 write_private(&path, &secret)?;

@@ -13,7 +13,11 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "tfreg", version, about = "A private registry for Terraform and OpenTofu")]
+#[command(
+    name = "tfreg",
+    version,
+    about = "A private registry for Terraform and OpenTofu"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

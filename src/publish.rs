@@ -13,7 +13,7 @@ use crate::client::{LocalFile, PublishClient};
 
 #[derive(Args)]
 pub struct RegistryArgs {
-    /// The registry's base URL, e.g. https://localhost:8443.
+    /// The registry's base URL, e.g. https://127.0.0.1:8443.
     #[arg(long)]
     registry: String,
     /// A token with publish rights.
@@ -81,12 +81,20 @@ fn report(what: &str, result: &PublishResult) {
 }
 
 /// Find `terraform-provider-TYPE_VERSION_SHA256SUMS` in a dist directory.
-fn release_of(dist: &Path, want_type: Option<&str>, want_version: Option<&str>) -> Result<(String, String)> {
-    let entries = std::fs::read_dir(dist).map_err(|e| format!("reading {}: {e}", dist.display()))?;
+fn release_of(
+    dist: &Path,
+    want_type: Option<&str>,
+    want_version: Option<&str>,
+) -> Result<(String, String)> {
+    let entries =
+        std::fs::read_dir(dist).map_err(|e| format!("reading {}: {e}", dist.display()))?;
     let mut found = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix("terraform-provider-").and_then(|r| r.strip_suffix("_SHA256SUMS")) else {
+        let Some(rest) = name
+            .strip_prefix("terraform-provider-")
+            .and_then(|r| r.strip_suffix("_SHA256SUMS"))
+        else {
             continue;
         };
         if let Some((ty, version)) = rest.split_once('_')
@@ -108,7 +116,14 @@ fn release_of(dist: &Path, want_type: Option<&str>, want_version: Option<&str>) 
 }
 
 pub async fn provider(args: ProviderArgs) -> Result<()> {
-    let (ty, version) = release_of(&args.dist_dir, args.provider_type.as_deref(), args.version.as_deref())?;
+    if let Some(v) = &args.version {
+        Version::parse(v)?;
+    }
+    let (ty, version) = release_of(
+        &args.dist_dir,
+        args.provider_type.as_deref(),
+        args.version.as_deref(),
+    )?;
     let name = ProviderName::parse(&args.namespace, &ty)?;
     let version = Version::parse(&version)?;
     let prefix = format!("terraform-provider-{ty}_{version}_");
@@ -118,7 +133,12 @@ pub async fn provider(args: ProviderArgs) -> Result<()> {
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with(&prefix))
-        .filter(|n| n.ends_with(".zip") || n.ends_with("_SHA256SUMS") || n.ends_with("_SHA256SUMS.sig") || n.ends_with("_manifest.json"))
+        .filter(|n| {
+            n.ends_with(".zip")
+                || n.ends_with("_SHA256SUMS")
+                || n.ends_with("_SHA256SUMS.sig")
+                || n.ends_with("_manifest.json")
+        })
         .collect();
     names.sort();
     for n in names {
@@ -150,15 +170,23 @@ pub async fn module(args: ModuleArgs) -> Result<()> {
             .map_err(|e| format!("packing {}: {e}", args.src.display()))?;
         packed = tmp;
         packed.path().to_path_buf()
-    } else if args.src.to_string_lossy().ends_with(".tar.gz") || args.src.to_string_lossy().ends_with(".tgz") {
+    } else if args.src.to_string_lossy().ends_with(".tar.gz")
+        || args.src.to_string_lossy().ends_with(".tgz")
+    {
         args.src.clone()
     } else {
-        return Err(format!("{}: give a module directory or a .tar.gz", args.src.display()).into());
+        return Err(format!(
+            "{}: give a module directory or a .tar.gz",
+            args.src.display()
+        )
+        .into());
     };
     let file = LocalFile::hash(filename, &archive)?;
     let client = PublishClient::new(&args.registry.registry, args.registry.token)?;
     let path = format!("v1/publish/modules/{name}/{version}");
-    let result = client.publish(&path, &[file], PublishRequest::default()).await?;
+    let result = client
+        .publish(&path, &[file], PublishRequest::default())
+        .await?;
     report(&format!("module {name} {version}"), &result);
     Ok(())
 }
@@ -172,21 +200,35 @@ pub async fn mirror_import(args: MirrorImportArgs) -> Result<()> {
     for entry in walkdir::WalkDir::new(root).min_depth(4).max_depth(4) {
         let entry = entry.map_err(|e| format!("reading {}: {e}", root.display()))?;
         let rel = entry.path().strip_prefix(root).map_err(|e| e.to_string())?;
-        let parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
-        let [host, ns, ty, file] = parts.as_slice() else { continue };
+        let parts: Vec<String> = rel
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        let [host, ns, ty, file] = parts.as_slice() else {
+            continue;
+        };
         if !entry.file_type().is_file() || !file.ends_with(".zip") {
             continue; // the JSON index files are never trusted over the zips
         }
         let Some(rest) = file.strip_prefix(&format!("terraform-provider-{ty}_")) else {
-            eprintln!("skipping {}: not a terraform-provider-{ty} package", rel.display());
+            eprintln!(
+                "skipping {}: not a terraform-provider-{ty} package",
+                rel.display()
+            );
             continue;
         };
         let Some((version, _platform)) = rest.split_once('_') else {
-            eprintln!("skipping {}: expected terraform-provider-{ty}_VERSION_OS_ARCH.zip", rel.display());
+            eprintln!(
+                "skipping {}: expected terraform-provider-{ty}_VERSION_OS_ARCH.zip",
+                rel.display()
+            );
             continue;
         };
         let key = (host.clone(), ns.clone(), ty.clone(), version.to_string());
-        releases.entry(key).or_default().push(LocalFile::hash(file.clone(), entry.path())?);
+        releases
+            .entry(key)
+            .or_default()
+            .push(LocalFile::hash(file.clone(), entry.path())?);
     }
     if releases.is_empty() {
         return Err(format!(
@@ -201,7 +243,9 @@ pub async fn mirror_import(args: MirrorImportArgs) -> Result<()> {
         let name = ProviderName::parse(&ns, &ty)?;
         let version = Version::parse(&version)?;
         let path = format!("v1/publish/mirror/{host}/{name}/{version}");
-        let result = client.publish(&path, &files, PublishRequest::default()).await?;
+        let result = client
+            .publish(&path, &files, PublishRequest::default())
+            .await?;
         report(&format!("mirror {host}/{name} {version}"), &result);
     }
     Ok(())

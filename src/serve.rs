@@ -24,7 +24,7 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8443")]
     listen: SocketAddr,
-    /// The hostname users write in addresses (HOST[:PORT]); default localhost:<listen port>.
+    /// The hostname users write in addresses (HOST[:PORT]); default 127.0.0.1:<listen port> (module addresses need a hostname with a dot).
     #[arg(long)]
     hostname: Option<String>,
     /// PEM certificate chain (with --tls-key); default: a development certificate in the data dir.
@@ -67,7 +67,12 @@ fn to_axum(resp: service::Response) -> axum::response::Response {
     axum::response::Response::from_parts(parts, body)
 }
 
-fn print_welcome(hostname: &Hostname, listen: SocketAddr, ca: Option<&std::path::Path>, data_dir: &std::path::Path) {
+fn print_welcome(
+    hostname: &Hostname,
+    listen: SocketAddr,
+    ca: Option<&std::path::Path>,
+    data_dir: &std::path::Path,
+) {
     let host = hostname.as_str();
     let env_host = host.replace('-', "__").replace(['.', ':'], "_");
     let mut out = format!("\ntfreg is serving https://{host}/ (listening on {listen})\n");
@@ -111,8 +116,21 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         &args
             .hostname
             .clone()
-            .unwrap_or_else(|| format!("localhost:{}", args.listen.port())),
+            .unwrap_or_else(|| format!("127.0.0.1:{}", args.listen.port())),
     )?;
+    if !hostname
+        .as_str()
+        .split(':')
+        .next()
+        .unwrap_or("")
+        .contains('.')
+    {
+        tracing::warn!(
+            hostname = hostname.as_str(),
+            "Terraform accepts module addresses only on hostnames with a dot; use e.g. --hostname 127.0.0.1:{} for modules",
+            args.listen.port()
+        );
+    }
     let mut config = Config::new(hostname.clone());
     config.url_ttl_secs = args.url_ttl;
     config.require_read_token = args.require_read_token;
@@ -124,15 +142,23 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     ));
 
     let tls_files = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) => tls::TlsFiles { cert: cert.clone(), key: key.clone(), ca: None },
+        (Some(cert), Some(key)) => tls::TlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+            ca: None,
+        },
         _ => {
-            let host_only = hostname.as_str().rsplit_once(':').map_or(hostname.as_str(), |(h, _)| h);
+            let host_only = hostname
+                .as_str()
+                .rsplit_once(':')
+                .map_or(hostname.as_str(), |(h, _)| h);
             tls::dev_certificate(&dir.root, host_only)?
         }
     };
-    let rustls_config = axum_server::tls_rustls::RustlsConfig::from_pem_file(&tls_files.cert, &tls_files.key)
-        .await
-        .map_err(|e| format!("loading TLS certificate {}: {e}", tls_files.cert.display()))?;
+    let rustls_config =
+        axum_server::tls_rustls::RustlsConfig::from_pem_file(&tls_files.cert, &tls_files.key)
+            .await
+            .map_err(|e| format!("loading TLS certificate {}: {e}", tls_files.cert.display()))?;
 
     let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
         let registry = registry.clone();
@@ -162,10 +188,11 @@ async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => return ctrl_c.await.unwrap_or(()),
-        };
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => return ctrl_c.await.unwrap_or(()),
+            };
         tokio::select! {
             _ = ctrl_c => {},
             _ = term.recv() => {},

@@ -22,26 +22,48 @@ pub fn dev_certificate(dir: &Path, host: &str) -> Result<TlsFiles> {
     let dir = dir.join("tls");
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let (ca_pem, ca_key_pem) = (dir.join("ca.pem"), dir.join("ca.key"));
-    let (cert, key, names) = (dir.join("server.pem"), dir.join("server.key"), dir.join("server.names"));
+    let (cert, key, names) = (
+        dir.join("server.pem"),
+        dir.join("server.key"),
+        dir.join("server.names"),
+    );
 
-    let mut sans = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()];
+    let mut sans = vec![
+        "localhost".to_string(),
+        "127.0.0.1".to_string(),
+        "::1".to_string(),
+    ];
     if !sans.iter().any(|s| s == host) {
         sans.push(host.to_string());
     }
     let wanted_names = sans.join("\n");
 
     let ca_exists = ca_pem.exists() && ca_key_pem.exists();
-    if ca_exists && cert.exists() && key.exists() && std::fs::read_to_string(&names).ok().as_deref() == Some(&wanted_names) {
-        return Ok(TlsFiles { cert, key, ca: Some(ca_pem) });
+    if ca_exists
+        && cert.exists()
+        && key.exists()
+        && std::fs::read_to_string(&names).ok().as_deref() == Some(&wanted_names)
+    {
+        return Ok(TlsFiles {
+            cert,
+            key,
+            ca: Some(ca_pem),
+        });
     }
 
     let err = |e: rcgen::Error| format!("making the development certificate: {e}");
     // The CA is re-made from its saved key with the same name, so a ca.pem
     // the user already trusts keeps validating new server certificates.
     let mut ca_params = CertificateParams::default();
-    ca_params.distinguished_name.push(DnType::CommonName, "tfreg development CA");
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "tfreg development CA");
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
     let ca_key = if ca_exists {
         let key_pem = std::fs::read_to_string(&ca_key_pem).map_err(|e| e.to_string())?;
         KeyPair::from_pem(&key_pem).map_err(err)?
@@ -66,9 +88,15 @@ pub fn dev_certificate(dir: &Path, host: &str) -> Result<TlsFiles> {
         .map_err(err)?;
     params.is_ca = IsCa::ExplicitNoCa;
     let server_key = KeyPair::generate().map_err(err)?;
-    let server_cert = params.signed_by(&server_key, &ca_cert, &ca_key).map_err(err)?;
+    let server_cert = params
+        .signed_by(&server_key, &ca_cert, &ca_key)
+        .map_err(err)?;
     std::fs::write(&cert, server_cert.pem()).map_err(|e| e.to_string())?;
     write_private(&key, server_key.serialize_pem().as_bytes())?;
     std::fs::write(&names, wanted_names).map_err(|e| e.to_string())?;
-    Ok(TlsFiles { cert, key, ca: Some(ca_pem) })
+    Ok(TlsFiles {
+        cert,
+        key,
+        ca: Some(ca_pem),
+    })
 }

@@ -37,7 +37,10 @@ output "sub" {{ value = module.sub.message }}
         src,
         &[
             ("main.tf", &main),
-            ("modules/sub/main.tf", "variable \"greeting\" {}\noutput \"message\" { value = \"${var.greeting} from sub\" }\n"),
+            (
+                "modules/sub/main.tf",
+                "variable \"greeting\" {}\noutput \"message\" { value = \"${var.greeting} from sub\" }\n",
+            ),
             (".git/config", "[core]\n"),
             (".terraform/junk", "not packed"),
         ],
@@ -48,17 +51,45 @@ output "sub" {{ value = module.sub.message }}
 fn publish_fixture(server: &Server, token: &str, tmp: &Path) -> Published {
     let gpg = Gpg::new("rsa2048");
     let dist = tmp.join("dist-2.1.2");
-    let zips_2_1_2 = provider_dist(&dist, "null", "2.1.2", &["linux_amd64", "darwin_arm64"], &gpg);
+    let zips_2_1_2 = provider_dist(
+        &dist,
+        "null",
+        "2.1.2",
+        &["linux_amd64", "darwin_arm64"],
+        &gpg,
+    );
     let key = dist.join("key.asc");
     let out = ok(
-        server.tfreg(token, &["publish", "provider", dist.to_str().unwrap(), "--namespace", NS, "--signing-key", key.to_str().unwrap()]),
+        server.tfreg(
+            token,
+            &[
+                "publish",
+                "provider",
+                dist.to_str().unwrap(),
+                "--namespace",
+                NS,
+                "--signing-key",
+                key.to_str().unwrap(),
+            ],
+        ),
         "publish provider 2.1.2",
     );
     assert!(out.contains("published"), "{out}");
     let dist3 = tmp.join("dist-3.0.0");
     provider_dist(&dist3, "null", "3.0.0", &["linux_amd64"], &gpg);
     ok(
-        server.tfreg(token, &["publish", "provider", dist3.to_str().unwrap(), "--namespace", NS, "--signing-key", key.to_str().unwrap()]),
+        server.tfreg(
+            token,
+            &[
+                "publish",
+                "provider",
+                dist3.to_str().unwrap(),
+                "--namespace",
+                NS,
+                "--signing-key",
+                key.to_str().unwrap(),
+            ],
+        ),
         "publish provider 3.0.0",
     );
     for version in ["1.0.0", "1.1.0", "2.0.0"] {
@@ -67,7 +98,19 @@ fn publish_fixture(server: &Server, token: &str, tmp: &Path) -> Published {
         ok(
             server.tfreg(
                 token,
-                &["publish", "module", src.to_str().unwrap(), "--namespace", NS, "--name", "greeting", "--system", "null", "--version", version],
+                &[
+                    "publish",
+                    "module",
+                    src.to_str().unwrap(),
+                    "--namespace",
+                    NS,
+                    "--name",
+                    "greeting",
+                    "--system",
+                    "null",
+                    "--version",
+                    version,
+                ],
             ),
             "publish module",
         );
@@ -103,7 +146,8 @@ output "sub_only" {{ value = module.sub_only.message }}
 }
 
 fn lock_file(dir: &Path) -> String {
-    std::fs::read_to_string(dir.join(".terraform.lock.hcl")).expect("terraform wrote .terraform.lock.hcl")
+    std::fs::read_to_string(dir.join(".terraform.lock.hcl"))
+        .expect("terraform wrote .terraform.lock.hcl")
 }
 
 fn h1(zip: &Path) -> String {
@@ -111,7 +155,10 @@ fn h1(zip: &Path) -> String {
 }
 
 fn zh(zip: &Path) -> String {
-    format!("zh:{}", tfreg::hashing::sha256_hex(&std::fs::read(zip).unwrap()))
+    format!(
+        "zh:{}",
+        tfreg::hashing::sha256_hex(&std::fs::read(zip).unwrap())
+    )
 }
 
 fn credentials(host: &str, token: &str) -> String {
@@ -122,32 +169,94 @@ fn credentials(host: &str, token: &str) -> String {
 fn terraform_1_0_registry_protocol_mirror_and_lock() {
     let tools = Tools::get();
     let tmp = tempfile::tempdir().unwrap();
+    // Terraform cannot use a network mirror for a provider whose hostname has a
+    // port ("first path segment in URL cannot contain colon"), so this registry
+    // is served as in production, on 443, at its own loopback address.
     // Reads need a token here, so the whole flow also proves Terraform's credentials reach us.
-    let server = Server::start(&tmp.path().join("data"), &["--require-read-token"]);
+    let server = Server::start_at(
+        &tmp.path().join("data"),
+        "127.0.0.77:443",
+        &["--require-read-token"],
+    );
     let publish_token = server.token("publish", None);
     let read_token = server.token("read", None);
     let published = publish_fixture(&server, &publish_token, tmp.path());
     let host = server.host.clone();
 
+    // The download answer carries every platform's zh: and h1: (OpenTofu 1.12 `packages`).
+    let download: serde_json::Value = server
+        .http
+        .get(server.url(&format!(
+            "/v1/providers/{NS}/null/2.1.2/download/linux/amd64"
+        )))
+        .bearer_auth(&read_token)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(
+        download["protocols"],
+        serde_json::json!(["5.0"]),
+        "from the release manifest"
+    );
+    for (zip, platform) in published
+        .zips_2_1_2
+        .iter()
+        .zip(["linux_amd64", "darwin_arm64"])
+    {
+        let hashes = &download["packages"][platform]["hashes"];
+        assert_eq!(hashes, &serde_json::json!([zh(zip), h1(zip)]), "{platform}");
+        assert_eq!(
+            download["packages"][platform]["package_size"],
+            std::fs::metadata(zip).unwrap().len()
+        );
+    }
+
     // --- registry protocol: init + apply with version constraints --------------
-    let tf = Terraform::new(tools.path("TFREG_TERRAFORM_1_0"), &server, &credentials(&host, &read_token));
+    let tf = Terraform::new(
+        tools.path("TFREG_TERRAFORM_1_0"),
+        &server,
+        &credentials(&host, &read_token),
+    );
     let work = tmp.path().join("work");
     root_config(&work, &host);
     let started = Instant::now();
     let init = ok(tf.run(&work, &["init", "-no-color"]), "terraform init");
-    eprintln!("FIGURE terraform 1.0.3 init (registry protocol, provider + 2 modules): {:.2} s", started.elapsed().as_secs_f64());
-    assert!(init.contains("Installed") && init.contains("2.1.2"), "{init}");
+    eprintln!(
+        "FIGURE terraform 1.0.3 init (registry protocol, provider + 2 modules): {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        init.contains("Installed") && init.contains("2.1.2"),
+        "{init}"
+    );
     let lock = lock_file(&work);
-    assert!(lock.contains(&format!("provider \"{host}/{NS}/null\"")), "{lock}");
-    assert!(lock.contains("version     = \"2.1.2\""), "~> 2.1 must pick 2.1.2, not 3.0.0:\n{lock}");
+    assert!(
+        lock.contains(&format!("provider \"{host}/{NS}/null\"")),
+        "{lock}"
+    );
+    assert!(
+        lock.contains("version     = \"2.1.2\""),
+        "~> 2.1 must pick 2.1.2, not 3.0.0:\n{lock}"
+    );
     // Terraform verified the signature and recorded the zh: of every platform from SHA256SUMS.
     for zip in &published.zips_2_1_2 {
         assert!(lock.contains(&zh(zip)), "{lock}");
     }
-    assert!(lock.contains(&h1(&published.zips_2_1_2[0])), "h1 of linux_amd64 expected in\n{lock}");
-    ok(tf.run(&work, &["apply", "-auto-approve", "-no-color"]), "terraform apply");
-    let outputs: serde_json::Value = serde_json::from_str(&ok(tf.run(&work, &["output", "-json"]), "terraform output")).unwrap();
-    assert_eq!(outputs["version"]["value"], "1.1.0", "~> 1.0 must pick 1.1.0");
+    assert!(
+        lock.contains(&h1(&published.zips_2_1_2[0])),
+        "h1 of linux_amd64 expected in\n{lock}"
+    );
+    ok(
+        tf.run(&work, &["apply", "-auto-approve", "-no-color"]),
+        "terraform apply",
+    );
+    let outputs: serde_json::Value =
+        serde_json::from_str(&ok(tf.run(&work, &["output", "-json"]), "terraform output")).unwrap();
+    assert_eq!(
+        outputs["version"]["value"], "1.1.0",
+        "~> 1.0 must pick 1.1.0"
+    );
     assert_eq!(outputs["sub"]["value"], "hello from sub");
     assert_eq!(outputs["sub_only"]["value"], "hi from sub");
     // .git and .terraform were not packed.
@@ -157,7 +266,16 @@ fn terraform_1_0_registry_protocol_mirror_and_lock() {
     // --- providers lock for two platforms -------------------------------------
     std::fs::remove_file(work.join(".terraform.lock.hcl")).unwrap();
     ok(
-        tf.run(&work, &["providers", "lock", "-no-color", "-platform=linux_amd64", "-platform=darwin_arm64"]),
+        tf.run(
+            &work,
+            &[
+                "providers",
+                "lock",
+                "-no-color",
+                "-platform=linux_amd64",
+                "-platform=darwin_arm64",
+            ],
+        ),
         "terraform providers lock",
     );
     let lock = lock_file(&work);
@@ -168,13 +286,25 @@ fn terraform_1_0_registry_protocol_mirror_and_lock() {
 
     // --- network mirror: our own provider and an imported registry.terraform.io one
     let mirror_dir = tmp.path().join("mirror");
-    let imported = mirror_dir.join("registry.terraform.io/hashicorp/null/terraform-provider-null_2.1.2_linux_amd64.zip");
+    let imported = mirror_dir
+        .join("registry.terraform.io/hashicorp/null/terraform-provider-null_2.1.2_linux_amd64.zip");
     std::fs::create_dir_all(imported.parent().unwrap()).unwrap();
-    provider_zip(&imported, &tools.path("TFREG_NULL_PROVIDER"), "terraform-provider-null_v2.1.2_x4");
+    provider_zip(
+        &imported,
+        &tools.path("TFREG_NULL_PROVIDER"),
+        "terraform-provider-null_v2.1.2_x4",
+    );
     // The JSON beside the zips is never trusted: a lying index must not matter.
-    std::fs::write(imported.with_file_name("index.json"), r#"{"versions":{"9.9.9":{}}}"#).unwrap();
+    std::fs::write(
+        imported.with_file_name("index.json"),
+        r#"{"versions":{"9.9.9":{}}}"#,
+    )
+    .unwrap();
     ok(
-        server.tfreg(&publish_token, &["mirror", "import", mirror_dir.to_str().unwrap()]),
+        server.tfreg(
+            &publish_token,
+            &["mirror", "import", mirror_dir.to_str().unwrap()],
+        ),
         "tfreg mirror import",
     );
     let mirror_config = format!(
@@ -201,14 +331,29 @@ resource "null_resource" "theirs" {{ provider = hnull }}
         )],
     );
     let started = Instant::now();
-    ok(tf.run(&work, &["init", "-no-color"]), "terraform init (network mirror)");
-    eprintln!("FIGURE terraform 1.0.3 init (network mirror, 2 providers): {:.2} s", started.elapsed().as_secs_f64());
-    ok(tf.run(&work, &["apply", "-auto-approve", "-no-color"]), "terraform apply (network mirror)");
+    ok(
+        tf.run(&work, &["init", "-no-color"]),
+        "terraform init (network mirror)",
+    );
+    eprintln!(
+        "FIGURE terraform 1.0.3 init (network mirror, 2 providers): {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    ok(
+        tf.run(&work, &["apply", "-auto-approve", "-no-color"]),
+        "terraform apply (network mirror)",
+    );
     let lock = lock_file(&work);
-    assert!(lock.contains("provider \"registry.terraform.io/hashicorp/null\""), "{lock}");
+    assert!(
+        lock.contains("provider \"registry.terraform.io/hashicorp/null\""),
+        "{lock}"
+    );
     assert!(lock.contains(&h1(&imported)), "{lock}");
     let log = server.server_log();
-    assert!(log.contains("endpoint=\"mirror-version\""), "the mirror protocol was used");
+    assert!(
+        log.contains("endpoint=\"mirror-version\""),
+        "the mirror protocol was used"
+    );
     assert!(!log.contains("status=500"), "no 5xx: {log}");
 }
 
@@ -226,13 +371,25 @@ fn newer_terraform_head_then_get_and_apply() {
         let work = tmp.path().join(format!("work-{var}"));
         root_config(&work, &server.host);
         let started = Instant::now();
-        ok(tf.run(&work, &["init", "-no-color"]), &format!("{var} init"));
-        eprintln!("FIGURE {var} init (registry protocol): {:.2} s", started.elapsed().as_secs_f64());
-        ok(tf.run(&work, &["apply", "-auto-approve", "-no-color"]), &format!("{var} apply"));
+        ok(
+            tf.run(&work, &["init", "-no-color"]),
+            &format!("{var} init"),
+        );
+        eprintln!(
+            "FIGURE {var} init (registry protocol): {:.2} s",
+            started.elapsed().as_secs_f64()
+        );
+        ok(
+            tf.run(&work, &["apply", "-auto-approve", "-no-color"]),
+            &format!("{var} apply"),
+        );
     }
     let log = server.server_log();
-    let head_ok = log
-        .lines()
-        .any(|l| l.contains("method=HEAD") && l.contains("/v1/blobs/archives/") && l.contains("status=200"));
-    assert!(head_ok, "Terraform 1.11 should have sent a HEAD for the provider archive, answered 200:\n{log}");
+    let head_ok = log.lines().any(|l| {
+        l.contains("method=HEAD") && l.contains("/v1/blobs/archives/") && l.contains("status=200")
+    });
+    assert!(
+        head_ok,
+        "Terraform 1.11 should have sent a HEAD for the provider archive, answered 200:\n{log}"
+    );
 }

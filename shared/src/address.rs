@@ -21,7 +21,11 @@ fn check_part(kind: &str, s: &str, allow_underscore: bool) -> Result<String, Err
     }
     let ok_char = |c: char| c.is_ascii_alphanumeric() || c == '-' || (allow_underscore && c == '_');
     if !s.chars().all(ok_char) {
-        let extra = if allow_underscore { ", underscores" } else { "" };
+        let extra = if allow_underscore {
+            ", underscores"
+        } else {
+            ""
+        };
         return Err(Error::bad(format!(
             "invalid {kind} {s:?}: only letters, digits{extra} and dashes are allowed"
         )));
@@ -59,7 +63,9 @@ pub fn module_name(s: &str) -> Result<String, Error> {
 pub fn module_system(s: &str) -> Result<String, Error> {
     if s.is_empty()
         || s.len() > MAX_PART
-        || !s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        || !s
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
     {
         return Err(Error::bad(format!(
             "invalid module system {s:?}: must be 1 to {MAX_PART} lowercase letters or digits"
@@ -72,7 +78,9 @@ pub fn module_system(s: &str) -> Result<String, Error> {
 pub fn platform_part(kind: &str, s: &str) -> Result<String, Error> {
     if s.is_empty()
         || s.len() > 32
-        || !s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        || !s
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
     {
         return Err(Error::bad(format!(
             "invalid {kind} {s:?}: must be 1 to 32 lowercase letters or digits"
@@ -111,10 +119,16 @@ impl Hostname {
             url::Host::Ipv4(ip) => ip.to_string(),
             url::Host::Ipv6(_) => return Err(bad()),
         };
-        if !host.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
+        if !host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
             || host.split('.').any(|label| {
-            label.is_empty() || label.starts_with('-') || label.ends_with('-') || label.len() > 63
-        }) {
+                label.is_empty()
+                    || label.starts_with('-')
+                    || label.ends_with('-')
+                    || label.len() > 63
+            })
+        {
             return Err(bad());
         }
         Ok(Hostname(match port {
@@ -212,7 +226,19 @@ mod tests {
         assert_eq!(namespace("HashiCorp").unwrap(), "hashicorp");
         assert_eq!(provider_type("null").unwrap(), "null");
         assert_eq!(provider_type("google-beta").unwrap(), "google-beta");
-        for bad in ["", "-x", "x-", "a_b", "a/b", "..", "a.b", "ä", "a b", "%2e", &"a".repeat(65)] {
+        for bad in [
+            "",
+            "-x",
+            "x-",
+            "a_b",
+            "a/b",
+            "..",
+            "a.b",
+            "ä",
+            "a b",
+            "%2e",
+            &"a".repeat(65),
+        ] {
             assert!(provider_type(bad).is_err(), "{bad:?} must be refused");
         }
     }
@@ -232,17 +258,41 @@ mod tests {
     fn hostnames_normalise_for_comparison() {
         let a = Hostname::parse("Registry.Example.COM:443").unwrap();
         assert_eq!(a.as_str(), "registry.example.com");
-        assert_eq!(Hostname::parse("localhost:8443").unwrap().as_str(), "localhost:8443");
-        assert_eq!(Hostname::parse("127.0.0.1:8443").unwrap().as_str(), "127.0.0.1:8443");
-        assert_eq!(Hostname::parse("bücher.example").unwrap().as_str(), "xn--bcher-kva.example");
-        for bad in ["", "a/b", "bad_host!", "a_b.com", "host:", "host:x", "host:0", "-a.com", "a..b", "user@host", "[::1]"] {
+        assert_eq!(
+            Hostname::parse("localhost:8443").unwrap().as_str(),
+            "localhost:8443"
+        );
+        assert_eq!(
+            Hostname::parse("127.0.0.1:8443").unwrap().as_str(),
+            "127.0.0.1:8443"
+        );
+        assert_eq!(
+            Hostname::parse("bücher.example").unwrap().as_str(),
+            "xn--bcher-kva.example"
+        );
+        for bad in [
+            "",
+            "a/b",
+            "bad_host!",
+            "a_b.com",
+            "host:",
+            "host:x",
+            "host:0",
+            "-a.com",
+            "a..b",
+            "user@host",
+            "[::1]",
+        ] {
             assert!(Hostname::parse(bad).is_err(), "{bad:?} must be refused");
         }
     }
 
     #[test]
     fn platforms_are_lowercase_alnum() {
-        assert_eq!(Platform::parse("linux", "amd64").unwrap().to_string(), "linux_amd64");
+        assert_eq!(
+            Platform::parse("linux", "amd64").unwrap().to_string(),
+            "linux_amd64"
+        );
         assert!(Platform::parse("Linux", "amd64").is_err());
         assert!(Platform::parse("linux", "amd_64").is_err());
     }

@@ -26,7 +26,9 @@ impl Scope {
         match s {
             "read" => Ok(Scope::Read),
             "publish" => Ok(Scope::Publish),
-            _ => Err(Error::bad(format!("unknown scope {s:?}: use read or publish"))),
+            _ => Err(Error::bad(format!(
+                "unknown scope {s:?}: use read or publish"
+            ))),
         }
     }
 }
@@ -78,7 +80,9 @@ pub async fn create_token(store: &dyn ItemStore, record: TokenRecord) -> Result<
 pub fn bearer(header: Option<&str>) -> Option<&str> {
     let value = header?.trim();
     let (scheme, token) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then_some(token.trim())
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
 }
 
 /// Look up the record of a presented token.
@@ -87,8 +91,12 @@ pub async fn authenticate(store: &dyn ItemStore, token: &str) -> Result<TokenRec
     if !token.starts_with(TOKEN_PREFIX) || token.len() > 200 {
         return Err(unknown());
     }
-    let item = store.get(&token_pk(token), TOKEN_SK).await?.ok_or_else(unknown)?;
-    serde_json::from_slice(&item.data).map_err(|e| Error::Storage(format!("corrupt token record: {e}")))
+    let item = store
+        .get(&token_pk(token), TOKEN_SK)
+        .await?
+        .ok_or_else(unknown)?;
+    serde_json::from_slice(&item.data)
+        .map_err(|e| Error::Storage(format!("corrupt token record: {e}")))
 }
 
 #[cfg(test)]
@@ -107,7 +115,13 @@ mod tests {
         };
         let token = create_token(&store, record.clone()).await.unwrap();
         assert!(token.starts_with(TOKEN_PREFIX));
-        assert!(store.get(&format!("TOKEN#{token}"), TOKEN_SK).await.unwrap().is_none());
+        assert!(
+            store
+                .get(&format!("TOKEN#{token}"), TOKEN_SK)
+                .await
+                .unwrap()
+                .is_none()
+        );
         assert_eq!(authenticate(&store, &token).await.unwrap(), record);
         assert!(matches!(
             authenticate(&store, "tfreg_nope").await,

@@ -185,7 +185,9 @@ async fn put_new<T: Serialize + for<'de> Deserialize<'de>, C: PartialEq>(
         Err(StoreError::ConditionFailed) => {
             let existing: Option<T> = get(store, &pk, version).await?;
             match existing {
-                Some(existing) if content(&existing) == content(release) => Ok(PutOutcome::Unchanged),
+                Some(existing) if content(&existing) == content(release) => {
+                    Ok(PutOutcome::Unchanged)
+                }
                 _ => Err(version_exists(what, version)),
             }
         }
@@ -206,7 +208,12 @@ pub async fn provider_releases(
     origin: &Origin,
     provider: &ProviderName,
 ) -> Result<Vec<ProviderRelease>, Error> {
-    list(store, &provider_pk(origin, provider), |r: &ProviderRelease| &r.version).await
+    list(
+        store,
+        &provider_pk(origin, provider),
+        |r: &ProviderRelease| &r.version,
+    )
+    .await
 }
 
 /// One release of a provider.
@@ -229,11 +236,22 @@ pub async fn put_provider_release(
     release: &ProviderRelease,
 ) -> Result<PutOutcome, Error> {
     let what = format!("provider {provider}");
-    put_new(store, provider_pk(origin, provider), version, release, ProviderRelease::content, &what).await
+    put_new(
+        store,
+        provider_pk(origin, provider),
+        version,
+        release,
+        ProviderRelease::content,
+        &what,
+    )
+    .await
 }
 
 /// All releases of a module, oldest first.
-pub async fn module_releases(store: &dyn ItemStore, module: &ModuleName) -> Result<Vec<ModuleRelease>, Error> {
+pub async fn module_releases(
+    store: &dyn ItemStore,
+    module: &ModuleName,
+) -> Result<Vec<ModuleRelease>, Error> {
     list(store, &module_pk(module), |r: &ModuleRelease| &r.version).await
 }
 
@@ -254,5 +272,98 @@ pub async fn put_module_release(
     release: &ModuleRelease,
 ) -> Result<PutOutcome, Error> {
     let what = format!("module {module}");
-    put_new(store, module_pk(module), version, release, |r: &ModuleRelease| r.file.sha256.clone(), &what).await
+    put_new(
+        store,
+        module_pk(module),
+        version,
+        release,
+        |r: &ModuleRelease| r.file.sha256.clone(),
+        &what,
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::storage::sqlite::SqliteStore;
+
+    fn release(version: &str, sha: char) -> ModuleRelease {
+        ModuleRelease {
+            version: version.into(),
+            file: StoredFile {
+                filename: "m.tar.gz".into(),
+                sha256: sha.to_string().repeat(64),
+                size: 1,
+                key: format!("archives/{sha}/m.tar.gz"),
+            },
+            published_at: 0,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_publishes_of_one_version_have_one_winner() {
+        let store = Arc::new(SqliteStore::in_memory().unwrap());
+        let module = ModuleName::parse("ns", "m", "aws").unwrap();
+        let version = Version::parse("1.0.0").unwrap();
+        let tasks: Vec<_> = (0..20)
+            .map(|i| {
+                let (store, module, version) = (store.clone(), module.clone(), version.clone());
+                let sha = if i % 2 == 0 { 'a' } else { 'b' };
+                tokio::spawn(async move {
+                    put_module_release(store.as_ref(), &module, &version, &release("1.0.0", sha))
+                        .await
+                })
+            })
+            .collect();
+        let mut created = 0;
+        let mut unchanged = 0;
+        let mut conflicts = 0;
+        for t in tasks {
+            match t.await.unwrap() {
+                Ok(PutOutcome::Created) => created += 1,
+                Ok(PutOutcome::Unchanged) => unchanged += 1,
+                Err(Error::Conflict(_)) => conflicts += 1,
+                Err(e) => panic!("unexpected {e}"),
+            }
+        }
+        assert_eq!(created, 1);
+        assert_eq!(unchanged, 9, "the winner's twins are no-ops");
+        assert_eq!(conflicts, 10, "the others are refused");
+        assert_eq!(
+            module_releases(store.as_ref(), &module)
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+
+    #[tokio::test]
+    async fn versions_are_listed_in_semver_order_across_pages() {
+        let store = SqliteStore::in_memory().unwrap();
+        let module = ModuleName::parse("ns", "m", "aws").unwrap();
+        let n = crate::storage::sqlite::PAGE_SIZE * 2 + 7;
+        for i in (0..n).rev() {
+            let v = format!("1.{i}.0");
+            put_module_release(
+                &store,
+                &module,
+                &Version::parse(&v).unwrap(),
+                &release(&v, 'a'),
+            )
+            .await
+            .unwrap();
+        }
+        let listed: Vec<String> = module_releases(&store, &module)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.version)
+            .collect();
+        let expected: Vec<String> = (0..n).map(|i| format!("1.{i}.0")).collect();
+        assert_eq!(listed, expected);
+    }
 }

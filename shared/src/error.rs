@@ -67,7 +67,9 @@ impl From<crate::storage::StoreError> for Error {
             crate::storage::StoreError::ConditionFailed => {
                 Error::Conflict("the item was changed by another request".into())
             }
-            crate::storage::StoreError::NotFound(key) => Error::not_found(format!("{key} not found")),
+            crate::storage::StoreError::NotFound(key) => {
+                Error::not_found(format!("{key} not found"))
+            }
             other => Error::Storage(other.to_string()),
         }
     }

@@ -34,7 +34,9 @@ pub fn h1_hash_zip<R: Read + Seek>(reader: R) -> Result<String, HashError> {
     let mut zip = zip::ZipArchive::new(reader).map_err(|e| HashError::NotAZip(e.to_string()))?;
     let mut entries: Vec<(String, String)> = Vec::with_capacity(zip.len());
     for i in 0..zip.len() {
-        let mut file = zip.by_index(i).map_err(|e| HashError::NotAZip(e.to_string()))?;
+        let mut file = zip
+            .by_index(i)
+            .map_err(|e| HashError::NotAZip(e.to_string()))?;
         let name = file.name().to_string();
         if name.contains('\n') {
             return Err(HashError::NewlineInName(name));
@@ -97,7 +99,10 @@ mod tests {
     #[test]
     fn h1_matches_independent_computation() {
         assert_eq!(sha256_hex(FIXTURE_ZIP), FIXTURE_SHA256.trim());
-        assert_eq!(h1_hash_zip(Cursor::new(FIXTURE_ZIP)).unwrap(), FIXTURE_H1.trim());
+        assert_eq!(
+            h1_hash_zip(Cursor::new(FIXTURE_ZIP)).unwrap(),
+            FIXTURE_H1.trim()
+        );
     }
 
     #[test]
@@ -111,8 +116,14 @@ mod tests {
 
     #[test]
     fn garbage_is_not_a_zip() {
-        assert!(matches!(h1_hash_zip(Cursor::new(b"not a zip")), Err(HashError::NotAZip(_))));
-        assert!(matches!(h1_hash_zip(Cursor::new(b"")), Err(HashError::NotAZip(_))));
+        assert!(matches!(
+            h1_hash_zip(Cursor::new(b"not a zip")),
+            Err(HashError::NotAZip(_))
+        ));
+        assert!(matches!(
+            h1_hash_zip(Cursor::new(b"")),
+            Err(HashError::NotAZip(_))
+        ));
     }
 
     #[test]

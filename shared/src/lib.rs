@@ -21,7 +21,6 @@ pub mod release_files;
 pub mod router;
 pub mod service;
 pub mod signed_url;
-#[path = "signing_stub.rs"]
 pub mod signing;
 pub mod storage;
 pub mod version;

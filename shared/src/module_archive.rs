@@ -96,7 +96,9 @@ pub fn check_tar_gz<R: Read>(reader: R) -> Result<ArchiveSummary, Error> {
                 has_tf |= path.extension().is_some_and(|e| e == "tf" || e == "json");
             }
             tar::EntryType::Directory => {}
-            tar::EntryType::XGlobalHeader | tar::EntryType::XHeader | tar::EntryType::GNULongName => {}
+            tar::EntryType::XGlobalHeader
+            | tar::EntryType::XHeader
+            | tar::EntryType::GNULongName => {}
             other => {
                 return Err(bad(format!(
                     "entry {} is a {other:?}; only regular files and directories are allowed",
@@ -119,7 +121,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("main.tf"), "variable \"x\" {}\n").unwrap();
         std::fs::create_dir_all(dir.path().join("modules/sub")).unwrap();
-        std::fs::write(dir.path().join("modules/sub/main.tf"), "output \"y\" { value = 1 }\n").unwrap();
+        std::fs::write(
+            dir.path().join("modules/sub/main.tf"),
+            "output \"y\" { value = 1 }\n",
+        )
+        .unwrap();
         std::fs::create_dir_all(dir.path().join(".git")).unwrap();
         std::fs::write(dir.path().join(".git/config"), "secret").unwrap();
         std::fs::create_dir_all(dir.path().join(".terraform/providers")).unwrap();
@@ -129,7 +135,10 @@ mod tests {
 
     fn names(tgz: &[u8]) -> Vec<String> {
         let mut a = tar::Archive::new(GzDecoder::new(tgz));
-        a.entries().unwrap().map(|e| e.unwrap().path().unwrap().display().to_string()).collect()
+        a.entries()
+            .unwrap()
+            .map(|e| e.unwrap().path().unwrap().display().to_string())
+            .collect()
     }
 
     #[test]
@@ -143,7 +152,11 @@ mod tests {
         let n = names(&a);
         assert!(n.contains(&"main.tf".to_string()));
         assert!(n.contains(&"modules/sub/main.tf".to_string()));
-        assert!(n.iter().all(|p| !p.starts_with(".git") && !p.starts_with(".terraform")), "{n:?}");
+        assert!(
+            n.iter()
+                .all(|p| !p.starts_with(".git") && !p.starts_with(".terraform")),
+            "{n:?}"
+        );
         assert_eq!(check_tar_gz(&a[..]).unwrap().files, 2);
     }
 
@@ -164,10 +177,22 @@ mod tests {
     fn dangerous_or_empty_archives_are_refused() {
         assert!(check_tar_gz(&raw_tar("main.tf", tar::EntryType::Regular, b"x")[..]).is_ok());
         let cases = [
-            (raw_tar("../evil.tf", tar::EntryType::Regular, b"x"), "escapes"),
-            (raw_tar("/etc/evil.tf", tar::EntryType::Regular, b"x"), "escapes"),
-            (raw_tar("link.tf", tar::EntryType::Symlink, b""), "only regular files"),
-            (raw_tar("README.md", tar::EntryType::Regular, b"x"), "no .tf file"),
+            (
+                raw_tar("../evil.tf", tar::EntryType::Regular, b"x"),
+                "escapes",
+            ),
+            (
+                raw_tar("/etc/evil.tf", tar::EntryType::Regular, b"x"),
+                "escapes",
+            ),
+            (
+                raw_tar("link.tf", tar::EntryType::Symlink, b""),
+                "only regular files",
+            ),
+            (
+                raw_tar("README.md", tar::EntryType::Regular, b"x"),
+                "no .tf file",
+            ),
             (b"not gzip at all".to_vec(), "not a .tar.gz"),
             (Vec::new(), "not a .tar.gz"),
         ];

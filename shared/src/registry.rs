@@ -55,7 +55,12 @@ pub struct Registry {
 }
 
 impl Registry {
-    pub fn new(items: Arc<dyn ItemStore>, blobs: Arc<dyn BlobStore>, signer: UrlSigner, config: Config) -> Self {
+    pub fn new(
+        items: Arc<dyn ItemStore>,
+        blobs: Arc<dyn BlobStore>,
+        signer: UrlSigner,
+        config: Config,
+    ) -> Self {
         Self {
             items,
             blobs,

@@ -23,11 +23,22 @@ pub const MAX_FILES: usize = 200;
 
 /// Check one declared file: a well-formed sha256 and a size within `max_size`.
 pub fn check_decl(f: &FileDecl, max_size: u64) -> Result<(), Error> {
-    if f.sha256.len() != 64 || !f.sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
-        return Err(Error::bad(format!("{}: sha256 must be 64 lowercase hex characters", f.name)));
+    if f.sha256.len() != 64
+        || !f
+            .sha256
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        return Err(Error::bad(format!(
+            "{}: sha256 must be 64 lowercase hex characters",
+            f.name
+        )));
     }
     if f.size > max_size {
-        return Err(Error::PayloadTooLarge(format!("{} is larger than {max_size} bytes", f.name)));
+        return Err(Error::PayloadTooLarge(format!(
+            "{} is larger than {max_size} bytes",
+            f.name
+        )));
     }
     Ok(())
 }
@@ -76,7 +87,9 @@ pub fn provider_files(
             }
             _ => {
                 let expected = if signed {
-                    format!("{base}_<os>_<arch>.zip, {base}_SHA256SUMS, {base}_SHA256SUMS.sig or {base}_manifest.json")
+                    format!(
+                        "{base}_<os>_<arch>.zip, {base}_SHA256SUMS, {base}_SHA256SUMS.sig or {base}_manifest.json"
+                    )
                 } else {
                     format!("{base}_<os>_<arch>.zip")
                 };
@@ -89,7 +102,9 @@ pub fn provider_files(
         *slot = Some(f.clone());
     }
     if out.zips.is_empty() {
-        return Err(Error::bad(format!("no provider packages: expected at least one {base}_<os>_<arch>.zip")));
+        return Err(Error::bad(format!(
+            "no provider packages: expected at least one {base}_<os>_<arch>.zip"
+        )));
     }
     if signed && out.shasums.is_none() {
         return Err(Error::bad(format!("{base}_SHA256SUMS is missing")));
@@ -108,13 +123,21 @@ pub fn parse_shasums(text: &[u8]) -> Result<BTreeMap<String, String>, Error> {
     let text = std::str::from_utf8(text).map_err(|_| Error::bad("SHA256SUMS is not UTF-8 text"))?;
     let mut sums = BTreeMap::new();
     for (n, line) in text.lines().enumerate() {
-        let bad = || Error::bad(format!("SHA256SUMS line {}: expected \"<sha256>  <filename>\"", n + 1));
+        let bad = || {
+            Error::bad(format!(
+                "SHA256SUMS line {}: expected \"<sha256>  <filename>\"",
+                n + 1
+            ))
+        };
         let (hash, name) = line.split_once("  ").ok_or_else(bad)?;
         let name = name.strip_prefix('*').unwrap_or(name);
         if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) || name.is_empty() {
             return Err(bad());
         }
-        if sums.insert(name.to_string(), hash.to_ascii_lowercase()).is_some() {
+        if sums
+            .insert(name.to_string(), hash.to_ascii_lowercase())
+            .is_some()
+        {
             return Err(Error::bad(format!("SHA256SUMS lists {name} twice")));
         }
     }
@@ -133,7 +156,12 @@ pub fn check_against_shasums(
 ) -> Result<(), Error> {
     for (_, zip) in zips {
         match sums.get(&zip.name) {
-            None => return Err(Error::bad(format!("SHA256SUMS has no line for {}", zip.name))),
+            None => {
+                return Err(Error::bad(format!(
+                    "SHA256SUMS has no line for {}",
+                    zip.name
+                )));
+            }
             Some(h) if *h != zip.sha256 => {
                 return Err(Error::bad(format!(
                     "{}: its sha256 is {} but SHA256SUMS says {h}",
@@ -145,11 +173,12 @@ pub fn check_against_shasums(
     }
     let prefix = format!("terraform-provider-{provider_type}_{version}_");
     let uploaded: BTreeSet<&str> = zips.iter().map(|(_, z)| z.name.as_str()).collect();
-    if let Some(missing) = sums
-        .keys()
-        .find(|name| name.starts_with(&prefix) && name.ends_with(".zip") && !uploaded.contains(name.as_str()))
-    {
-        return Err(Error::bad(format!("SHA256SUMS lists {missing}, which was not uploaded")));
+    if let Some(missing) = sums.keys().find(|name| {
+        name.starts_with(&prefix) && name.ends_with(".zip") && !uploaded.contains(name.as_str())
+    }) {
+        return Err(Error::bad(format!(
+            "SHA256SUMS lists {missing}, which was not uploaded"
+        )));
     }
     Ok(())
 }
@@ -157,7 +186,9 @@ pub fn check_against_shasums(
 /// Check plugin protocol versions: `major.minor`, and at least one that Terraform (>=5, <7) speaks.
 pub fn check_protocols(protocols: &[String]) -> Result<Vec<String>, Error> {
     if protocols.is_empty() || protocols.len() > 10 {
-        return Err(Error::bad("protocols must list 1 to 10 versions such as 5.0 or 6.0"));
+        return Err(Error::bad(
+            "protocols must list 1 to 10 versions such as 5.0 or 6.0",
+        ));
     }
     let mut majors = Vec::new();
     for p in protocols {
@@ -166,7 +197,9 @@ pub fn check_protocols(protocols: &[String]) -> Result<Vec<String>, Error> {
             .and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)))
             .or_else(|| p.parse::<u32>().ok().map(|a| (a, 0)));
         let Some((major, _)) = parsed else {
-            return Err(Error::bad(format!("invalid protocol version {p:?}: expected e.g. 5.0 or 6.0")));
+            return Err(Error::bad(format!(
+                "invalid protocol version {p:?}: expected e.g. 5.0 or 6.0"
+            )));
         };
         majors.push(major);
     }
@@ -191,8 +224,8 @@ pub fn manifest_protocols(manifest: &[u8]) -> Result<Option<Vec<String>>, Error>
         #[serde(default)]
         protocol_versions: Option<Vec<String>>,
     }
-    let m: Manifest =
-        serde_json::from_slice(manifest).map_err(|e| Error::bad(format!("manifest.json is not valid: {e}")))?;
+    let m: Manifest = serde_json::from_slice(manifest)
+        .map_err(|e| Error::bad(format!("manifest.json is not valid: {e}")))?;
     Ok(m.metadata.and_then(|m| m.protocol_versions))
 }
 
@@ -233,40 +266,118 @@ mod tests {
         let sig = decl("terraform-provider-null_2.1.2_SHA256SUMS.sig", "d");
         let zip = decl("terraform-provider-null_2.1.2_linux_amd64.zip", "a");
         let cases: Vec<(Vec<FileDecl>, &str)> = vec![
-            (vec![decl("terraform-provider-null_2.1.3_linux_amd64.zip", "a"), sums.clone(), sig.clone()], "does not belong"),
-            (vec![decl("terraform-provider-other_2.1.2_linux_amd64.zip", "a"), sums.clone(), sig.clone()], "does not belong"),
-            (vec![decl("terraform-provider-null_2.1.2_linux.zip", "a"), sums.clone(), sig.clone()], "expected"),
-            (vec![decl("terraform-provider-null_2.1.2_Linux_amd64.zip", "a"), sums.clone(), sig.clone()], "expected"),
+            (
+                vec![
+                    decl("terraform-provider-null_2.1.3_linux_amd64.zip", "a"),
+                    sums.clone(),
+                    sig.clone(),
+                ],
+                "does not belong",
+            ),
+            (
+                vec![
+                    decl("terraform-provider-other_2.1.2_linux_amd64.zip", "a"),
+                    sums.clone(),
+                    sig.clone(),
+                ],
+                "does not belong",
+            ),
+            (
+                vec![
+                    decl("terraform-provider-null_2.1.2_linux.zip", "a"),
+                    sums.clone(),
+                    sig.clone(),
+                ],
+                "expected",
+            ),
+            (
+                vec![
+                    decl("terraform-provider-null_2.1.2_Linux_amd64.zip", "a"),
+                    sums.clone(),
+                    sig.clone(),
+                ],
+                "expected",
+            ),
             (vec![zip.clone(), sig.clone()], "SHA256SUMS is missing"),
             (vec![zip.clone(), sums.clone()], "gpg --detach-sign"),
             (vec![sums.clone(), sig.clone()], "no provider packages"),
-            (vec![zip.clone(), zip.clone(), sums.clone(), sig.clone()], "twice"),
-            (vec![FileDecl { sha256: "XYZ".into(), ..zip.clone() }, sums.clone(), sig.clone()], "64 lowercase hex"),
+            (
+                vec![zip.clone(), zip.clone(), sums.clone(), sig.clone()],
+                "twice",
+            ),
+            (
+                vec![
+                    FileDecl {
+                        sha256: "XYZ".into(),
+                        ..zip.clone()
+                    },
+                    sums.clone(),
+                    sig.clone(),
+                ],
+                "64 lowercase hex",
+            ),
         ];
         for (files, want) in cases {
-            let err = provider_files("null", &v("2.1.2"), &files, true, 1000).unwrap_err().to_string();
+            let err = provider_files("null", &v("2.1.2"), &files, true, 1000)
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(want), "{err} should contain {want}");
         }
-        let big = FileDecl { size: 1001, ..zip.clone() };
-        assert_eq!(provider_files("null", &v("2.1.2"), &[big, sums, sig], true, 1000).unwrap_err().status().as_u16(), 413);
+        let big = FileDecl {
+            size: 1001,
+            ..zip.clone()
+        };
+        assert_eq!(
+            provider_files("null", &v("2.1.2"), &[big, sums, sig], true, 1000)
+                .unwrap_err()
+                .status()
+                .as_u16(),
+            413
+        );
         assert!(provider_files("null", &v("2.1.2"), &[zip], false, 1000).is_ok());
     }
 
     #[test]
     fn shasums_are_parsed_strictly_and_checked() {
         let a = "a".repeat(64);
-        let text = format!("{a}  terraform-provider-null_2.1.2_linux_amd64.zip\n{a}  terraform-provider-null_2.1.2_manifest.json\n");
+        let text = format!(
+            "{a}  terraform-provider-null_2.1.2_linux_amd64.zip\n{a}  terraform-provider-null_2.1.2_manifest.json\n"
+        );
         let sums = parse_shasums(text.as_bytes()).unwrap();
         assert_eq!(sums.len(), 2);
-        for bad in ["", "\n", "xyz  file\n", &format!("{a} file\n"), &format!("{a}  f\n\n{a}  g\n")] {
+        for bad in [
+            "",
+            "\n",
+            "xyz  file\n",
+            &format!("{a} file\n"),
+            &format!("{a}  f\n\n{a}  g\n"),
+        ] {
             assert!(parse_shasums(bad.as_bytes()).is_err(), "{bad:?}");
         }
-        let zip = |sha: &str| (Platform::parse("linux", "amd64").unwrap(), FileDecl { name: "terraform-provider-null_2.1.2_linux_amd64.zip".into(), size: 1, sha256: sha.into() });
+        let zip = |sha: &str| {
+            (
+                Platform::parse("linux", "amd64").unwrap(),
+                FileDecl {
+                    name: "terraform-provider-null_2.1.2_linux_amd64.zip".into(),
+                    size: 1,
+                    sha256: sha.into(),
+                },
+            )
+        };
         assert!(check_against_shasums(&sums, &[zip(&a)], "null", &v("2.1.2")).is_ok());
-        let err = check_against_shasums(&sums, &[zip(&"b".repeat(64))], "null", &v("2.1.2")).unwrap_err();
+        let err =
+            check_against_shasums(&sums, &[zip(&"b".repeat(64))], "null", &v("2.1.2")).unwrap_err();
         assert!(err.to_string().contains("SHA256SUMS says"));
-        let more = parse_shasums(format!("{text}{a}  terraform-provider-null_2.1.2_windows_amd64.zip\n").as_bytes()).unwrap();
-        assert!(check_against_shasums(&more, &[zip(&a)], "null", &v("2.1.2")).unwrap_err().to_string().contains("not uploaded"));
+        let more = parse_shasums(
+            format!("{text}{a}  terraform-provider-null_2.1.2_windows_amd64.zip\n").as_bytes(),
+        )
+        .unwrap();
+        assert!(
+            check_against_shasums(&more, &[zip(&a)], "null", &v("2.1.2"))
+                .unwrap_err()
+                .to_string()
+                .contains("not uploaded")
+        );
     }
 
     #[test]
@@ -277,7 +388,8 @@ mod tests {
         assert!(check_protocols(&["five".into()]).is_err());
         assert!(check_protocols(&[]).is_err());
         assert_eq!(
-            manifest_protocols(br#"{"version":1,"metadata":{"protocol_versions":["6.0"]}}"#).unwrap(),
+            manifest_protocols(br#"{"version":1,"metadata":{"protocol_versions":["6.0"]}}"#)
+                .unwrap(),
             Some(vec!["6.0".to_string()])
         );
         assert_eq!(manifest_protocols(br#"{"version":1}"#).unwrap(), None);

@@ -21,17 +21,50 @@ pub enum PublishStep {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
     Discovery,
-    ProviderVersions { provider: ProviderName },
-    ProviderDownload { provider: ProviderName, version: Version, platform: Platform },
-    ModuleVersions { module: ModuleName },
-    ModuleDownload { module: ModuleName, version: Version },
-    MirrorIndex { hostname: Hostname, provider: ProviderName },
-    MirrorVersion { hostname: Hostname, provider: ProviderName, version: Version },
+    ProviderVersions {
+        provider: ProviderName,
+    },
+    ProviderDownload {
+        provider: ProviderName,
+        version: Version,
+        platform: Platform,
+    },
+    ModuleVersions {
+        module: ModuleName,
+    },
+    ModuleDownload {
+        module: ModuleName,
+        version: Version,
+    },
+    MirrorIndex {
+        hostname: Hostname,
+        provider: ProviderName,
+    },
+    MirrorVersion {
+        hostname: Hostname,
+        provider: ProviderName,
+        version: Version,
+    },
     /// An archive behind a signed URL (GET/HEAD to download, PUT to upload).
-    Blob { key: String },
-    PublishProvider { provider: ProviderName, version: Version, step: PublishStep },
-    PublishModule { module: ModuleName, version: Version, step: PublishStep },
-    PublishMirror { hostname: Hostname, provider: ProviderName, version: Version, step: PublishStep },
+    Blob {
+        key: String,
+    },
+    PublishProvider {
+        provider: ProviderName,
+        version: Version,
+        step: PublishStep,
+    },
+    PublishModule {
+        module: ModuleName,
+        version: Version,
+        step: PublishStep,
+    },
+    PublishMirror {
+        hostname: Hostname,
+        provider: ProviderName,
+        version: Version,
+        step: PublishStep,
+    },
 }
 
 /// Which family an endpoint belongs to: decides the method and auth rules, and
@@ -91,9 +124,9 @@ impl Route {
             Route::MirrorIndex { .. } => Endpoint::MirrorIndex,
             Route::MirrorVersion { .. } => Endpoint::MirrorVersion,
             Route::Blob { .. } => Endpoint::Blob,
-            Route::PublishProvider { .. } | Route::PublishModule { .. } | Route::PublishMirror { .. } => {
-                Endpoint::Publish
-            }
+            Route::PublishProvider { .. }
+            | Route::PublishModule { .. }
+            | Route::PublishMirror { .. } => Endpoint::Publish,
         }
     }
 }
@@ -175,7 +208,10 @@ fn match_path(path: &str) -> Result<Route, Error> {
     let Some(rest) = path.strip_prefix("/v1/") else {
         return Err(not_found(path));
     };
-    let segs: Vec<String> = rest.split('/').map(decode_segment).collect::<Result<_, _>>()?;
+    let segs: Vec<String> = rest
+        .split('/')
+        .map(decode_segment)
+        .collect::<Result<_, _>>()?;
     let s: Vec<&str> = segs.iter().map(String::as_str).collect();
     let route = match s.as_slice() {
         ["providers", ns, ty, "versions"] => Route::ProviderVersions {
@@ -233,26 +269,68 @@ mod tests {
 
     #[test]
     fn routes_every_protocol_endpoint() {
-        assert_eq!(get("/.well-known/terraform.json").unwrap(), Route::Discovery);
-        assert!(matches!(get("/v1/providers/HashiCorp/null/versions").unwrap(),
-            Route::ProviderVersions { provider } if provider.namespace == "hashicorp"));
-        assert!(matches!(get("/v1/providers/h/null/2.1.2/download/linux/amd64").unwrap(),
-            Route::ProviderDownload { platform, .. } if platform.to_string() == "linux_amd64"));
-        assert!(matches!(get("/v1/modules/ns/vpc/aws/versions").unwrap(), Route::ModuleVersions { .. }));
-        assert!(matches!(get("/v1/modules/ns/vpc/aws/1.0.0/download").unwrap(), Route::ModuleDownload { .. }));
-        assert!(matches!(get("/v1/mirror/registry.terraform.io/hashicorp/null/index.json").unwrap(),
-            Route::MirrorIndex { .. }));
-        assert!(matches!(get("/v1/mirror/localhost%3A8443/ns/null/2.1.2.json").unwrap(),
+        assert_eq!(
+            get("/.well-known/terraform.json").unwrap(),
+            Route::Discovery
+        );
+        assert!(
+            matches!(get("/v1/providers/HashiCorp/null/versions").unwrap(),
+            Route::ProviderVersions { provider } if provider.namespace == "hashicorp")
+        );
+        assert!(
+            matches!(get("/v1/providers/h/null/2.1.2/download/linux/amd64").unwrap(),
+            Route::ProviderDownload { platform, .. } if platform.to_string() == "linux_amd64")
+        );
+        assert!(matches!(
+            get("/v1/modules/ns/vpc/aws/versions").unwrap(),
+            Route::ModuleVersions { .. }
+        ));
+        assert!(matches!(
+            get("/v1/modules/ns/vpc/aws/1.0.0/download").unwrap(),
+            Route::ModuleDownload { .. }
+        ));
+        assert!(matches!(
+            get("/v1/mirror/registry.terraform.io/hashicorp/null/index.json").unwrap(),
+            Route::MirrorIndex { .. }
+        ));
+        assert!(
+            matches!(get("/v1/mirror/localhost%3A8443/ns/null/2.1.2.json").unwrap(),
             Route::MirrorVersion { hostname, version, .. }
-                if hostname.as_str() == "localhost:8443" && version.to_string() == "2.1.2"));
-        assert!(matches!(get("/v1/blobs/archives/ab/x.zip").unwrap(), Route::Blob { key } if key == "archives/ab/x.zip"));
-        assert!(matches!(route(&Method::POST, "/v1/publish/providers/ns/null/1.0.0/begin").unwrap(),
-            Route::PublishProvider { step: PublishStep::Begin, .. }));
-        assert!(matches!(route(&Method::POST, "/v1/publish/modules/ns/vpc/aws/1.0.0/complete").unwrap(),
-            Route::PublishModule { step: PublishStep::Complete, .. }));
-        assert!(matches!(route(&Method::POST, "/v1/publish/mirror/registry.terraform.io/hashicorp/null/1.0.0/begin").unwrap(),
-            Route::PublishMirror { .. }));
-        assert!(matches!(route(&Method::HEAD, "/v1/providers/h/null/versions").unwrap(), Route::ProviderVersions { .. }));
+                if hostname.as_str() == "localhost:8443" && version.to_string() == "2.1.2")
+        );
+        assert!(
+            matches!(get("/v1/blobs/archives/ab/x.zip").unwrap(), Route::Blob { key } if key == "archives/ab/x.zip")
+        );
+        assert!(matches!(
+            route(&Method::POST, "/v1/publish/providers/ns/null/1.0.0/begin").unwrap(),
+            Route::PublishProvider {
+                step: PublishStep::Begin,
+                ..
+            }
+        ));
+        assert!(matches!(
+            route(
+                &Method::POST,
+                "/v1/publish/modules/ns/vpc/aws/1.0.0/complete"
+            )
+            .unwrap(),
+            Route::PublishModule {
+                step: PublishStep::Complete,
+                ..
+            }
+        ));
+        assert!(matches!(
+            route(
+                &Method::POST,
+                "/v1/publish/mirror/registry.terraform.io/hashicorp/null/1.0.0/begin"
+            )
+            .unwrap(),
+            Route::PublishMirror { .. }
+        ));
+        assert!(matches!(
+            route(&Method::HEAD, "/v1/providers/h/null/versions").unwrap(),
+            Route::ProviderVersions { .. }
+        ));
     }
 
     #[test]
@@ -281,8 +359,26 @@ mod tests {
             let err = get(path).expect_err(path);
             assert_eq!(err.status().as_u16(), status, "{path}: {err}");
         }
-        assert_eq!(route(&Method::POST, "/v1/providers/h/null/versions").unwrap_err().status().as_u16(), 405);
-        assert_eq!(route(&Method::GET, "/v1/publish/providers/ns/null/1.0.0/begin").unwrap_err().status().as_u16(), 405);
-        assert_eq!(get(&format!("/v1/{}", "a/".repeat(2000))).unwrap_err().status().as_u16(), 400);
+        assert_eq!(
+            route(&Method::POST, "/v1/providers/h/null/versions")
+                .unwrap_err()
+                .status()
+                .as_u16(),
+            405
+        );
+        assert_eq!(
+            route(&Method::GET, "/v1/publish/providers/ns/null/1.0.0/begin")
+                .unwrap_err()
+                .status()
+                .as_u16(),
+            405
+        );
+        assert_eq!(
+            get(&format!("/v1/{}", "a/".repeat(2000)))
+                .unwrap_err()
+                .status()
+                .as_u16(),
+            400
+        );
     }
 }

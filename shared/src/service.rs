@@ -33,7 +33,8 @@ impl Body {
             Body::Stream(mut s) => {
                 let mut buf = Vec::new();
                 while let Some(chunk) = s.next().await {
-                    let chunk = chunk.map_err(|e| Error::bad(format!("reading request body: {e}")))?;
+                    let chunk =
+                        chunk.map_err(|e| Error::bad(format!("reading request body: {e}")))?;
                     if buf.len() + chunk.len() > max {
                         return Err(too_large());
                     }
@@ -73,8 +74,10 @@ pub fn json<T: serde::Serialize>(status: StatusCode, value: &T) -> Response {
     let body = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
     let mut resp = http::Response::new(Body::Bytes(body.into()));
     *resp.status_mut() = status;
-    resp.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     resp
 }
 
@@ -124,18 +127,35 @@ async fn dispatch(registry: &Registry, route: Route, req: Request) -> Result<Res
     let auth = req.authorization.as_deref();
     match route {
         Route::Discovery => Ok(handlers::read::discovery()),
-        Route::Blob { key } => handlers::blob::handle(registry, &req.method, &key, req.query.as_deref(), req.body).await,
-        Route::PublishProvider { provider, version, step } => {
+        Route::Blob { key } => {
+            handlers::blob::handle(registry, &req.method, &key, req.query.as_deref(), req.body)
+                .await
+        }
+        Route::PublishProvider {
+            provider,
+            version,
+            step,
+        } => {
             let body = req.body.collect(handlers::publish::MAX_BODY).await?;
             handlers::publish::provider(registry, auth, &provider, &version, step, &body).await
         }
-        Route::PublishModule { module, version, step } => {
+        Route::PublishModule {
+            module,
+            version,
+            step,
+        } => {
             let body = req.body.collect(handlers::publish::MAX_BODY).await?;
             handlers::publish::module(registry, auth, &module, &version, step, &body).await
         }
-        Route::PublishMirror { hostname, provider, version, step } => {
+        Route::PublishMirror {
+            hostname,
+            provider,
+            version,
+            step,
+        } => {
             let body = req.body.collect(handlers::publish::MAX_BODY).await?;
-            handlers::publish::mirror(registry, auth, &hostname, &provider, &version, step, &body).await
+            handlers::publish::mirror(registry, auth, &hostname, &provider, &version, step, &body)
+                .await
         }
         read => {
             handlers::read::require_reader(registry, auth).await?;

@@ -65,7 +65,13 @@ impl UrlSigner {
     }
 
     /// Check a request's query string for `key` at time `now`.
-    pub fn verify(&self, access: Access, key: &str, query: Option<&str>, now: u64) -> Result<(), Error> {
+    pub fn verify(
+        &self,
+        access: Access,
+        key: &str,
+        query: Option<&str>,
+        now: u64,
+    ) -> Result<(), Error> {
         let denied = |why: &str| Error::Forbidden(format!("archive URL refused: {why}"));
         let mut expires = None;
         let mut signature = None;
@@ -104,21 +110,60 @@ mod tests {
     #[test]
     fn a_signed_url_verifies_until_it_expires() {
         let q = signer().sign(Access::Read, "archives/x.zip", 1000);
-        assert!(signer().verify(Access::Read, "archives/x.zip", Some(&q), 999).is_ok());
-        assert!(signer().verify(Access::Read, "archives/x.zip", Some(&q), 1000).is_ok());
-        let err = signer().verify(Access::Read, "archives/x.zip", Some(&q), 1001).unwrap_err();
+        assert!(
+            signer()
+                .verify(Access::Read, "archives/x.zip", Some(&q), 999)
+                .is_ok()
+        );
+        assert!(
+            signer()
+                .verify(Access::Read, "archives/x.zip", Some(&q), 1000)
+                .is_ok()
+        );
+        let err = signer()
+            .verify(Access::Read, "archives/x.zip", Some(&q), 1001)
+            .unwrap_err();
         assert!(err.to_string().contains("expired"));
     }
 
     #[test]
     fn tampering_is_refused() {
         let q = signer().sign(Access::Read, "archives/x.zip", 1000);
-        assert!(signer().verify(Access::Read, "archives/y.zip", Some(&q), 0).is_err());
-        assert!(signer().verify(Access::Write, "archives/x.zip", Some(&q), 0).is_err());
+        assert!(
+            signer()
+                .verify(Access::Read, "archives/y.zip", Some(&q), 0)
+                .is_err()
+        );
+        assert!(
+            signer()
+                .verify(Access::Write, "archives/x.zip", Some(&q), 0)
+                .is_err()
+        );
         let later = q.replace("expires=1000", "expires=9999");
-        assert!(signer().verify(Access::Read, "archives/x.zip", Some(&later), 0).is_err());
-        assert!(UrlSigner::new(vec![8; 32]).verify(Access::Read, "archives/x.zip", Some(&q), 0).is_err());
-        assert!(signer().verify(Access::Read, "archives/x.zip", None, 0).is_err());
-        assert!(signer().verify(Access::Read, "archives/x.zip", Some("expires=a&signature=%%"), 0).is_err());
+        assert!(
+            signer()
+                .verify(Access::Read, "archives/x.zip", Some(&later), 0)
+                .is_err()
+        );
+        assert!(
+            UrlSigner::new(vec![8; 32])
+                .verify(Access::Read, "archives/x.zip", Some(&q), 0)
+                .is_err()
+        );
+        assert!(
+            signer()
+                .verify(Access::Read, "archives/x.zip", None, 0)
+                .is_err()
+        );
+        assert!(
+            signer()
+                .verify(
+                    Access::Read,
+                    "archives/x.zip",
+                    Some("expires=a&signature=%%"),
+                    0
+                )
+                .is_err()
+        );
     }
 }

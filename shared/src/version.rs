@@ -93,16 +93,43 @@ mod tests {
 
     #[test]
     fn malformed_versions_are_refused() {
-        for bad in ["", "1", "1.2", "1.2.3.4", "01.2.3", "1.2.3+build", "latest", "1.2.3 ", "../1.2.3"] {
+        for bad in [
+            "",
+            "1",
+            "1.2",
+            "1.2.3.4",
+            "01.2.3",
+            "1.2.3+build",
+            "latest",
+            "1.2.3 ",
+            "../1.2.3",
+        ] {
             assert!(Version::parse(bad).is_err(), "{bad:?} must be refused");
         }
     }
 
     #[test]
     fn sorting_is_by_precedence_not_by_string() {
-        let v = vec!["1.10.0", "1.2.0", "1.2.0-rc.1", "1.2.0-beta", "0.9.0", "2.0.0-alpha"];
+        let v = vec![
+            "1.10.0",
+            "1.2.0",
+            "1.2.0-rc.1",
+            "1.2.0-beta",
+            "0.9.0",
+            "2.0.0-alpha",
+        ];
         let sorted = sort_versions(v, |s| s);
-        assert_eq!(sorted, ["0.9.0", "1.2.0-beta", "1.2.0-rc.1", "1.2.0", "1.10.0", "2.0.0-alpha"]);
+        assert_eq!(
+            sorted,
+            [
+                "0.9.0",
+                "1.2.0-beta",
+                "1.2.0-rc.1",
+                "1.2.0",
+                "1.10.0",
+                "2.0.0-alpha"
+            ]
+        );
     }
 
     #[test]

@@ -25,7 +25,9 @@ impl Tools {
             let env_file = Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools/env");
             if let Ok(text) = std::fs::read_to_string(&env_file) {
                 for line in text.lines() {
-                    if let Some((k, v)) = line.strip_prefix("export ").and_then(|l| l.split_once('=')) {
+                    if let Some((k, v)) =
+                        line.strip_prefix("export ").and_then(|l| l.split_once('='))
+                    {
                         vars.insert(k.to_string(), v.trim_matches('"').to_string());
                     }
                 }
@@ -44,13 +46,21 @@ impl Tools {
         let p = self.vars.get(var).map(PathBuf::from).unwrap_or_else(|| {
             panic!("{var} is not set: run .ci/install-tools (scripts/test does) to install the test tools")
         });
-        assert!(p.exists(), "{var}={} does not exist: run .ci/install-tools", p.display());
+        assert!(
+            p.exists(),
+            "{var}={} does not exist: run .ci/install-tools",
+            p.display()
+        );
         p
     }
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// Path of the `tfreg` binary under test.
@@ -70,15 +80,27 @@ pub struct Server {
 }
 
 impl Server {
+    /// A server on a free port of 127.0.0.1, known as `127.0.0.1:<port>`.
     pub fn start(data_dir: &Path, extra: &[&str]) -> Server {
         let port = free_port();
-        let host = format!("localhost:{port}");
+        Self::start_at(data_dir, &format!("127.0.0.1:{port}"), extra)
+    }
+
+    /// A server on `listen` (`IP:PORT`); its hostname is `IP`, or `IP:PORT` unless the port is 443.
+    pub fn start_at(data_dir: &Path, listen: &str, extra: &[&str]) -> Server {
+        let (ip, port) = listen.rsplit_once(':').unwrap();
+        let port: u16 = port.parse().unwrap();
+        let host = if port == 443 {
+            ip.to_string()
+        } else {
+            listen.to_string()
+        };
         let log = data_dir.with_extension("log");
         let log_file = std::fs::File::create(&log).unwrap();
         let child = Command::new(tfreg_bin())
             .args(["serve", "--data-dir"])
             .arg(data_dir)
-            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--listen", listen, "--hostname", &host])
             .args(extra)
             .env("TFREG_LOG", "info")
             .stdout(Stdio::null())
@@ -105,10 +127,22 @@ impl Server {
                     break client;
                 }
             }
-            assert!(Instant::now() < deadline, "tfreg serve did not come up: {}", std::fs::read_to_string(&log).unwrap_or_default());
+            assert!(
+                Instant::now() < deadline,
+                "tfreg serve did not come up: {}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
             std::thread::sleep(Duration::from_millis(100));
         };
-        Server { child, port, host, data_dir: data_dir.to_path_buf(), ca, log, http }
+        Server {
+            child,
+            port,
+            host,
+            data_dir: data_dir.to_path_buf(),
+            ca,
+            log,
+            http,
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -118,14 +152,24 @@ impl Server {
     /// A token made with `tfreg token create` against this server's data dir.
     pub fn token(&self, scope: &str, namespace: Option<&str>) -> String {
         let mut cmd = Command::new(tfreg_bin());
-        cmd.args(["token", "create", "--data-dir"]).arg(&self.data_dir).args(["--scope", scope]);
+        cmd.args(["token", "create", "--data-dir"])
+            .arg(&self.data_dir)
+            .args(["--scope", scope]);
         if let Some(ns) = namespace {
             cmd.args(["--namespace", ns]);
         }
         let out = cmd.output().unwrap();
-        assert!(out.status.success(), "token create: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "token create: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let token = String::from_utf8(out.stdout).unwrap();
-        assert_eq!(token.lines().count(), 1, "token create must print only the token");
+        assert_eq!(
+            token.lines().count(),
+            1,
+            "token create must print only the token"
+        );
         token.trim().to_string()
     }
 
@@ -160,13 +204,21 @@ impl Drop for Server {
 pub fn ok(out: Output, what: &str) -> String {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{what} failed ({}):\n{stdout}\n{stderr}", out.status);
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
     format!("{stdout}{stderr}")
 }
 
 /// Assert a command failed, returning its output.
 pub fn fails(out: Output, what: &str) -> String {
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!out.status.success(), "{what} should have failed:\n{text}");
     text
 }
@@ -181,10 +233,33 @@ impl Gpg {
     /// `algo`: `rsa2048`, `ed25519`, ...
     pub fn new(algo: &str) -> Gpg {
         let home = tempfile::tempdir().unwrap();
-        let gpg = Gpg { home, fingerprint: String::new() };
+        let gpg = Gpg {
+            home,
+            fingerprint: String::new(),
+        };
         let uid = format!("tfreg e2e {algo} <e2e-{algo}@example.com>");
-        ok(gpg.cmd().args(["--passphrase", "", "--quick-gen-key", &uid, algo, "sign", "never"]).output().unwrap(), "gpg --quick-gen-key");
-        let listing = ok(gpg.cmd().args(["--with-colons", "--list-keys"]).output().unwrap(), "gpg --list-keys");
+        ok(
+            gpg.cmd()
+                .args([
+                    "--passphrase",
+                    "",
+                    "--quick-gen-key",
+                    &uid,
+                    algo,
+                    "sign",
+                    "never",
+                ])
+                .output()
+                .unwrap(),
+            "gpg --quick-gen-key",
+        );
+        let listing = ok(
+            gpg.cmd()
+                .args(["--with-colons", "--list-keys"])
+                .output()
+                .unwrap(),
+            "gpg --list-keys",
+        );
         let fingerprint = listing
             .lines()
             .find(|l| l.starts_with("fpr:"))
@@ -196,21 +271,41 @@ impl Gpg {
 
     fn cmd(&self) -> Command {
         let mut c = Command::new(Tools::get().path("TFREG_GPG"));
-        c.arg("--homedir").arg(self.home.path()).args(["--batch", "--yes", "--pinentry-mode", "loopback"]);
+        c.arg("--homedir").arg(self.home.path()).args([
+            "--batch",
+            "--yes",
+            "--pinentry-mode",
+            "loopback",
+        ]);
         c
     }
 
     /// Export the ASCII-armored public key to `path`.
     pub fn export(&self, path: &Path) {
-        let out = ok(self.cmd().args(["--armor", "--export", &self.fingerprint]).output().unwrap(), "gpg --export");
-        std::fs::write(path, out).unwrap();
+        let out = self
+            .cmd()
+            .args(["--armor", "--export", &self.fingerprint])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "gpg --export: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::write(path, out.stdout).unwrap();
     }
 
     /// Binary detached signature of `file` to `sig`.
     pub fn sign(&self, file: &Path, sig: &Path) {
         ok(
             self.cmd()
-                .args(["--passphrase", "", "--local-user", &self.fingerprint, "--output"])
+                .args([
+                    "--passphrase",
+                    "",
+                    "--local-user",
+                    &self.fingerprint,
+                    "--output",
+                ])
                 .arg(sig)
                 .arg("--detach-sign")
                 .arg(file)
@@ -240,7 +335,13 @@ pub fn provider_zip(path: &Path, binary: &Path, binary_name: &str) {
 
 /// Write a goreleaser-style dist directory for `terraform-provider-TYPE` at
 /// `version` for `platforms`, signed by `gpg`; returns the zips' paths.
-pub fn provider_dist(dist: &Path, ty: &str, version: &str, platforms: &[&str], gpg: &Gpg) -> Vec<PathBuf> {
+pub fn provider_dist(
+    dist: &Path,
+    ty: &str,
+    version: &str,
+    platforms: &[&str],
+    gpg: &Gpg,
+) -> Vec<PathBuf> {
     std::fs::create_dir_all(dist).unwrap();
     let binary = Tools::get().path("TFREG_NULL_PROVIDER");
     let mut sums = String::new();
@@ -248,16 +349,33 @@ pub fn provider_dist(dist: &Path, ty: &str, version: &str, platforms: &[&str], g
     for platform in platforms {
         let name = format!("terraform-provider-{ty}_{version}_{platform}.zip");
         let path = dist.join(&name);
-        provider_zip(&path, &binary, &format!("terraform-provider-{ty}_v{version}_x4"));
-        sums += &format!("{}  {name}\n", tfreg::hashing::sha256_hex(&std::fs::read(&path).unwrap()));
+        provider_zip(
+            &path,
+            &binary,
+            &format!("terraform-provider-{ty}_v{version}_x4"),
+        );
+        sums += &format!(
+            "{}  {name}\n",
+            tfreg::hashing::sha256_hex(&std::fs::read(&path).unwrap())
+        );
         zips.push(path);
     }
     let manifest = format!("terraform-provider-{ty}_{version}_manifest.json");
-    std::fs::write(dist.join(&manifest), r#"{"version":1,"metadata":{"protocol_versions":["5.0"]}}"#).unwrap();
-    sums += &format!("{}  {manifest}\n", tfreg::hashing::sha256_hex(&std::fs::read(dist.join(&manifest)).unwrap()));
+    std::fs::write(
+        dist.join(&manifest),
+        r#"{"version":1,"metadata":{"protocol_versions":["5.0"]}}"#,
+    )
+    .unwrap();
+    sums += &format!(
+        "{}  {manifest}\n",
+        tfreg::hashing::sha256_hex(&std::fs::read(dist.join(&manifest)).unwrap())
+    );
     let sums_path = dist.join(format!("terraform-provider-{ty}_{version}_SHA256SUMS"));
     std::fs::write(&sums_path, sums).unwrap();
-    gpg.sign(&sums_path, &sums_path.with_file_name(format!("terraform-provider-{ty}_{version}_SHA256SUMS.sig")));
+    gpg.sign(
+        &sums_path,
+        &sums_path.with_file_name(format!("terraform-provider-{ty}_{version}_SHA256SUMS.sig")),
+    );
     gpg.export(&dist.join("key.asc"));
     zips
 }
@@ -284,7 +402,12 @@ impl Terraform {
         let home = tempfile::tempdir().unwrap();
         let cli_config_path = home.path().join("terraformrc");
         std::fs::write(&cli_config_path, cli_config).unwrap();
-        Terraform { bin, home, cli_config: cli_config_path, ca: server.ca.clone() }
+        Terraform {
+            bin,
+            home,
+            cli_config: cli_config_path,
+            ca: server.ca.clone(),
+        }
     }
 
     pub fn run(&self, dir: &Path, args: &[&str]) -> Output {

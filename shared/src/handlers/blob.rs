@@ -35,7 +35,9 @@ pub async fn handle(
     if method == Method::PUT {
         registry.signer.verify(Access::Write, key, query, now)?;
         if !key.starts_with(UPLOADS_PREFIX) {
-            return Err(Error::Forbidden("uploads may only write staging keys".into()));
+            return Err(Error::Forbidden(
+                "uploads may only write staging keys".into(),
+            ));
         }
         let size = registry
             .blobs
@@ -54,15 +56,22 @@ pub async fn handle(
         Download::Stream { len, body } => {
             let mut resp = http::Response::new(Body::Stream(body));
             let headers = resp.headers_mut();
-            headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type(key)));
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(content_type(key)),
+            );
             headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, max-age=300, immutable"));
+            headers.insert(
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("private, max-age=300, immutable"),
+            );
             Ok(resp)
         }
         Download::Redirect(url) => {
             let mut resp = http::Response::new(Body::Empty);
             *resp.status_mut() = StatusCode::TEMPORARY_REDIRECT;
-            let location = HeaderValue::from_str(&url).map_err(|e| Error::Storage(e.to_string()))?;
+            let location =
+                HeaderValue::from_str(&url).map_err(|e| Error::Storage(e.to_string()))?;
             resp.headers_mut().insert(header::LOCATION, location);
             Ok(resp)
         }

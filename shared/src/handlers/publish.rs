@@ -10,7 +10,10 @@ use sha2::{Digest, Sha256};
 
 use crate::address::{Hostname, ModuleName, ProviderName};
 use crate::auth::{self, TokenRecord};
-use crate::catalog::{self, ModuleRelease, Origin, ProviderPackage, ProviderRelease, PutOutcome, SigningKey, StoredFile};
+use crate::catalog::{
+    self, ModuleRelease, Origin, ProviderPackage, ProviderRelease, PutOutcome, SigningKey,
+    StoredFile,
+};
 use crate::error::Error;
 use crate::hashing;
 use crate::module_archive;
@@ -30,8 +33,9 @@ pub const MAX_BODY: usize = 1024 * 1024;
 const MAX_SMALL_FILE: u64 = 1024 * 1024;
 
 async fn publisher(registry: &Registry, authorization: Option<&str>) -> Result<TokenRecord, Error> {
-    let token = auth::bearer(authorization)
-        .ok_or_else(|| Error::Unauthorized("publishing needs a token: pass --token or set TFREG_TOKEN".into()))?;
+    let token = auth::bearer(authorization).ok_or_else(|| {
+        Error::Unauthorized("publishing needs a token: pass --token or set TFREG_TOKEN".into())
+    })?;
     let record = auth::authenticate(registry.items.as_ref(), token).await?;
     if record.scope != auth::Scope::Publish {
         return Err(Error::Forbidden("this token may not publish".into()));
@@ -43,7 +47,9 @@ fn require_namespace(record: &TokenRecord, namespace: &str) -> Result<(), Error>
     if record.may_publish(namespace) {
         Ok(())
     } else {
-        Err(Error::Forbidden(format!("this token may not publish into namespace {namespace}")))
+        Err(Error::Forbidden(format!(
+            "this token may not publish into namespace {namespace}"
+        )))
     }
 }
 
@@ -71,7 +77,11 @@ fn archive_key(sha256: &str, name: &str) -> String {
 }
 
 /// Answer `begin`: either "unchanged" or where to upload each file.
-async fn begin(registry: &Registry, files: &[FileDecl], same_as_published: Option<bool>) -> Result<Response, Error> {
+async fn begin(
+    registry: &Registry,
+    files: &[FileDecl],
+    same_as_published: Option<bool>,
+) -> Result<Response, Error> {
     match same_as_published {
         Some(true) => {
             return Ok(json(
@@ -96,7 +106,10 @@ async fn begin(registry: &Registry, files: &[FileDecl], same_as_published: Optio
             UploadVia::Registry => registry.blob_url(Access::Write, &key),
             UploadVia::Url(url) => url,
         };
-        uploads.push(UploadTarget { name: f.name.clone(), url });
+        uploads.push(UploadTarget {
+            name: f.name.clone(),
+            url,
+        });
     }
     Ok(json(
         StatusCode::OK,
@@ -116,27 +129,42 @@ struct Staged {
 
 impl Staged {
     /// Open a staged file after checking its size and sha256 against the declaration.
-    async fn open_verified(&self, registry: &Registry, decl: &FileDecl, max: u64) -> Result<std::fs::File, Error> {
+    async fn open_verified(
+        &self,
+        registry: &Registry,
+        decl: &FileDecl,
+        max: u64,
+    ) -> Result<std::fs::File, Error> {
         let key = staging_key(&self.upload_id, &decl.name);
         let mut file = registry.blobs.fetch(&key, max).await.map_err(|e| match e {
             StoreError::NotFound(_) => Error::bad(format!("{} was not uploaded", decl.name)),
-            StoreError::TooLarge { max, .. } => Error::PayloadTooLarge(format!("{} is larger than {max} bytes", decl.name)),
+            StoreError::TooLarge { max, .. } => {
+                Error::PayloadTooLarge(format!("{} is larger than {max} bytes", decl.name))
+            }
             other => other.into(),
         })?;
         let name = decl.name.clone();
         let (file, size, sha) = tokio::task::spawn_blocking(move || -> Result<_, Error> {
             let mut hasher = Sha256::new();
-            let size = std::io::copy(&mut file, &mut hasher).map_err(|e| Error::Storage(format!("reading {name}: {e}")))?;
-            file.seek(SeekFrom::Start(0)).map_err(|e| Error::Storage(e.to_string()))?;
+            let size = std::io::copy(&mut file, &mut hasher)
+                .map_err(|e| Error::Storage(format!("reading {name}: {e}")))?;
+            file.seek(SeekFrom::Start(0))
+                .map_err(|e| Error::Storage(e.to_string()))?;
             Ok((file, size, hex::encode(hasher.finalize())))
         })
         .await
         .map_err(|e| Error::Storage(e.to_string()))??;
         if size != decl.size {
-            return Err(Error::bad(format!("{}: {size} bytes arrived but {} were declared", decl.name, decl.size)));
+            return Err(Error::bad(format!(
+                "{}: {size} bytes arrived but {} were declared",
+                decl.name, decl.size
+            )));
         }
         if sha != decl.sha256 {
-            return Err(Error::bad(format!("{}: the uploaded file's sha256 is {sha}, not the declared {}", decl.name, decl.sha256)));
+            return Err(Error::bad(format!(
+                "{}: the uploaded file's sha256 is {sha}, not the declared {}",
+                decl.name, decl.sha256
+            )));
         }
         Ok(file)
     }
@@ -144,14 +172,23 @@ impl Staged {
     async fn read_small(&self, registry: &Registry, decl: &FileDecl) -> Result<Vec<u8>, Error> {
         let mut file = self.open_verified(registry, decl, MAX_SMALL_FILE).await?;
         let mut buf = Vec::new();
-        file.read_to_end(&mut buf).map_err(|e| Error::Storage(e.to_string()))?;
+        file.read_to_end(&mut buf)
+            .map_err(|e| Error::Storage(e.to_string()))?;
         Ok(buf)
     }
 
     /// Copy a verified staged file to its permanent, content-addressed key.
-    async fn keep(&self, registry: &Registry, decl: &FileDecl, filename: &str) -> Result<StoredFile, Error> {
+    async fn keep(
+        &self,
+        registry: &Registry,
+        decl: &FileDecl,
+        filename: &str,
+    ) -> Result<StoredFile, Error> {
         let key = archive_key(&decl.sha256, filename);
-        registry.blobs.copy(&staging_key(&self.upload_id, &decl.name), &key).await?;
+        registry
+            .blobs
+            .copy(&staging_key(&self.upload_id, &decl.name), &key)
+            .await?;
         Ok(StoredFile {
             filename: filename.to_string(),
             sha256: decl.sha256.clone(),
@@ -163,7 +200,11 @@ impl Staged {
     /// Remove the staged files (whatever the outcome of the publish).
     async fn discard(&self, registry: &Registry) {
         for name in &self.names {
-            if let Err(e) = registry.blobs.delete(&staging_key(&self.upload_id, name)).await {
+            if let Err(e) = registry
+                .blobs
+                .delete(&staging_key(&self.upload_id, name))
+                .await
+            {
                 tracing::warn!(error = %e, "could not delete staged upload");
             }
         }
@@ -185,16 +226,24 @@ where
 }
 
 /// Hash and sanity-check one provider zip: its `h1:` and that it holds the provider binary.
-async fn hash_provider_zip(file: std::fs::File, provider_type: &str, name: &str) -> Result<String, Error> {
+async fn hash_provider_zip(
+    file: std::fs::File,
+    provider_type: &str,
+    name: &str,
+) -> Result<String, Error> {
     let binary_prefix = format!("terraform-provider-{provider_type}");
     let name = name.to_string();
     tokio::task::spawn_blocking(move || {
         let mut file = file;
-        let names = hashing::zip_file_names(&mut file).map_err(|e| Error::bad(format!("{name}: {e}")))?;
+        let names =
+            hashing::zip_file_names(&mut file).map_err(|e| Error::bad(format!("{name}: {e}")))?;
         if !names.iter().any(|n| n.starts_with(&binary_prefix)) {
-            return Err(Error::bad(format!("{name} holds no {binary_prefix}* executable")));
+            return Err(Error::bad(format!(
+                "{name} holds no {binary_prefix}* executable"
+            )));
         }
-        file.seek(SeekFrom::Start(0)).map_err(|e| Error::Storage(e.to_string()))?;
+        file.seek(SeekFrom::Start(0))
+            .map_err(|e| Error::Storage(e.to_string()))?;
         hashing::h1_hash_zip(&mut file).map_err(|e| Error::bad(format!("{name}: {e}")))
     })
     .await
@@ -209,7 +258,9 @@ async fn verified_packages(
 ) -> Result<Vec<ProviderPackage>, Error> {
     let mut packages = Vec::with_capacity(files.zips.len());
     for (platform, decl) in &files.zips {
-        let file = staged.open_verified(registry, decl, registry.config.max_archive_bytes).await?;
+        let file = staged
+            .open_verified(registry, decl, registry.config.max_archive_bytes)
+            .await?;
         let h1 = hash_provider_zip(file, provider_type, &decl.name).await?;
         packages.push(ProviderPackage {
             os: platform.os.clone(),
@@ -226,14 +277,24 @@ async fn verified_packages(
     Ok(packages)
 }
 
-async fn keep_packages(registry: &Registry, staged: &Staged, files: &ProviderFiles, packages: &mut [ProviderPackage]) -> Result<(), Error> {
+async fn keep_packages(
+    registry: &Registry,
+    staged: &Staged,
+    files: &ProviderFiles,
+    packages: &mut [ProviderPackage],
+) -> Result<(), Error> {
     for (pkg, (_, decl)) in packages.iter_mut().zip(&files.zips) {
         pkg.file = staged.keep(registry, decl, &decl.name).await?;
     }
     Ok(())
 }
 
-fn published(outcome: PutOutcome, address: String, version: &Version, warnings: Vec<String>) -> Response {
+fn published(
+    outcome: PutOutcome,
+    address: String,
+    version: &Version,
+    warnings: Vec<String>,
+) -> Response {
     let status = match outcome {
         PutOutcome::Created => "published",
         PutOutcome::Unchanged => "unchanged",
@@ -275,24 +336,37 @@ pub async fn provider(
     let token = publisher(registry, authorization).await?;
     require_namespace(&token, &provider.namespace)?;
     let req = parse_request(body)?;
-    let files = release_files::provider_files(&provider.r#type, version, &req.files, true, registry.config.max_archive_bytes)?;
+    let files = release_files::provider_files(
+        &provider.r#type,
+        version,
+        &req.files,
+        true,
+        registry.config.max_archive_bytes,
+    )?;
     let items = registry.items.as_ref();
     let existing = catalog::provider_release(items, &Origin::Registry, provider, version).await?;
     if step == PublishStep::Begin {
-        return begin(registry, &req.files, existing.map(|e| same_files(&e, &req.files))).await;
+        return begin(
+            registry,
+            &req.files,
+            existing.map(|e| same_files(&e, &req.files)),
+        )
+        .await;
     }
-    let armor = req
-        .signing_key
-        .as_deref()
-        .ok_or_else(|| Error::bad("signing_key is missing: give the ASCII-armored public key that signed SHA256SUMS"))?;
+    let armor = req.signing_key.as_deref().ok_or_else(|| {
+        Error::bad(
+            "signing_key is missing: give the ASCII-armored public key that signed SHA256SUMS",
+        )
+    })?;
     let (Some(sums_decl), Some(sig_decl)) = (&files.shasums, &files.signature) else {
         return Err(Error::bad("SHA256SUMS and its signature are required"));
     };
     with_staged(registry, &req, async |staged| {
         let sums_bytes = staged.read_small(registry, sums_decl).await?;
         let sig_bytes = staged.read_small(registry, sig_decl).await?;
-        let verified = signing::verify_for_terraform(armor, &sums_bytes, &sig_bytes, req.allow_modern_keys)
-            .map_err(|e| Error::bad(e.to_string()))?;
+        let verified =
+            signing::verify_for_terraform(armor, &sums_bytes, &sig_bytes, req.allow_modern_keys)
+                .map_err(|e| Error::bad(e.to_string()))?;
         let mut warnings = Vec::new();
         if !verified.legacy_compatible {
             warnings.push(format!(
@@ -303,11 +377,16 @@ pub async fn provider(
         let sums = release_files::parse_shasums(&sums_bytes)?;
         release_files::check_against_shasums(&sums, &files.zips, &provider.r#type, version)?;
         let manifest_protocols = match &files.manifest {
-            Some(decl) => release_files::manifest_protocols(&staged.read_small(registry, decl).await?)?,
+            Some(decl) => {
+                release_files::manifest_protocols(&staged.read_small(registry, decl).await?)?
+            }
             None => None,
         };
         let protocols = release_files::check_protocols(
-            &req.protocols.clone().or(manifest_protocols).unwrap_or_else(|| vec!["5.0".into()]),
+            &req.protocols
+                .clone()
+                .or(manifest_protocols)
+                .unwrap_or_else(|| vec!["5.0".into()]),
         )?;
         let mut packages = verified_packages(registry, staged, &provider.r#type, &files).await?;
         keep_packages(registry, staged, &files, &mut packages).await?;
@@ -326,7 +405,9 @@ pub async fn provider(
             }),
             published_at: registry.now(),
         };
-        let outcome = catalog::put_provider_release(items, &Origin::Registry, provider, version, &release).await?;
+        let outcome =
+            catalog::put_provider_release(items, &Origin::Registry, provider, version, &release)
+                .await?;
         let address = format!("{}/{provider}", registry.config.hostname);
         tracing::info!(%address, %version, ?outcome, "provider publish");
         Ok(published(outcome, address, version, warnings))
@@ -347,7 +428,9 @@ pub async fn mirror(
 ) -> Result<Response, Error> {
     let token = publisher(registry, authorization).await?;
     if token.namespace.is_some() {
-        return Err(Error::Forbidden("mirror imports need a publish token without a namespace limit".into()));
+        return Err(Error::Forbidden(
+            "mirror imports need a publish token without a namespace limit".into(),
+        ));
     }
     if *hostname == registry.config.hostname {
         return Err(Error::bad(format!(
@@ -355,12 +438,23 @@ pub async fn mirror(
         )));
     }
     let req = parse_request(body)?;
-    let files = release_files::provider_files(&provider.r#type, version, &req.files, false, registry.config.max_archive_bytes)?;
+    let files = release_files::provider_files(
+        &provider.r#type,
+        version,
+        &req.files,
+        false,
+        registry.config.max_archive_bytes,
+    )?;
     let origin = Origin::Mirror(hostname.clone());
     let items = registry.items.as_ref();
     let existing = catalog::provider_release(items, &origin, provider, version).await?;
     if step == PublishStep::Begin {
-        return begin(registry, &req.files, existing.map(|e| same_files(&e, &req.files))).await;
+        return begin(
+            registry,
+            &req.files,
+            existing.map(|e| same_files(&e, &req.files)),
+        )
+        .await;
     }
     with_staged(registry, &req, async |staged| {
         let mut packages = verified_packages(registry, staged, &provider.r#type, &files).await?;
@@ -374,8 +468,14 @@ pub async fn mirror(
             signing_key: None,
             published_at: registry.now(),
         };
-        let outcome = catalog::put_provider_release(items, &origin, provider, version, &release).await?;
-        Ok(published(outcome, format!("{hostname}/{provider}"), version, vec![]))
+        let outcome =
+            catalog::put_provider_release(items, &origin, provider, version, &release).await?;
+        Ok(published(
+            outcome,
+            format!("{hostname}/{provider}"),
+            version,
+            vec![],
+        ))
     })
     .await
 }
@@ -393,30 +493,52 @@ pub async fn module(
     require_namespace(&token, &module.namespace)?;
     let req = parse_request(body)?;
     let [decl] = req.files.as_slice() else {
-        return Err(Error::bad("a module publish uploads exactly one .tar.gz file"));
+        return Err(Error::bad(
+            "a module publish uploads exactly one .tar.gz file",
+        ));
     };
     if !decl.name.ends_with(".tar.gz") {
-        return Err(Error::bad(format!("{}: module archives must be .tar.gz", decl.name)));
+        return Err(Error::bad(format!(
+            "{}: module archives must be .tar.gz",
+            decl.name
+        )));
     }
     release_files::check_decl(decl, registry.config.max_archive_bytes)?;
     let items = registry.items.as_ref();
     let existing = catalog::module_release(items, module, version).await?;
     if step == PublishStep::Begin {
-        return begin(registry, &req.files, existing.map(|e| e.file.sha256 == decl.sha256)).await;
+        return begin(
+            registry,
+            &req.files,
+            existing.map(|e| e.file.sha256 == decl.sha256),
+        )
+        .await;
     }
     with_staged(registry, &req, async |staged| {
-        let file = staged.open_verified(registry, decl, registry.config.max_archive_bytes).await?;
-        tokio::task::spawn_blocking(move || module_archive::check_tar_gz(std::io::BufReader::new(file)))
-            .await
-            .map_err(|e| Error::Storage(e.to_string()))??;
-        let filename = format!("{}-{}-{}-{version}.tar.gz", module.namespace, module.name, module.system);
+        let file = staged
+            .open_verified(registry, decl, registry.config.max_archive_bytes)
+            .await?;
+        tokio::task::spawn_blocking(move || {
+            module_archive::check_tar_gz(std::io::BufReader::new(file))
+        })
+        .await
+        .map_err(|e| Error::Storage(e.to_string()))??;
+        let filename = format!(
+            "{}-{}-{}-{version}.tar.gz",
+            module.namespace, module.name, module.system
+        );
         let release = ModuleRelease {
             version: version.to_string(),
             file: staged.keep(registry, decl, &filename).await?,
             published_at: registry.now(),
         };
         let outcome = catalog::put_module_release(items, module, version, &release).await?;
-        Ok(published(outcome, format!("{}/{module}", registry.config.hostname), version, vec![]))
+        Ok(published(
+            outcome,
+            format!("{}/{module}", registry.config.hostname),
+            version,
+            vec![],
+        ))
     })
     .await
 }

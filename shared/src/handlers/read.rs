@@ -24,19 +24,35 @@ pub async fn require_reader(registry: &Registry, authorization: Option<&str>) ->
     if !registry.config.require_read_token {
         return Ok(());
     }
-    let token = auth::bearer(authorization)
-        .ok_or_else(|| Error::Unauthorized("this registry requires a token: set TF_TOKEN_<host> or a credentials block".into()))?;
-    auth::authenticate(registry.items.as_ref(), token).await.map(|_| ())
+    let token = auth::bearer(authorization).ok_or_else(|| {
+        Error::Unauthorized(
+            "this registry requires a token: set TF_TOKEN_<host> or a credentials block".into(),
+        )
+    })?;
+    auth::authenticate(registry.items.as_ref(), token)
+        .await
+        .map(|_| ())
 }
 
 /// Answer a read route (everything but discovery, blobs and publishing).
 pub async fn handle(registry: &Registry, route: Route) -> Result<Response, Error> {
     match route {
         Route::ProviderVersions { provider } => provider_versions(registry, &provider).await,
-        Route::ProviderDownload { provider, version, platform } => {
-            let release = catalog::provider_release(registry.items.as_ref(), &Origin::Registry, &provider, &version)
-                .await?
-                .ok_or_else(|| Error::not_found(format!("provider {provider} version {version} not found")))?;
+        Route::ProviderDownload {
+            provider,
+            version,
+            platform,
+        } => {
+            let release = catalog::provider_release(
+                registry.items.as_ref(),
+                &Origin::Registry,
+                &provider,
+                &version,
+            )
+            .await?
+            .ok_or_else(|| {
+                Error::not_found(format!("provider {provider} version {version} not found"))
+            })?;
             provider_download(registry, &provider, &release, &platform.os, &platform.arch)
         }
         Route::ModuleVersions { module } => {
@@ -58,7 +74,9 @@ pub async fn handle(registry: &Registry, route: Route) -> Result<Response, Error
         Route::ModuleDownload { module, version } => {
             let release = catalog::module_release(registry.items.as_ref(), &module, &version)
                 .await?
-                .ok_or_else(|| Error::not_found(format!("module {module} version {version} not found")))?;
+                .ok_or_else(|| {
+                    Error::not_found(format!("module {module} version {version} not found"))
+                })?;
             let url = registry.blob_url(Access::Read, &release.file.key);
             let mut resp = http::Response::new(Body::Empty);
             *resp.status_mut() = StatusCode::NO_CONTENT;
@@ -74,11 +92,20 @@ pub async fn handle(registry: &Registry, route: Route) -> Result<Response, Error
                 .collect();
             Ok(json(StatusCode::OK, &MirrorIndex { versions }))
         }
-        Route::MirrorVersion { hostname, provider, version } => {
+        Route::MirrorVersion {
+            hostname,
+            provider,
+            version,
+        } => {
             let origin = origin_of(registry, &hostname);
-            let release = catalog::provider_release(registry.items.as_ref(), &origin, &provider, &version)
-                .await?
-                .ok_or_else(|| Error::not_found(format!("provider {hostname}/{provider} version {version} not found")))?;
+            let release =
+                catalog::provider_release(registry.items.as_ref(), &origin, &provider, &version)
+                    .await?
+                    .ok_or_else(|| {
+                        Error::not_found(format!(
+                            "provider {hostname}/{provider} version {version} not found"
+                        ))
+                    })?;
             let archives = release
                 .packages
                 .iter()
@@ -92,7 +119,10 @@ pub async fn handle(registry: &Registry, route: Route) -> Result<Response, Error
                 .collect();
             Ok(json(StatusCode::OK, &MirrorVersion { archives }))
         }
-        other => Err(Error::not_found(format!("{:?} is not a read endpoint", other.endpoint()))),
+        other => Err(Error::not_found(format!(
+            "{:?} is not a read endpoint",
+            other.endpoint()
+        ))),
     }
 }
 
@@ -111,15 +141,26 @@ async fn mirror_releases(
     hostname: &Hostname,
     provider: &ProviderName,
 ) -> Result<Vec<ProviderRelease>, Error> {
-    let releases = catalog::provider_releases(registry.items.as_ref(), &origin_of(registry, hostname), provider).await?;
+    let releases = catalog::provider_releases(
+        registry.items.as_ref(),
+        &origin_of(registry, hostname),
+        provider,
+    )
+    .await?;
     if releases.is_empty() {
-        return Err(Error::not_found(format!("provider {hostname}/{provider} not found in this mirror")));
+        return Err(Error::not_found(format!(
+            "provider {hostname}/{provider} not found in this mirror"
+        )));
     }
     Ok(releases)
 }
 
-async fn provider_versions(registry: &Registry, provider: &ProviderName) -> Result<Response, Error> {
-    let releases = catalog::provider_releases(registry.items.as_ref(), &Origin::Registry, provider).await?;
+async fn provider_versions(
+    registry: &Registry,
+    provider: &ProviderName,
+) -> Result<Response, Error> {
+    let releases =
+        catalog::provider_releases(registry.items.as_ref(), &Origin::Registry, provider).await?;
     if releases.is_empty() {
         return Err(Error::not_found(format!("provider {provider} not found")));
     }
@@ -131,7 +172,10 @@ async fn provider_versions(registry: &Registry, provider: &ProviderName) -> Resu
             platforms: r
                 .packages
                 .into_iter()
-                .map(|p| PlatformEntry { os: p.os, arch: p.arch })
+                .map(|p| PlatformEntry {
+                    os: p.os,
+                    arch: p.arch,
+                })
                 .collect(),
         })
         .collect();
@@ -151,7 +195,12 @@ fn provider_download(
             release.version
         ))
     })?;
-    let unsigned = || Error::Storage(format!("release {} of {provider} has no signature", release.version));
+    let unsigned = || {
+        Error::Storage(format!(
+            "release {} of {provider} has no signature",
+            release.version
+        ))
+    };
     let shasums = release.shasums.as_ref().ok_or_else(unsigned)?;
     let signature = release.shasums_signature.as_ref().ok_or_else(unsigned)?;
     let key = release.signing_key.as_ref().ok_or_else(unsigned)?;

@@ -72,7 +72,8 @@ impl BlobStore for FsBlobStore {
     }
 
     async fn fetch(&self, key: &str, max: u64) -> Result<std::fs::File, StoreError> {
-        let file = std::fs::File::open(self.path(key)?).map_err(|e| not_found_or_backend(key, e))?;
+        let file =
+            std::fs::File::open(self.path(key)?).map_err(|e| not_found_or_backend(key, e))?;
         let len = file.metadata().map_err(StoreError::backend)?.len();
         if len > max {
             return Err(StoreError::TooLarge {
@@ -87,7 +88,9 @@ impl BlobStore for FsBlobStore {
         let dest = self.path(key)?;
         let tmp = self.temp_path();
         let result = async {
-            let mut file = tokio::fs::File::create(&tmp).await.map_err(StoreError::backend)?;
+            let mut file = tokio::fs::File::create(&tmp)
+                .await
+                .map_err(StoreError::backend)?;
             let mut written: u64 = 0;
             while let Some(chunk) = body.next().await {
                 let chunk = chunk.map_err(StoreError::backend)?;
@@ -102,9 +105,13 @@ impl BlobStore for FsBlobStore {
             }
             file.sync_all().await.map_err(StoreError::backend)?;
             if let Some(parent) = dest.parent() {
-                tokio::fs::create_dir_all(parent).await.map_err(StoreError::backend)?;
+                tokio::fs::create_dir_all(parent)
+                    .await
+                    .map_err(StoreError::backend)?;
             }
-            tokio::fs::rename(&tmp, &dest).await.map_err(StoreError::backend)?;
+            tokio::fs::rename(&tmp, &dest)
+                .await
+                .map_err(StoreError::backend)?;
             Ok(written)
         }
         .await;
@@ -121,9 +128,13 @@ impl BlobStore for FsBlobStore {
             .await
             .map_err(|e| not_found_or_backend(from, e))?;
         if let Some(parent) = dest.parent() {
-            tokio::fs::create_dir_all(parent).await.map_err(StoreError::backend)?;
+            tokio::fs::create_dir_all(parent)
+                .await
+                .map_err(StoreError::backend)?;
         }
-        tokio::fs::rename(&tmp, &dest).await.map_err(StoreError::backend)
+        tokio::fs::rename(&tmp, &dest)
+            .await
+            .map_err(StoreError::backend)
     }
 
     async fn delete(&self, key: &str) -> Result<(), StoreError> {
@@ -159,8 +170,20 @@ mod tests {
 
     #[test]
     fn keys_cannot_escape_the_root() {
-        assert!(is_valid_key("archives/ab12/terraform-provider-null_2.1.2_linux_amd64.zip"));
-        for bad in ["", "/etc/passwd", "a/../b", "..", "a//b", "a/./b", "a\\b", "a b", "a/%2e%2e"] {
+        assert!(is_valid_key(
+            "archives/ab12/terraform-provider-null_2.1.2_linux_amd64.zip"
+        ));
+        for bad in [
+            "",
+            "/etc/passwd",
+            "a/../b",
+            "..",
+            "a//b",
+            "a/./b",
+            "a\\b",
+            "a b",
+            "a/%2e%2e",
+        ] {
             assert!(!is_valid_key(bad), "{bad:?} must be refused");
         }
     }

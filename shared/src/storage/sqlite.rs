@@ -100,7 +100,13 @@ impl ItemStore for SqliteStore {
                 .map_err(StoreError::backend)?;
             let rows = stmt
                 .query_map(
-                    params![pk, prefix.chars().count() as i64, prefix, after, PAGE_SIZE as i64 + 1],
+                    params![
+                        pk,
+                        prefix.chars().count() as i64,
+                        prefix,
+                        after,
+                        PAGE_SIZE as i64 + 1
+                    ],
                     |row| {
                         Ok(Item {
                             pk: pk.clone(),
@@ -110,7 +116,9 @@ impl ItemStore for SqliteStore {
                     },
                 )
                 .map_err(StoreError::backend)?;
-            let mut items = rows.collect::<Result<Vec<_>, _>>().map_err(StoreError::backend)?;
+            let mut items = rows
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(StoreError::backend)?;
             let next = if items.len() > PAGE_SIZE {
                 items.truncate(PAGE_SIZE);
                 items.last().map(|i| i.sk.clone())
