@@ -39,17 +39,7 @@ fn publish(
     key: &Path,
     extra: &[&str],
 ) -> std::process::Output {
-    let mut args = vec![
-        "publish",
-        "provider",
-        dist.to_str().unwrap(),
-        "--namespace",
-        NS,
-        "--signing-key",
-        key.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    server.tfreg(token, &args)
+    server.publish_provider_with_key(token, dist, key, NS, extra)
 }
 
 #[test]
@@ -218,22 +208,7 @@ fn refused_publishes_leave_nothing_visible() {
     );
     assert!(out.contains("v2.0.0"), "{out}");
     let out = fails(
-        server.tfreg(
-            &token,
-            &[
-                "publish",
-                "module",
-                dist.to_str().unwrap(),
-                "--namespace",
-                NS,
-                "--name",
-                "m",
-                "--system",
-                "aws",
-                "--version",
-                "v1.0.0",
-            ],
-        ),
+        server.publish_module(&token, &dist, &format!("{NS}/m/aws"), "v1.0.0"),
         "module v-version",
     );
     assert!(out.contains("without the leading \"v\""), "{out}");
@@ -525,22 +500,7 @@ fn archive_urls_answer_head_and_get_and_expire() {
     let src = tmp.path().join("module");
     write_tree(&src, &[("main.tf", "output \"x\" { value = 1 }\n")]);
     ok(
-        server.tfreg(
-            &token,
-            &[
-                "publish",
-                "module",
-                src.to_str().unwrap(),
-                "--namespace",
-                NS,
-                "--name",
-                "m",
-                "--system",
-                "aws",
-                "--version",
-                "1.0.0",
-            ],
-        ),
+        server.publish_module(&token, &src, &format!("{NS}/m/aws"), "1.0.0"),
         "publish module",
     );
 

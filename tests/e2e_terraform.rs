@@ -60,58 +60,21 @@ fn publish_fixture(server: &Server, token: &str, tmp: &Path) -> Published {
     );
     let key = dist.join("key.asc");
     let out = ok(
-        server.tfreg(
-            token,
-            &[
-                "publish",
-                "provider",
-                dist.to_str().unwrap(),
-                "--namespace",
-                NS,
-                "--signing-key",
-                key.to_str().unwrap(),
-            ],
-        ),
+        server.publish_provider(token, &dist, NS, &[]),
         "publish provider 2.1.2",
     );
     assert!(out.contains("published"), "{out}");
     let dist3 = tmp.join("dist-3.0.0");
     provider_dist(&dist3, "null", "3.0.0", &["linux_amd64"], &gpg);
     ok(
-        server.tfreg(
-            token,
-            &[
-                "publish",
-                "provider",
-                dist3.to_str().unwrap(),
-                "--namespace",
-                NS,
-                "--signing-key",
-                key.to_str().unwrap(),
-            ],
-        ),
+        server.publish_provider_with_key(token, &dist3, &key, NS, &[]),
         "publish provider 3.0.0",
     );
     for version in ["1.0.0", "1.1.0", "2.0.0"] {
         let src = tmp.join(format!("module-{version}"));
         module_version(&src, &server.host, version);
         ok(
-            server.tfreg(
-                token,
-                &[
-                    "publish",
-                    "module",
-                    src.to_str().unwrap(),
-                    "--namespace",
-                    NS,
-                    "--name",
-                    "greeting",
-                    "--system",
-                    "null",
-                    "--version",
-                    version,
-                ],
-            ),
+            server.publish_module(token, &src, &format!("{NS}/greeting/null"), version),
             "publish module",
         );
     }

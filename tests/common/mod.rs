@@ -184,6 +184,62 @@ impl Server {
             .unwrap()
     }
 
+    /// `tfreg publish provider DIST --namespace NS --signing-key DIST/key.asc [extra...]`.
+    pub fn publish_provider(
+        &self,
+        token: &str,
+        dist: &Path,
+        namespace: &str,
+        extra: &[&str],
+    ) -> Output {
+        self.publish_provider_with_key(token, dist, &dist.join("key.asc"), namespace, extra)
+    }
+
+    /// Like [`Server::publish_provider`] with another public key file.
+    pub fn publish_provider_with_key(
+        &self,
+        token: &str,
+        dist: &Path,
+        key: &Path,
+        namespace: &str,
+        extra: &[&str],
+    ) -> Output {
+        let mut args = vec![
+            "publish",
+            "provider",
+            dist.to_str().unwrap(),
+            "--namespace",
+            namespace,
+            "--signing-key",
+            key.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        self.tfreg(token, &args)
+    }
+
+    /// `tfreg publish module SRC --namespace NS --name NAME --system SYSTEM --version VERSION`.
+    pub fn publish_module(&self, token: &str, src: &Path, module: &str, version: &str) -> Output {
+        let [namespace, name, system] = module.split('/').collect::<Vec<_>>()[..] else {
+            panic!("module address NS/NAME/SYSTEM expected, got {module}")
+        };
+        self.tfreg(
+            token,
+            &[
+                "publish",
+                "module",
+                src.to_str().unwrap(),
+                "--namespace",
+                namespace,
+                "--name",
+                name,
+                "--system",
+                system,
+                "--version",
+                version,
+            ],
+        )
+    }
+
     pub fn get(&self, path: &str) -> reqwest::blocking::Response {
         self.http.get(self.url(path)).send().unwrap()
     }
