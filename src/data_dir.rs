@@ -1,5 +1,5 @@
-//! The local data directory: `registry.db` (SQLite), `blobs/`, the URL-signing
-//! secret and the development TLS certificates.
+//! The local data directory: `registry.db` (SQLite; also holds the URL-signing
+//! secret), `blobs/` and the development TLS certificates.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -32,25 +32,6 @@ impl DataDir {
 
     pub fn blob_store(&self) -> Result<FsBlobStore> {
         Ok(FsBlobStore::open(&self.root.join("blobs"))?)
-    }
-
-    /// The secret archive URLs are signed with: 32 random bytes, made once, mode 0600.
-    pub fn url_signing_secret(&self) -> Result<Vec<u8>> {
-        let path = self.root.join("url-signing.key");
-        match std::fs::read(&path) {
-            Ok(secret) if secret.len() >= 32 => Ok(secret),
-            Ok(_) => Err(format!(
-                "{} is too short; delete it to make a new one",
-                path.display()
-            )
-            .into()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let secret: [u8; 32] = rand::random();
-                write_private(&path, &secret)?;
-                Ok(secret.to_vec())
-            }
-            Err(e) => Err(format!("reading {}: {e}", path.display()).into()),
-        }
     }
 }
 

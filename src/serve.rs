@@ -9,7 +9,6 @@ use clap::Args;
 use futures_util::TryStreamExt;
 use tfreg::address::Hostname;
 use tfreg::service::{self, Body, Request};
-use tfreg::signed_url::UrlSigner;
 use tfreg::{Config, Registry};
 
 use crate::cli_error::Result;
@@ -134,10 +133,12 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     let mut config = Config::new(hostname.clone());
     config.url_ttl_secs = args.url_ttl;
     config.require_read_token = args.require_read_token;
+    let items = Arc::new(dir.item_store()?);
+    let signer = tfreg::signed_url::load_signer(items.as_ref()).await?;
     let registry = Arc::new(Registry::new(
-        Arc::new(dir.item_store()?),
+        items,
         Arc::new(dir.blob_store()?),
-        UrlSigner::new(dir.url_signing_secret()?),
+        signer,
         config,
     ));
 

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 use crate::hashing::sha256_hex;
-use crate::storage::{Item, ItemStore, Write};
+use crate::storage::{Condition, Item, ItemStore};
 
 /// Prefix of every token, so a leaked one is easy to recognise and scan for.
 pub const TOKEN_PREFIX: &str = "tfreg_";
@@ -67,11 +67,14 @@ pub async fn create_token(store: &dyn ItemStore, record: TokenRecord) -> Result<
     );
     let data = serde_json::to_vec(&record).map_err(|e| Error::Storage(e.to_string()))?;
     store
-        .transact(vec![Write::PutIfAbsent(Item {
-            pk: token_pk(&token),
-            sk: TOKEN_SK.into(),
-            data,
-        })])
+        .put(
+            Item {
+                pk: token_pk(&token),
+                sk: TOKEN_SK.into(),
+                data,
+            },
+            Condition::IfAbsent,
+        )
         .await?;
     Ok(token)
 }

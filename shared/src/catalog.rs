@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::address::{Hostname, ModuleName, ProviderName};
 use crate::error::Error;
-use crate::storage::{Item, ItemStore, StoreError, Write, query_all};
+use crate::storage::{Condition, Item, ItemStore, StoreError, query_all};
 use crate::version::{Version, sort_versions};
 
 const VERSION_PREFIX: &str = "VERSION#";
@@ -180,7 +180,7 @@ async fn put_new<T: Serialize + for<'de> Deserialize<'de>, C: PartialEq>(
         sk: version_sk(version),
         data: serde_json::to_vec(release).map_err(|e| Error::Storage(e.to_string()))?,
     };
-    match store.transact(vec![Write::PutIfAbsent(item)]).await {
+    match store.put(item, Condition::IfAbsent).await {
         Ok(()) => Ok(PutOutcome::Created),
         Err(StoreError::ConditionFailed) => {
             let existing: Option<T> = get(store, &pk, version).await?;

@@ -10,6 +10,8 @@
 
 pub mod address;
 pub mod auth;
+#[cfg(feature = "aws")]
+pub mod aws;
 pub mod catalog;
 pub mod error;
 pub mod handlers;

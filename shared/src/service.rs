@@ -98,10 +98,26 @@ pub fn error_response(err: &Error) -> Response {
 
 /// Route and answer one request, logging one line with route, status and latency.
 pub async fn handle(registry: &Registry, req: Request) -> Response {
+    handle_endpoint(registry, req, None).await
+}
+
+/// Like [`handle`], but answer 404 for any endpoint other than `only` (one
+/// Lambda function serves one endpoint).
+pub async fn handle_endpoint(
+    registry: &Registry,
+    req: Request,
+    only: Option<Endpoint>,
+) -> Response {
     let started = Instant::now();
     let method = req.method.clone();
     let path = req.path.clone();
-    let routed = route(&req.method, &req.path);
+    let routed = route(&req.method, &req.path).and_then(|r| match only {
+        Some(e) if r.endpoint() != e => Err(Error::not_found(format!(
+            "no such endpoint here: this function serves {}",
+            e.name()
+        ))),
+        _ => Ok(r),
+    });
     let endpoint = routed.as_ref().ok().map(Route::endpoint);
     let result = match routed {
         Ok(r) => dispatch(registry, r, req).await,

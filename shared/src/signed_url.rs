@@ -9,6 +9,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 use crate::error::Error;
+use crate::storage::{Condition, Item, ItemStore, StoreError};
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -99,6 +100,44 @@ impl UrlSigner {
     }
 }
 
+const SECRET_PK: &str = "CONFIG#url-signing-secret";
+const SECRET_SK: &str = "CONFIG";
+
+/// The signer of this registry, its secret kept in the item store so that every
+/// process (the local server, each Lambda function) shares it without extra
+/// configuration. The first caller creates it; a race is settled by the
+/// conditional write, and the loser reads the winner's secret.
+pub async fn load_signer(items: &dyn ItemStore) -> Result<UrlSigner, StoreError> {
+    let decode = |item: Item| -> Result<UrlSigner, StoreError> {
+        let secret = base64::engine::general_purpose::STANDARD
+            .decode(&item.data)
+            .map_err(|e| StoreError::Backend(format!("corrupt URL signing secret: {e}")))?;
+        if secret.len() < 32 {
+            return Err(StoreError::Backend("URL signing secret too short".into()));
+        }
+        Ok(UrlSigner::new(secret))
+    };
+    if let Some(item) = items.get(SECRET_PK, SECRET_SK).await? {
+        return decode(item);
+    }
+    let secret: [u8; 32] = rand::random();
+    let item = Item {
+        pk: SECRET_PK.into(),
+        sk: SECRET_SK.into(),
+        data: base64::engine::general_purpose::STANDARD
+            .encode(secret)
+            .into_bytes(),
+    };
+    match items.put(item.clone(), Condition::IfAbsent).await {
+        Ok(()) => decode(item),
+        Err(StoreError::ConditionFailed) => {
+            let item = items.get(SECRET_PK, SECRET_SK).await?;
+            decode(item.ok_or_else(|| StoreError::Backend("URL signing secret vanished".into()))?)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,6 +163,15 @@ mod tests {
             .verify(Access::Read, "archives/x.zip", Some(&q), 1001)
             .unwrap_err();
         assert!(err.to_string().contains("expired"));
+    }
+
+    #[tokio::test]
+    async fn the_secret_is_made_once_and_shared() {
+        let store = crate::storage::sqlite::SqliteStore::in_memory().unwrap();
+        let a = load_signer(&store).await.unwrap();
+        let b = load_signer(&store).await.unwrap();
+        let q = a.sign(Access::Read, "k.zip", 10);
+        assert!(b.verify(Access::Read, "k.zip", Some(&q), 0).is_ok());
     }
 
     #[test]

@@ -54,14 +54,14 @@ pub struct Page {
     pub next: Option<String>,
 }
 
-/// One write of a transaction.
-#[derive(Debug, Clone)]
-pub enum Write {
-    /// Put the item only if no item with its keys exists; else the whole
-    /// transaction fails with [`StoreError::ConditionFailed`].
-    PutIfAbsent(Item),
-    /// Put (create or replace) the item.
-    Put(Item),
+/// When a put may happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Condition {
+    /// Always: create or replace.
+    Always,
+    /// Only if no item with the same keys exists; else
+    /// [`StoreError::ConditionFailed`] and nothing changes.
+    IfAbsent,
 }
 
 /// Metadata storage with DynamoDB's semantics.
@@ -77,8 +77,9 @@ pub trait ItemStore: Send + Sync {
         sk_prefix: &str,
         start_after: Option<&str>,
     ) -> Result<Page, StoreError>;
-    /// All writes or none.
-    async fn transact(&self, writes: Vec<Write>) -> Result<(), StoreError>;
+    /// Write one item, atomically, if `condition` holds. Every catalog change
+    /// is one such write, so nothing is ever half-visible.
+    async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError>;
 }
 
 /// Read every page of a partition query.

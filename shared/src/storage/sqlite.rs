@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Item, ItemStore, Page, StoreError, Write};
+use super::{Condition, Item, ItemStore, Page, StoreError};
 
 /// Items per query page. Small on purpose, so paging is exercised as it is on DynamoDB.
 pub const PAGE_SIZE: usize = 100;
@@ -130,32 +130,23 @@ impl ItemStore for SqliteStore {
         .await
     }
 
-    async fn transact(&self, writes: Vec<Write>) -> Result<(), StoreError> {
+    async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError> {
         self.with_conn(move |c| {
-            let tx = c.transaction().map_err(StoreError::backend)?;
-            for w in &writes {
-                match w {
-                    Write::PutIfAbsent(item) => {
-                        let inserted = tx
-                            .execute(
-                                "INSERT OR IGNORE INTO items (pk, sk, data) VALUES (?1, ?2, ?3)",
-                                params![item.pk, item.sk, item.data],
-                            )
-                            .map_err(StoreError::backend)?;
-                        if inserted == 0 {
-                            return Err(StoreError::ConditionFailed); // tx rolls back on drop
-                        }
-                    }
-                    Write::Put(item) => {
-                        tx.execute(
-                            "INSERT OR REPLACE INTO items (pk, sk, data) VALUES (?1, ?2, ?3)",
-                            params![item.pk, item.sk, item.data],
-                        )
-                        .map_err(StoreError::backend)?;
-                    }
+            let sql = match condition {
+                Condition::Always => {
+                    "INSERT OR REPLACE INTO items (pk, sk, data) VALUES (?1, ?2, ?3)"
                 }
+                Condition::IfAbsent => {
+                    "INSERT OR IGNORE INTO items (pk, sk, data) VALUES (?1, ?2, ?3)"
+                }
+            };
+            let changed = c
+                .execute(sql, params![item.pk, item.sk, item.data])
+                .map_err(StoreError::backend)?;
+            if changed == 0 {
+                return Err(StoreError::ConditionFailed);
             }
-            tx.commit().map_err(StoreError::backend)
+            Ok(())
         })
         .await
     }

@@ -1,0 +1,180 @@
+//! Configuration of the Lambda functions, only from the environment: the AWS
+//! SDK's standard variables (`AWS_REGION`, `AWS_ENDPOINT_URL`,
+//! `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_S3`, the credentials chain)
+//! plus a few of tfreg's own.
+
+use std::time::Duration;
+
+use crate::address::Hostname;
+
+/// DynamoDB table name (required).
+pub const TABLE: &str = "TFREG_TABLE";
+/// S3 bucket name (required).
+pub const BUCKET: &str = "TFREG_BUCKET";
+/// The registry's public hostname, as users write it in addresses (required).
+pub const HOSTNAME: &str = "TFREG_HOSTNAME";
+/// Base URL for archive links; default `https://<TFREG_HOSTNAME>`.
+pub const PUBLIC_URL: &str = "TFREG_PUBLIC_URL";
+/// Lifetime of download and upload URLs in seconds; default 300.
+pub const URL_TTL: &str = "TFREG_URL_TTL";
+/// `true` to require a token for reads; default `false`.
+pub const REQUIRE_READ_TOKEN: &str = "TFREG_REQUIRE_READ_TOKEN";
+/// `true` for path-style S3 URLs (S3 emulators); default `false`.
+pub const S3_FORCE_PATH_STYLE: &str = "TFREG_S3_FORCE_PATH_STYLE";
+
+/// A missing or malformed setting, named so the operator can fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("environment variable {0} is not set (it is required)")]
+    Missing(&'static str),
+    #[error("environment variable {name} is invalid: {reason}")]
+    Invalid { name: &'static str, reason: String },
+}
+
+/// tfreg's own settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub table: String,
+    pub bucket: String,
+    pub hostname: Hostname,
+    pub public_url: String,
+    pub url_ttl: Duration,
+    pub require_read_token: bool,
+    pub s3_force_path_style: bool,
+}
+
+fn flag(get: &impl Fn(&str) -> Option<String>, name: &'static str) -> Result<bool, ConfigError> {
+    match get(name).as_deref().map(str::trim) {
+        None | Some("") | Some("false") | Some("0") => Ok(false),
+        Some("true") | Some("1") => Ok(true),
+        Some(other) => Err(ConfigError::Invalid {
+            name,
+            reason: format!("{other:?} is not true or false"),
+        }),
+    }
+}
+
+impl Settings {
+    /// Read the settings from the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Read the settings through `get` (tests pass a map).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let required = |name: &'static str| {
+            get(name)
+                .filter(|v| !v.trim().is_empty())
+                .ok_or(ConfigError::Missing(name))
+        };
+        let hostname = Hostname::parse(&required(HOSTNAME)?).map_err(|e| ConfigError::Invalid {
+            name: HOSTNAME,
+            reason: e.to_string(),
+        })?;
+        let public_url = match get(PUBLIC_URL).filter(|v| !v.is_empty()) {
+            Some(url) => {
+                let parsed = url::Url::parse(&url).map_err(|e| ConfigError::Invalid {
+                    name: PUBLIC_URL,
+                    reason: e.to_string(),
+                })?;
+                if !matches!(parsed.scheme(), "https" | "http") {
+                    return Err(ConfigError::Invalid {
+                        name: PUBLIC_URL,
+                        reason: "must be an https:// URL".into(),
+                    });
+                }
+                url.trim_end_matches('/').to_string()
+            }
+            None => format!("https://{hostname}"),
+        };
+        let url_ttl = match get(URL_TTL).filter(|v| !v.is_empty()) {
+            Some(v) => {
+                let secs: u64 = v.trim().parse().map_err(|_| ConfigError::Invalid {
+                    name: URL_TTL,
+                    reason: format!("{v:?} is not a number of seconds"),
+                })?;
+                if !(1..=604_800).contains(&secs) {
+                    return Err(ConfigError::Invalid {
+                        name: URL_TTL,
+                        reason: "must be between 1 and 604800 seconds".into(),
+                    });
+                }
+                Duration::from_secs(secs)
+            }
+            None => Duration::from_secs(300),
+        };
+        Ok(Settings {
+            table: required(TABLE)?,
+            bucket: required(BUCKET)?,
+            hostname,
+            public_url,
+            url_ttl,
+            require_read_token: flag(&get, REQUIRE_READ_TOKEN)?,
+            s3_force_path_style: flag(&get, S3_FORCE_PATH_STYLE)?,
+        })
+    }
+
+    /// The registry configuration these settings describe.
+    pub fn registry_config(&self) -> crate::Config {
+        let mut config = crate::Config::new(self.hostname.clone());
+        config.public_url = self.public_url.clone();
+        config.url_ttl_secs = self.url_ttl.as_secs();
+        config.require_read_token = self.require_read_token;
+        config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn settings(vars: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Settings::from_lookup(|k| map.get(k).cloned())
+    }
+
+    const BASE: [(&str, &str); 3] = [
+        (TABLE, "t"),
+        (BUCKET, "b"),
+        (HOSTNAME, "Registry.Example.com"),
+    ];
+
+    #[test]
+    fn defaults_and_required_variables() {
+        let s = settings(&BASE).unwrap();
+        assert_eq!(s.public_url, "https://registry.example.com");
+        assert_eq!(s.url_ttl, Duration::from_secs(300));
+        assert!(!s.require_read_token && !s.s3_force_path_style);
+        for missing in [TABLE, BUCKET, HOSTNAME] {
+            let vars: Vec<_> = BASE
+                .iter()
+                .copied()
+                .filter(|(k, _)| *k != missing)
+                .collect();
+            let err = settings(&vars).unwrap_err().to_string();
+            assert!(err.contains(missing), "{err}");
+        }
+    }
+
+    #[test]
+    fn malformed_values_name_the_variable() {
+        for (name, value) in [
+            (URL_TTL, "soon"),
+            (URL_TTL, "0"),
+            (REQUIRE_READ_TOKEN, "yes"),
+            (PUBLIC_URL, "ftp://x"),
+            (HOSTNAME, "a/b"),
+        ] {
+            let mut vars = BASE.to_vec();
+            vars.retain(|(k, _)| *k != name);
+            vars.push((name, value));
+            let err = settings(&vars).unwrap_err().to_string();
+            assert!(err.contains(name), "{err}");
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! The Lambda entry point: build clients and configuration once at init, then
+//! answer API Gateway (HTTP API) requests through [`crate::service`].
+
+use std::sync::Arc;
+
+use aws_config::BehaviorVersion;
+use lambda_http::{Body as LambdaBody, Request as LambdaRequest, service_fn};
+
+use super::config::{ConfigError, Settings};
+use super::dynamodb::DynamoStore;
+use super::s3::S3BlobStore;
+use crate::registry::Registry;
+use crate::router::Endpoint;
+use crate::service::{self, Body, Request};
+
+/// What can stop a function from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum InitError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("loading the URL signing secret from DynamoDB: {0}")]
+    Store(#[from] crate::storage::StoreError),
+}
+
+/// One initialised function.
+#[derive(Clone)]
+pub struct Function {
+    registry: Arc<Registry>,
+    endpoint: Endpoint,
+}
+
+/// AWS SDK clients built from the standard environment (`AWS_REGION`,
+/// `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_S3`, credentials chain).
+pub async fn clients(
+    settings: &Settings,
+) -> Result<(aws_sdk_dynamodb::Client, aws_sdk_s3::Client), ConfigError> {
+    let sdk = aws_config::load_defaults(BehaviorVersion::latest()).await;
+    if sdk.region().is_none() {
+        return Err(ConfigError::Missing("AWS_REGION"));
+    }
+    let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
+    let s3_config = aws_sdk_s3::config::Builder::from(&sdk)
+        .force_path_style(settings.s3_force_path_style)
+        // Presigned PUTs must not demand checksum headers the uploader does not send.
+        .request_checksum_calculation(aws_sdk_s3::config::RequestChecksumCalculation::WhenRequired)
+        .build();
+    Ok((dynamodb, aws_sdk_s3::Client::from_conf(s3_config)))
+}
+
+impl Function {
+    /// Initialise from the environment: settings, clients, and the URL signing
+    /// secret (one `GetItem` per cold start).
+    pub async fn from_env(endpoint: Endpoint) -> Result<Self, InitError> {
+        let settings = Settings::from_env()?;
+        let (dynamodb, s3) = clients(&settings).await?;
+        let items = Arc::new(DynamoStore::new(dynamodb, &settings.table));
+        let blobs = Arc::new(S3BlobStore::new(s3, &settings.bucket, settings.url_ttl));
+        let signer = crate::signed_url::load_signer(items.as_ref()).await?;
+        let registry = Registry::new(items, blobs, signer, settings.registry_config());
+        Ok(Self {
+            registry: Arc::new(registry),
+            endpoint,
+        })
+    }
+
+    /// Answer one API Gateway request.
+    pub async fn handle(&self, req: LambdaRequest) -> lambda_http::Response<LambdaBody> {
+        let (parts, body) = req.into_parts();
+        let body = match body {
+            LambdaBody::Empty => Body::Empty,
+            LambdaBody::Text(t) => Body::Bytes(t.into_bytes().into()),
+            LambdaBody::Binary(b) => Body::Bytes(b.into()),
+            _ => Body::Empty,
+        };
+        let request = Request {
+            method: parts.method,
+            path: parts.uri.path().to_string(),
+            query: parts.uri.query().map(str::to_string),
+            authorization: parts
+                .headers
+                .get(http::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
+            body,
+        };
+        let resp = service::handle_endpoint(&self.registry, request, Some(self.endpoint)).await;
+        let (parts, body) = resp.into_parts();
+        let bytes = match body {
+            Body::Empty => None,
+            Body::Bytes(b) => Some(b),
+            Body::Stream(s) => match (Body::Stream(s)).collect(usize::MAX).await {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    return lambda_http::Response::from_parts(
+                        parts,
+                        LambdaBody::Text(e.to_string()),
+                    );
+                }
+            },
+        };
+        let body = match bytes {
+            None => LambdaBody::Empty,
+            Some(b) => match String::from_utf8(b.to_vec()) {
+                Ok(text) => LambdaBody::Text(text),
+                Err(e) => LambdaBody::Binary(e.into_bytes()),
+            },
+        };
+        lambda_http::Response::from_parts(parts, body)
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TFREG_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(filter)
+        .with_current_span(false)
+        .with_target(false)
+        .without_time() // CloudWatch stamps every line
+        .try_init();
+}
+
+/// The whole life of one function: init once, then serve invocations.
+pub async fn run(endpoint: Endpoint) -> Result<(), lambda_http::Error> {
+    init_tracing();
+    let function = match Function::from_env(endpoint).await {
+        Ok(f) => f,
+        Err(e) => {
+            tracing::error!(function = endpoint.name(), error = %e, "init failed");
+            return Err(e.into());
+        }
+    };
+    lambda_http::run(service_fn(move |req: LambdaRequest| {
+        let function = function.clone();
+        async move { Ok::<_, std::convert::Infallible>(function.handle(req).await) }
+    }))
+    .await
+}
