@@ -1,6 +1,7 @@
 //! `tfreg`: run a private Terraform / OpenTofu registry locally, publish
 //! providers and modules to any tfreg registry, and manage tokens.
 
+mod aws;
 mod client;
 mod data_dir;
 mod publish;
@@ -36,6 +37,21 @@ enum Command {
     /// API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// AWS mode helpers (DynamoDB table and S3 bucket).
+    #[command(subcommand)]
+    Aws(aws::AwsCommand),
+    /// Write a development CA and server certificate (for `cargo lambda watch --tls-*`).
+    DevCert(DevCertArgs),
+}
+
+#[derive(Args)]
+struct DevCertArgs {
+    /// Directory to write `tls/ca.pem`, `tls/server.pem` and `tls/server.key` into.
+    #[arg(long, default_value = data_dir::DEFAULT)]
+    dir: PathBuf,
+    /// The hostname the certificate is for, besides localhost and 127.0.0.1.
+    #[arg(long, default_value = "localhost")]
+    hostname: String,
 }
 
 #[derive(Subcommand)]
@@ -63,6 +79,10 @@ struct TokenCreateArgs {
     /// The registry's data directory (as given to `tfreg serve`).
     #[arg(long, default_value = data_dir::DEFAULT)]
     data_dir: PathBuf,
+    /// Store the token in this DynamoDB table instead (AWS mode; AWS_REGION,
+    /// credentials and AWS_ENDPOINT_URL_DYNAMODB from the environment).
+    #[arg(long)]
+    table: Option<String>,
     /// `read` (download only) or `publish` (download and publish).
     #[arg(long, value_parser = ["read", "publish"])]
     scope: String,
@@ -93,16 +113,30 @@ async fn token_create(args: TokenCreateArgs) -> cli_error::Result<()> {
         .as_deref()
         .map(tfreg::address::module_namespace)
         .transpose()?;
-    let dir = data_dir::DataDir::open(&args.data_dir)?;
-    let store = dir.item_store()?;
+    let store: Box<dyn tfreg::storage::ItemStore> = match &args.table {
+        Some(table) => Box::new(aws::table(table).await?),
+        None => Box::new(data_dir::DataDir::open(&args.data_dir)?.item_store()?),
+    };
     let record = tfreg::auth::TokenRecord {
         scope,
         namespace,
         created_at: tfreg::registry::unix_now(),
         description: args.description,
     };
-    let token = tfreg::auth::create_token(&store, record).await?;
+    let token = tfreg::auth::create_token(store.as_ref(), record).await?;
     println!("{token}");
+    Ok(())
+}
+
+fn dev_cert(args: DevCertArgs) -> cli_error::Result<()> {
+    std::fs::create_dir_all(&args.dir)
+        .map_err(|e| format!("creating {}: {e}", args.dir.display()))?;
+    let files = tls::dev_certificate(&args.dir, &args.hostname)?;
+    println!("certificate: {}", files.cert.display());
+    println!("key:         {}", files.key.display());
+    if let Some(ca) = files.ca {
+        println!("trust it:    export SSL_CERT_FILE={}", ca.display());
+    }
     Ok(())
 }
 
@@ -131,6 +165,8 @@ async fn main() -> ExitCode {
         Command::Publish(PublishCommand::Module(args)) => publish::module(args).await,
         Command::Mirror(MirrorCommand::Import(args)) => publish::mirror_import(args).await,
         Command::Token(TokenCommand::Create(args)) => token_create(args).await,
+        Command::Aws(cmd) => aws::run(cmd).await,
+        Command::DevCert(args) => dev_cert(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

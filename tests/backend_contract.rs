@@ -58,7 +58,9 @@ impl Backend {
             _ => None,
         })
         .unwrap();
-        let (dynamodb, s3) = tfreg::aws::lambda::clients(&settings).await.unwrap();
+        let (dynamodb, s3) = tfreg::aws::lambda::clients(settings.s3_force_path_style)
+            .await
+            .unwrap();
         let items = tfreg::aws::dynamodb::DynamoStore::new(dynamodb, &settings.table);
         items.create_table().await.unwrap();
         let blobs = tfreg::aws::s3::S3BlobStore::new(s3, &settings.bucket, settings.url_ttl);
@@ -504,7 +506,11 @@ async fn download_urls_answer_head_and_get_and_refuse_tampering(b: Backend) {
         );
         // Change one hex digit of the signature.
         let at = presigned.find("X-Amz-Signature=").unwrap() + "X-Amz-Signature=".len();
-        let digit = if &presigned[at..at + 1] == "0" { "1" } else { "0" };
+        let digit = if &presigned[at..at + 1] == "0" {
+            "1"
+        } else {
+            "0"
+        };
         let tampered = format!("{}{digit}{}", &presigned[..at], &presigned[at + 1..]);
         assert_eq!(
             http().get(&tampered).send().await.unwrap().status(),

@@ -3,9 +3,12 @@
 //! Terraform runs in isolated directories.
 #![allow(dead_code)]
 
+pub mod fixtures;
+
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -68,15 +71,76 @@ pub fn tfreg_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_tfreg"))
 }
 
-/// A running `tfreg serve`, stopped on drop.
+/// A running registry over HTTPS (`tfreg serve`, or the Lambda functions under
+/// `cargo lambda watch`), stopped on drop.
 pub struct Server {
-    child: Child,
+    /// Stops the server's process group (and reaps its processes) on drop.
+    _group: Group,
     pub port: u16,
     pub host: String,
-    pub data_dir: PathBuf,
+    /// Arguments that point `tfreg token create` at this registry's store.
+    store_args: Vec<String>,
     pub ca: PathBuf,
     pub log: PathBuf,
     pub http: reqwest::blocking::Client,
+}
+
+/// Processes started in one process group, all stopped on drop (also when a
+/// test fails half-way through starting them).
+struct Group {
+    leader: Child,
+    members: Vec<Child>,
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", "--", &format!("-{}", self.leader.id())])
+            .status();
+        for child in self
+            .members
+            .iter_mut()
+            .chain(std::iter::once(&mut self.leader))
+        {
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Wait until `https://host/.well-known/terraform.json` answers 200, trusting `ca`.
+fn wait_for_discovery(
+    host: &str,
+    ca: &Path,
+    log: &Path,
+    limit: Duration,
+    what: &str,
+) -> reqwest::blocking::Client {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Ok(pem) = std::fs::read(ca)
+            && let Ok(cert) = reqwest::Certificate::from_pem(&pem)
+        {
+            let client = reqwest::blocking::Client::builder()
+                .add_root_certificate(cert)
+                .redirect(reqwest::redirect::Policy::none())
+                .timeout(Duration::from_secs(300))
+                .build()
+                .unwrap();
+            if client
+                .get(format!("https://{host}/.well-known/terraform.json"))
+                .send()
+                .is_ok_and(|r| r.status() == 200)
+            {
+                return client;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not come up: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 impl Server {
@@ -105,40 +169,171 @@ impl Server {
             .env("TFREG_LOG", "info")
             .stdout(Stdio::null())
             .stderr(log_file)
+            .process_group(0)
             .spawn()
             .expect("start tfreg serve");
+        let group = Group {
+            leader: child,
+            members: vec![],
+        };
         let ca = data_dir.join("tls/ca.pem");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let http = loop {
-            if ca.exists()
-                && let Ok(pem) = std::fs::read(&ca)
-                && let Ok(cert) = reqwest::Certificate::from_pem(&pem)
+        let http = wait_for_discovery(&host, &ca, &log, Duration::from_secs(30), "tfreg serve");
+        let store_args = vec!["--data-dir".to_string(), data_dir.display().to_string()];
+        Server {
+            _group: group,
+            port,
+            host,
+            store_args,
+            ca,
+            log,
+            http,
+        }
+    }
+
+    /// Every Lambda function behind `cargo lambda watch` (its Lambda runtime
+    /// API, function router and TLS front end), on DynamoDB and S3 (the
+    /// emulators: `AWS_ENDPOINT_URL_*` from the environment). Each function
+    /// binary, built by this same `cargo test`, runs as its own process polling
+    /// the runtime API, as on Lambda. A fresh table and bucket are made for it.
+    pub fn start_lambda(dir: &Path) -> Server {
+        for var in [
+            "AWS_ENDPOINT_URL_DYNAMODB",
+            "AWS_ENDPOINT_URL_S3",
+            "AWS_REGION",
+        ] {
+            assert!(
+                std::env::var(var).is_ok(),
+                "{var} is not set: run scripts/test, which starts the emulators"
+            );
+        }
+        let tools = Tools::get();
+        let port = free_port();
+        let host = format!("127.0.0.1:{port}");
+        let name = format!("tfreg-e2e-{port}");
+        std::fs::create_dir_all(dir).unwrap();
+        ok(
+            Command::new(tfreg_bin())
+                .args([
+                    "aws",
+                    "init",
+                    "--table",
+                    &name,
+                    "--bucket",
+                    &name,
+                    "--s3-force-path-style",
+                ])
+                .output()
+                .unwrap(),
+            "tfreg aws init",
+        );
+        ok(
+            Command::new(tfreg_bin())
+                .args(["dev-cert", "--hostname", "127.0.0.1", "--dir"])
+                .arg(dir)
+                .output()
+                .unwrap(),
+            "tfreg dev-cert",
+        );
+        let log = dir.join("lambda.log");
+        let watch_log = dir.join("lambda-watch.log");
+        let path = format!(
+            "{}:{}",
+            tools.path("TFREG_VENV_BIN").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let child = Command::new(tools.path("TFREG_CARGO_LAMBDA"))
+            .args([
+                "lambda",
+                "watch",
+                "--only-lambda-apis",
+                "-p",
+                "tfreg-functions",
+                "--invoke-address",
+                "127.0.0.1",
+            ])
+            .args(["--invoke-port", &port.to_string()])
+            .arg("--tls-cert")
+            .arg(dir.join("tls/server.pem"))
+            .arg("--tls-key")
+            .arg(dir.join("tls/server.key"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("PATH", path)
+            .stdout(std::fs::File::create(&watch_log).unwrap())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("start cargo lambda watch");
+        let mut group = Group {
+            leader: child,
+            members: vec![],
+        };
+        // The runtime API listens beside the TLS front end; cargo lambda says where.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let runtime_addr = loop {
+            let text = std::fs::read_to_string(&watch_log).unwrap_or_default();
+            if let Some(addr) = text
+                .lines()
+                .find_map(|l| l.split("runtime_addr=").nth(1))
+                .map(|a| a.split_whitespace().next().unwrap_or("").to_string())
             {
-                let client = reqwest::blocking::Client::builder()
-                    .add_root_certificate(cert)
-                    .redirect(reqwest::redirect::Policy::none())
-                    .build()
-                    .unwrap();
-                if client
-                    .get(format!("https://{host}/.well-known/terraform.json"))
-                    .send()
-                    .is_ok_and(|r| r.status() == 200)
-                {
-                    break client;
-                }
+                break addr;
             }
             assert!(
                 Instant::now() < deadline,
-                "tfreg serve did not come up: {}",
-                std::fs::read_to_string(&log).unwrap_or_default()
+                "cargo lambda watch did not start:\n{text}"
             );
             std::thread::sleep(Duration::from_millis(100));
         };
+        let functions_dir = std::env::current_exe()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        let function_log = std::fs::File::create(&log).unwrap();
+        for endpoint in tfreg::router::Endpoint::ALL {
+            let name_of_fn = endpoint.name();
+            let bin = functions_dir.join(name_of_fn);
+            assert!(
+                bin.exists(),
+                "{} is missing: cargo test --workspace builds it",
+                bin.display()
+            );
+            let function = Command::new(&bin)
+                .env(
+                    "AWS_LAMBDA_RUNTIME_API",
+                    format!("http://{runtime_addr}/.rt/{name_of_fn}"),
+                )
+                .env("AWS_LAMBDA_FUNCTION_NAME", name_of_fn)
+                .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
+                .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
+                .env("TFREG_TABLE", &name)
+                .env("TFREG_BUCKET", &name)
+                .env("TFREG_HOSTNAME", &host)
+                .env("TFREG_S3_FORCE_PATH_STYLE", "true")
+                .env("TFREG_LOG", "info")
+                .stdout(function_log.try_clone().unwrap())
+                .stderr(function_log.try_clone().unwrap())
+                .process_group(group.leader.id() as i32)
+                .spawn()
+                .expect("start a function");
+            group.members.push(function);
+        }
+        let ca = dir.join("tls/ca.pem");
+        let http = wait_for_discovery(
+            &host,
+            &ca,
+            &log,
+            Duration::from_secs(60),
+            "the Lambda functions",
+        );
+        let store_args = vec!["--table".to_string(), name];
         Server {
-            child,
+            _group: group,
             port,
             host,
-            data_dir: data_dir.to_path_buf(),
+            store_args,
             ca,
             log,
             http,
@@ -149,11 +344,11 @@ impl Server {
         format!("https://{}{path}", self.host)
     }
 
-    /// A token made with `tfreg token create` against this server's data dir.
+    /// A token made with `tfreg token create` against this registry's store.
     pub fn token(&self, scope: &str, namespace: Option<&str>) -> String {
         let mut cmd = Command::new(tfreg_bin());
-        cmd.args(["token", "create", "--data-dir"])
-            .arg(&self.data_dir)
+        cmd.args(["token", "create"])
+            .args(&self.store_args)
             .args(["--scope", scope]);
         if let Some(ns) = namespace {
             cmd.args(["--namespace", ns]);
@@ -246,13 +441,6 @@ impl Server {
 
     pub fn server_log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 
@@ -29,8 +29,18 @@ pub struct DynamoStore {
     table: String,
 }
 
-fn backend<E: std::error::Error + 'static, R: std::fmt::Debug>(e: SdkError<E, R>) -> StoreError {
-    StoreError::Backend(DisplayErrorContext(e).to_string())
+fn backend<
+    E: aws_sdk_dynamodb::error::ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+>(
+    e: SdkError<E, R>,
+) -> StoreError {
+    // "Code: message" for service errors; the whole chain for transport errors.
+    match (e.code(), e.message()) {
+        (Some(code), Some(message)) => StoreError::Backend(format!("{code}: {message}")),
+        (Some(code), None) => StoreError::Backend(code.to_string()),
+        _ => StoreError::Backend(DisplayErrorContext(e).to_string()),
+    }
 }
 
 fn to_attrs(item: &Item) -> HashMap<String, AttributeValue> {
@@ -118,7 +128,10 @@ impl DynamoStore {
             }
             tokio::time::sleep(std::time::Duration::from_millis(250)).await;
         }
-        Err(StoreError::Backend(format!("table {} did not become ACTIVE", self.table)))
+        Err(StoreError::Backend(format!(
+            "table {} did not become ACTIVE",
+            self.table
+        )))
     }
 }
 

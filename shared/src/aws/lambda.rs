@@ -30,9 +30,10 @@ pub struct Function {
 }
 
 /// AWS SDK clients built from the standard environment (`AWS_REGION`,
-/// `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_S3`, credentials chain).
+/// `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_S3`, credentials chain);
+/// path-style S3 addressing for emulators.
 pub async fn clients(
-    settings: &Settings,
+    s3_force_path_style: bool,
 ) -> Result<(aws_sdk_dynamodb::Client, aws_sdk_s3::Client), ConfigError> {
     let sdk = aws_config::load_defaults(BehaviorVersion::latest()).await;
     if sdk.region().is_none() {
@@ -40,7 +41,7 @@ pub async fn clients(
     }
     let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
     let s3_config = aws_sdk_s3::config::Builder::from(&sdk)
-        .force_path_style(settings.s3_force_path_style)
+        .force_path_style(s3_force_path_style)
         // Presigned PUTs must not demand checksum headers the uploader does not send.
         .request_checksum_calculation(aws_sdk_s3::config::RequestChecksumCalculation::WhenRequired)
         .build();
@@ -52,7 +53,7 @@ impl Function {
     /// secret (one `GetItem` per cold start).
     pub async fn from_env(endpoint: Endpoint) -> Result<Self, InitError> {
         let settings = Settings::from_env()?;
-        let (dynamodb, s3) = clients(&settings).await?;
+        let (dynamodb, s3) = clients(settings.s3_force_path_style).await?;
         let items = Arc::new(DynamoStore::new(dynamodb, &settings.table));
         let blobs = Arc::new(S3BlobStore::new(s3, &settings.bucket, settings.url_ttl));
         let signer = crate::signed_url::load_signer(items.as_ref()).await?;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_s3::Client;
-use aws_sdk_s3::error::{DisplayErrorContext, SdkError};
+use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream as S3Body;
 use futures_util::StreamExt;
@@ -23,8 +23,18 @@ pub struct S3BlobStore {
     presign_ttl: Duration,
 }
 
-fn backend<E: std::error::Error + 'static, R: std::fmt::Debug>(e: SdkError<E, R>) -> StoreError {
-    StoreError::Backend(DisplayErrorContext(e).to_string())
+fn backend<
+    E: aws_sdk_s3::error::ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+>(
+    e: SdkError<E, R>,
+) -> StoreError {
+    // "Code: message" for service errors; the whole chain for transport errors.
+    match (e.code(), e.message()) {
+        (Some(code), Some(message)) => StoreError::Backend(format!("{code}: {message}")),
+        (Some(code), None) => StoreError::Backend(code.to_string()),
+        _ => StoreError::Backend(DisplayErrorContext(e).to_string()),
+    }
 }
 
 type HttpResponse = aws_sdk_s3::config::http::HttpResponse;

@@ -1,0 +1,125 @@
+//! What the end-to-end tests publish and the Terraform configurations that use it.
+
+use std::path::{Path, PathBuf};
+
+use super::*;
+
+pub const NS: &str = "tfreg";
+
+/// What the fixture published.
+pub struct Published {
+    pub zips_2_1_2: Vec<PathBuf>,
+}
+
+pub fn module_version(src: &Path, host: &str, version: &str) {
+    let main = format!(
+        r#"terraform {{
+  required_providers {{
+    null = {{ source = "{host}/{NS}/null" }}
+  }}
+}}
+module "sub" {{
+  source   = "./modules/sub"
+  greeting = "hello"
+}}
+resource "null_resource" "this" {{
+  triggers = {{ version = "{version}" }}
+}}
+output "version" {{ value = "{version}" }}
+output "sub" {{ value = module.sub.message }}
+"#
+    );
+    write_tree(
+        src,
+        &[
+            ("main.tf", &main),
+            (
+                "modules/sub/main.tf",
+                "variable \"greeting\" {}\noutput \"message\" { value = \"${var.greeting} from sub\" }\n",
+            ),
+            (".git/config", "[core]\n"),
+            (".terraform/junk", "not packed"),
+        ],
+    );
+}
+
+/// Publish null 2.1.2 (linux_amd64, darwin_arm64) and 3.0.0, and module versions 1.0.0, 1.1.0, 2.0.0.
+pub fn publish_fixture(server: &Server, token: &str, tmp: &Path) -> Published {
+    let gpg = Gpg::new("rsa2048");
+    let dist = tmp.join("dist-2.1.2");
+    let zips_2_1_2 = provider_dist(
+        &dist,
+        "null",
+        "2.1.2",
+        &["linux_amd64", "darwin_arm64"],
+        &gpg,
+    );
+    let key = dist.join("key.asc");
+    let out = ok(
+        server.publish_provider(token, &dist, NS, &[]),
+        "publish provider 2.1.2",
+    );
+    assert!(out.contains("published"), "{out}");
+    let dist3 = tmp.join("dist-3.0.0");
+    provider_dist(&dist3, "null", "3.0.0", &["linux_amd64"], &gpg);
+    ok(
+        server.publish_provider_with_key(token, &dist3, &key, NS, &[]),
+        "publish provider 3.0.0",
+    );
+    for version in ["1.0.0", "1.1.0", "2.0.0"] {
+        let src = tmp.join(format!("module-{version}"));
+        module_version(&src, &server.host, version);
+        ok(
+            server.publish_module(token, &src, &format!("{NS}/greeting/null"), version),
+            "publish module",
+        );
+    }
+    Published { zips_2_1_2 }
+}
+
+pub fn root_config(dir: &Path, host: &str) {
+    let main = format!(
+        r#"terraform {{
+  required_providers {{
+    null = {{
+      source  = "{host}/{NS}/null"
+      version = "~> 2.1"
+    }}
+  }}
+}}
+module "greeting" {{
+  source  = "{host}/{NS}/greeting/null"
+  version = "~> 1.0"
+}}
+module "sub_only" {{
+  source   = "{host}/{NS}/greeting/null//modules/sub"
+  version  = "1.0.0"
+  greeting = "hi"
+}}
+output "version" {{ value = module.greeting.version }}
+output "sub" {{ value = module.greeting.sub }}
+output "sub_only" {{ value = module.sub_only.message }}
+"#
+    );
+    write_tree(dir, &[("main.tf", &main)]);
+}
+
+pub fn lock_file(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join(".terraform.lock.hcl"))
+        .expect("terraform wrote .terraform.lock.hcl")
+}
+
+pub fn h1(zip: &Path) -> String {
+    tfreg::hashing::h1_hash_zip(std::fs::File::open(zip).unwrap()).unwrap()
+}
+
+pub fn zh(zip: &Path) -> String {
+    format!(
+        "zh:{}",
+        tfreg::hashing::sha256_hex(&std::fs::read(zip).unwrap())
+    )
+}
+
+pub fn credentials(host: &str, token: &str) -> String {
+    format!("credentials \"{host}\" {{\n  token = \"{token}\"\n}}\n")
+}

@@ -1,0 +1,117 @@
+//! End-to-end in AWS mode: every Lambda function under `cargo lambda watch`
+//! (real Lambda runtime API, HTTPS), DynamoDB and S3 emulators that speak the
+//! real wire protocols, and the real Terraform CLI. Archives are uploaded with
+//! presigned PUTs and downloaded from S3 through presigned GETs.
+
+mod common;
+
+use std::time::Instant;
+
+use common::fixtures::*;
+use common::*;
+
+#[test]
+fn lambda_functions_serve_terraform_through_registry_and_mirror() {
+    let tools = Tools::get();
+    let tmp = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let server = Server::start_lambda(&tmp.path().join("lambda"));
+    eprintln!(
+        "FIGURE cargo lambda watch ready: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let token = server.token("publish", None);
+    let published = publish_fixture(&server, &token, tmp.path());
+    let host = server.host.clone();
+
+    // Registry protocol with Terraform 1.0.3 (GET only) and 1.11.4 (HEAD, then GET).
+    for var in ["TFREG_TERRAFORM_1_0", "TFREG_TERRAFORM_1_11"] {
+        let tf = Terraform::new(tools.path(var), &server, "");
+        let work = tmp.path().join(format!("work-{var}"));
+        root_config(&work, &host);
+        let started = Instant::now();
+        ok(
+            tf.run(&work, &["init", "-no-color"]),
+            &format!("{var} init"),
+        );
+        eprintln!(
+            "FIGURE {var} init on Lambda (registry protocol): {:.2} s",
+            started.elapsed().as_secs_f64()
+        );
+        ok(
+            tf.run(&work, &["apply", "-auto-approve", "-no-color"]),
+            &format!("{var} apply"),
+        );
+        let outputs: serde_json::Value =
+            serde_json::from_str(&ok(tf.run(&work, &["output", "-json"]), "terraform output"))
+                .unwrap();
+        assert_eq!(outputs["version"]["value"], "1.1.0");
+        assert_eq!(outputs["sub"]["value"], "hello from sub");
+        let lock = lock_file(&work);
+        assert!(lock.contains(&h1(&published.zips_2_1_2[0])), "{lock}");
+        for zip in &published.zips_2_1_2 {
+            assert!(lock.contains(&zh(zip)), "{lock}");
+        }
+    }
+    let log = server.server_log();
+    let head_ok = log.lines().any(|l| {
+        l.contains(r#""method":"HEAD""#)
+            && l.contains(r#""endpoint":"blob""#)
+            && l.contains(r#""status":200"#)
+    });
+    let requests: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(r#""message":"request""#))
+        .collect();
+    assert!(
+        head_ok,
+        "Terraform 1.11 sent a HEAD for the archive and the blob function answered 200:\n{}",
+        requests.join("\n")
+    );
+
+    // Network mirror: a provider of another origin, imported into DynamoDB + S3.
+    let mirror_dir = tmp.path().join("mirror");
+    let imported = mirror_dir
+        .join("registry.terraform.io/hashicorp/null/terraform-provider-null_2.1.2_linux_amd64.zip");
+    std::fs::create_dir_all(imported.parent().unwrap()).unwrap();
+    provider_zip(
+        &imported,
+        &tools.path("TFREG_NULL_PROVIDER"),
+        "terraform-provider-null_v2.1.2_x4",
+    );
+    ok(
+        server.tfreg(&token, &["mirror", "import", mirror_dir.to_str().unwrap()]),
+        "tfreg mirror import",
+    );
+    let config = format!(
+        "provider_installation {{\n  network_mirror {{\n    url = \"https://{host}/v1/mirror/\"\n  }}\n}}\n"
+    );
+    let tf = Terraform::new(tools.path("TFREG_TERRAFORM_1_0"), &server, &config);
+    let work = tmp.path().join("work-mirror");
+    write_tree(
+        &work,
+        &[(
+            "main.tf",
+            "terraform {\n  required_providers {\n    null = { source = \"hashicorp/null\", version = \"2.1.2\" }\n  }\n}\nresource \"null_resource\" \"x\" {}\n",
+        )],
+    );
+    ok(
+        tf.run(&work, &["init", "-no-color"]),
+        "terraform init (network mirror on Lambda)",
+    );
+    ok(
+        tf.run(&work, &["apply", "-auto-approve", "-no-color"]),
+        "terraform apply (network mirror on Lambda)",
+    );
+    let lock = lock_file(&work);
+    assert!(
+        lock.contains("registry.terraform.io/hashicorp/null") && lock.contains(&h1(&imported)),
+        "{lock}"
+    );
+    let log = server.server_log();
+    assert!(
+        log.contains(r#""endpoint":"mirror-version""#),
+        "the mirror function answered"
+    );
+    assert!(!log.contains(r#""status":5"#), "no 5xx:\n{log}");
+}
