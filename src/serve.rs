@@ -47,11 +47,7 @@ fn to_request(req: axum::extract::Request) -> Request {
         method: parts.method,
         path: parts.uri.path().to_string(),
         query: parts.uri.query().map(str::to_string),
-        authorization: parts
-            .headers
-            .get(http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string),
+        authorization: service::authorization(&parts.headers),
         body: Body::Stream(Box::pin(stream)),
     }
 }

@@ -55,6 +55,14 @@ impl Body {
     }
 }
 
+/// The `Authorization` header of a request, if it is valid text.
+pub fn authorization(headers: &http::HeaderMap) -> Option<String> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
 /// What the registry needs to know of a request.
 pub struct Request {
     pub method: Method,

@@ -11,10 +11,10 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 
+use super::sdk_error as backend;
 use crate::storage::{Condition, Item, ItemStore, Page, StoreError};
 
 const PK: &str = "pk";
@@ -27,20 +27,6 @@ const ABSENT: &str = "attribute_not_exists(pk)";
 pub struct DynamoStore {
     client: Client,
     table: String,
-}
-
-fn backend<
-    E: aws_sdk_dynamodb::error::ProvideErrorMetadata + std::error::Error + 'static,
-    R: std::fmt::Debug,
->(
-    e: SdkError<E, R>,
-) -> StoreError {
-    // "Code: message" for service errors; the whole chain for transport errors.
-    match (e.code(), e.message()) {
-        (Some(code), Some(message)) => StoreError::Backend(format!("{code}: {message}")),
-        (Some(code), None) => StoreError::Backend(code.to_string()),
-        _ => StoreError::Backend(DisplayErrorContext(e).to_string()),
-    }
 }
 
 fn to_attrs(item: &Item) -> HashMap<String, AttributeValue> {

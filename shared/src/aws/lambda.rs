@@ -77,11 +77,7 @@ impl Function {
             method: parts.method,
             path: parts.uri.path().to_string(),
             query: parts.uri.query().map(str::to_string),
-            authorization: parts
-                .headers
-                .get(http::header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string),
+            authorization: service::authorization(&parts.headers),
             body,
         };
         let resp = service::handle_endpoint(&self.registry, request, Some(self.endpoint)).await;

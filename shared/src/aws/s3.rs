@@ -7,12 +7,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_s3::Client;
-use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream as S3Body;
-use futures_util::StreamExt;
-use tokio::io::AsyncWriteExt;
 
+use super::sdk_error as backend;
 use crate::storage::{BlobStore, ByteStream, Download, StoreError, UploadVia};
 
 /// The S3 blob store.
@@ -23,23 +21,9 @@ pub struct S3BlobStore {
     presign_ttl: Duration,
 }
 
-fn backend<
-    E: aws_sdk_s3::error::ProvideErrorMetadata + std::error::Error + 'static,
-    R: std::fmt::Debug,
->(
-    e: SdkError<E, R>,
-) -> StoreError {
-    // "Code: message" for service errors; the whole chain for transport errors.
-    match (e.code(), e.message()) {
-        (Some(code), Some(message)) => StoreError::Backend(format!("{code}: {message}")),
-        (Some(code), None) => StoreError::Backend(code.to_string()),
-        _ => StoreError::Backend(DisplayErrorContext(e).to_string()),
-    }
-}
-
 type HttpResponse = aws_sdk_s3::config::http::HttpResponse;
 
-fn is_not_found<E>(e: &SdkError<E, HttpResponse>) -> bool {
+fn is_not_found<E>(e: &aws_sdk_s3::error::SdkError<E, HttpResponse>) -> bool {
     e.raw_response().is_some_and(|r| r.status().as_u16() == 404)
 }
 
@@ -111,23 +95,8 @@ impl BlobStore for S3BlobStore {
         }
         let file = tempfile::tempfile().map_err(StoreError::backend)?;
         let mut writer = tokio::fs::File::from_std(file.try_clone().map_err(StoreError::backend)?);
-        let mut body = out.body;
-        let mut written = 0u64;
-        while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(StoreError::backend)?;
-            written += chunk.len() as u64;
-            if written > max {
-                return Err(StoreError::TooLarge {
-                    key: key.to_string(),
-                    max,
-                });
-            }
-            writer
-                .write_all(&chunk)
-                .await
-                .map_err(StoreError::backend)?;
-        }
-        writer.flush().await.map_err(StoreError::backend)?;
+        let body = tokio_util::io::ReaderStream::new(out.body.into_async_read());
+        crate::storage::write_limited(body, &mut writer, key, max).await?;
         drop(writer);
         // The clone shares the file offset: rewind so the caller reads from the start.
         let mut file = file;
@@ -135,26 +104,11 @@ impl BlobStore for S3BlobStore {
         Ok(file)
     }
 
-    async fn write(&self, key: &str, mut body: ByteStream, max: u64) -> Result<u64, StoreError> {
+    async fn write(&self, key: &str, body: ByteStream, max: u64) -> Result<u64, StoreError> {
         // Buffer to a temporary file so the upload has a known length.
         let tmp = tempfile::NamedTempFile::new().map_err(StoreError::backend)?;
         let mut writer = tokio::fs::File::from_std(tmp.reopen().map_err(StoreError::backend)?);
-        let mut written = 0u64;
-        while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(StoreError::backend)?;
-            written += chunk.len() as u64;
-            if written > max {
-                return Err(StoreError::TooLarge {
-                    key: key.to_string(),
-                    max,
-                });
-            }
-            writer
-                .write_all(&chunk)
-                .await
-                .map_err(StoreError::backend)?;
-        }
-        writer.flush().await.map_err(StoreError::backend)?;
+        let written = crate::storage::write_limited(body, &mut writer, key, max).await?;
         let body = S3Body::from_path(tmp.path())
             .await
             .map_err(StoreError::backend)?;

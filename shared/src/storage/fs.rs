@@ -3,8 +3,6 @@
 use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
-use futures_util::StreamExt;
-use tokio::io::AsyncWriteExt;
 
 use super::{BlobStore, ByteStream, Download, StoreError, UploadVia};
 
@@ -84,25 +82,14 @@ impl BlobStore for FsBlobStore {
         Ok(file)
     }
 
-    async fn write(&self, key: &str, mut body: ByteStream, max: u64) -> Result<u64, StoreError> {
+    async fn write(&self, key: &str, body: ByteStream, max: u64) -> Result<u64, StoreError> {
         let dest = self.path(key)?;
         let tmp = self.temp_path();
         let result = async {
             let mut file = tokio::fs::File::create(&tmp)
                 .await
                 .map_err(StoreError::backend)?;
-            let mut written: u64 = 0;
-            while let Some(chunk) = body.next().await {
-                let chunk = chunk.map_err(StoreError::backend)?;
-                written += chunk.len() as u64;
-                if written > max {
-                    return Err(StoreError::TooLarge {
-                        key: key.to_string(),
-                        max,
-                    });
-                }
-                file.write_all(&chunk).await.map_err(StoreError::backend)?;
-            }
+            let written = super::write_limited(body, &mut file, key, max).await?;
             file.sync_all().await.map_err(StoreError::backend)?;
             if let Some(parent) = dest.parent() {
                 tokio::fs::create_dir_all(parent)

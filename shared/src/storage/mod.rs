@@ -100,6 +100,39 @@ pub async fn query_all(
     }
 }
 
+/// Copy a stream of chunks into `file`, refusing more than `max` bytes
+/// ([`StoreError::TooLarge`] for `key`); returns the number of bytes written.
+pub async fn write_limited<S, B, E>(
+    mut body: S,
+    file: &mut tokio::fs::File,
+    key: &str,
+    max: u64,
+) -> Result<u64, StoreError>
+where
+    S: Stream<Item = Result<B, E>> + Unpin,
+    B: AsRef<[u8]>,
+    E: std::fmt::Display,
+{
+    use futures_util::StreamExt;
+    use tokio::io::AsyncWriteExt;
+    let mut written = 0u64;
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(StoreError::backend)?;
+        written += chunk.as_ref().len() as u64;
+        if written > max {
+            return Err(StoreError::TooLarge {
+                key: key.to_string(),
+                max,
+            });
+        }
+        file.write_all(chunk.as_ref())
+            .await
+            .map_err(StoreError::backend)?;
+    }
+    file.flush().await.map_err(StoreError::backend)?;
+    Ok(written)
+}
+
 /// A stream of archive bytes.
 pub type ByteStream = Pin<Box<dyn Stream<Item = std::io::Result<Bytes>> + Send>>;
 
