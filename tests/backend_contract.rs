@@ -3,6 +3,8 @@
 //! emulators that `scripts/test` starts; their endpoints come in the standard
 //! `AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL_S3` variables).
 
+mod common;
+
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -38,16 +40,7 @@ impl Backend {
     }
 
     async fn aws() -> Backend {
-        for var in [
-            "AWS_ENDPOINT_URL_DYNAMODB",
-            "AWS_ENDPOINT_URL_S3",
-            "AWS_REGION",
-        ] {
-            assert!(
-                std::env::var(var).is_ok(),
-                "{var} is not set: run scripts/test, which starts the DynamoDB and S3 emulators (.ci/emulators start) and exports them"
-            );
-        }
+        common::require_emulators();
         let id = format!("{:016x}", rand::random::<u64>());
         let settings = tfreg::aws::config::Settings::from_lookup(|k| match k {
             "TFREG_TABLE" => Some(format!("tfreg-test-{id}")),

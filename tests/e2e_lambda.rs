@@ -29,19 +29,7 @@ fn lambda_functions_serve_terraform_through_registry_and_mirror() {
         let tf = Terraform::new(tools.path(var), &server, "");
         let work = tmp.path().join(format!("work-{var}"));
         root_config(&work, &host);
-        let started = Instant::now();
-        ok(
-            tf.run(&work, &["init", "-no-color"]),
-            &format!("{var} init"),
-        );
-        eprintln!(
-            "FIGURE {var} init on Lambda (registry protocol): {:.2} s",
-            started.elapsed().as_secs_f64()
-        );
-        ok(
-            tf.run(&work, &["apply", "-auto-approve", "-no-color"]),
-            &format!("{var} apply"),
-        );
+        init_and_apply(&tf, &work, &format!("{var} on Lambda (registry protocol)"));
         let outputs: serde_json::Value =
             serde_json::from_str(&ok(tf.run(&work, &["output", "-json"]), "terraform output"))
                 .unwrap();

@@ -213,19 +213,7 @@ fn newer_terraform_head_then_get_and_apply() {
         let tf = Terraform::new(tools.path(var), &server, "");
         let work = tmp.path().join(format!("work-{var}"));
         root_config(&work, &server.host);
-        let started = Instant::now();
-        ok(
-            tf.run(&work, &["init", "-no-color"]),
-            &format!("{var} init"),
-        );
-        eprintln!(
-            "FIGURE {var} init (registry protocol): {:.2} s",
-            started.elapsed().as_secs_f64()
-        );
-        ok(
-            tf.run(&work, &["apply", "-auto-approve", "-no-color"]),
-            &format!("{var} apply"),
-        );
+        init_and_apply(&tf, &work, &format!("{var} (registry protocol)"));
     }
     let log = server.server_log();
     let head_ok = log.lines().any(|l| {

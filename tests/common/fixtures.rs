@@ -123,3 +123,20 @@ pub fn zh(zip: &Path) -> String {
 pub fn credentials(host: &str, token: &str) -> String {
     format!("credentials \"{host}\" {{\n  token = \"{token}\"\n}}\n")
 }
+
+/// `terraform init` (timed: prints a FIGURE line with `label`), then `apply`.
+pub fn init_and_apply(tf: &Terraform, work: &Path, label: &str) {
+    let started = std::time::Instant::now();
+    ok(
+        tf.run(work, &["init", "-no-color"]),
+        &format!("{label} init"),
+    );
+    eprintln!(
+        "FIGURE {label} init: {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    ok(
+        tf.run(work, &["apply", "-auto-approve", "-no-color"]),
+        &format!("{label} apply"),
+    );
+}

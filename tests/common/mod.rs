@@ -66,6 +66,20 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// Fail (never skip) when the DynamoDB and S3 emulators are not configured.
+pub fn require_emulators() {
+    for var in [
+        "AWS_ENDPOINT_URL_DYNAMODB",
+        "AWS_ENDPOINT_URL_S3",
+        "AWS_REGION",
+    ] {
+        assert!(
+            std::env::var(var).is_ok(),
+            "{var} is not set: run scripts/test, which starts the DynamoDB and S3 emulators (.ci/emulators start) and exports them"
+        );
+    }
+}
+
 /// Path of the `tfreg` binary under test.
 pub fn tfreg_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_tfreg"))
@@ -196,16 +210,7 @@ impl Server {
     /// binary, built by this same `cargo test`, runs as its own process polling
     /// the runtime API, as on Lambda. A fresh table and bucket are made for it.
     pub fn start_lambda(dir: &Path) -> Server {
-        for var in [
-            "AWS_ENDPOINT_URL_DYNAMODB",
-            "AWS_ENDPOINT_URL_S3",
-            "AWS_REGION",
-        ] {
-            assert!(
-                std::env::var(var).is_ok(),
-                "{var} is not set: run scripts/test, which starts the emulators"
-            );
-        }
+        require_emulators();
         let tools = Tools::get();
         let port = free_port();
         let host = format!("127.0.0.1:{port}");
