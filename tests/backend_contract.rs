@@ -74,6 +74,14 @@ impl Backend {
             .unwrap();
         Registry::new(self.items.clone(), self.blobs.clone(), signer, config)
     }
+
+    /// A registry as the read-only Lambda functions build it: the URL secret is
+    /// read when first needed, never created.
+    fn reader(&self) -> Registry {
+        let mut config = Config::new(tfreg::address::Hostname::parse("registry.test").unwrap());
+        config.public_url = PUBLIC_URL.into();
+        Registry::with_stored_signer(self.items.clone(), self.blobs.clone(), config)
+    }
 }
 
 fn http() -> reqwest::Client {
@@ -361,7 +369,10 @@ async fn concurrent_publishes_have_one_winner(b: Backend) {
         "{}: the stored version is the winner's, whole",
         b.name
     );
-    let url = registry.blob_url(tfreg::signed_url::Access::Read, &releases[0].file.key);
+    let url = registry
+        .blob_url(tfreg::signed_url::Access::Read, &releases[0].file.key)
+        .await
+        .unwrap();
     let (status, bytes) = download(&registry, &url).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(tfreg::hashing::sha256_hex(&bytes), winners[0]);
@@ -512,6 +523,58 @@ async fn download_urls_answer_head_and_get_and_refuse_tampering(b: Backend) {
     }
 }
 
+/// Read-only functions may not write the table: they never create the URL
+/// secret, refuse every archive URL until a writer made it, then use it.
+async fn readers_never_make_the_url_secret(b: Backend) {
+    let reader = b.reader();
+    let forged =
+        format!("{PUBLIC_URL}/v1/blobs/archives/abc/m.tar.gz?expires=99999999999&signature=AAAA");
+    for method in [Method::HEAD, Method::GET] {
+        let (status, _, body) = send(&reader, method, &forged, None, Bytes::new()).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{}", b.name);
+        if !body.is_empty() {
+            let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            assert!(
+                v["errors"][0].as_str().unwrap().contains("no archive URLs"),
+                "{v}"
+            );
+        }
+    }
+    let module_download = format!("{PUBLIC_URL}/v1/modules/acme/ro/aws/1.0.0/download");
+    let get = |registry: &Registry| {
+        let registry = registry.clone();
+        let url = module_download.clone();
+        async move { send(&registry, Method::GET, &url, None, Bytes::new()).await }
+    };
+    let (status, _, _) = get(&reader).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{}", b.name);
+    assert!(
+        tfreg::signed_url::read_signer(b.items.as_ref())
+            .await
+            .unwrap()
+            .is_none(),
+        "{}: a reader created the secret",
+        b.name
+    );
+
+    let writer = b.registry().await;
+    let token = publish_token(&writer).await;
+    let archive = module_archive("read-only");
+    let (status, _) = publish_module(&writer, &token, "acme/ro/aws", "1.0.0", &archive).await;
+    assert_eq!(status, StatusCode::CREATED, "{}", b.name);
+    // The same reader (its missing secret was not cached) now issues URLs the
+    // writer's secret signs, and serves them.
+    let (status, headers, _) = get(&reader).await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{}", b.name);
+    let url = headers["x-terraform-get"].to_str().unwrap().to_string();
+    let (status, bytes) = download(&reader, &url).await;
+    assert_eq!(status, StatusCode::OK, "{}", b.name);
+    assert_eq!(bytes.as_ref(), archive.as_slice());
+    let (status, bytes) = download(&writer, &url).await;
+    assert_eq!(status, StatusCode::OK, "{}: one secret for all", b.name);
+    assert_eq!(bytes.as_ref(), archive.as_slice());
+}
+
 macro_rules! contract {
     ($($name:ident),* $(,)?) => {
         mod embedded {
@@ -532,4 +595,5 @@ contract!(
     concurrent_publishes_have_one_winner,
     version_lists_are_complete_and_in_semver_order,
     download_urls_answer_head_and_get_and_refuse_tampering,
+    readers_never_make_the_url_secret,
 );

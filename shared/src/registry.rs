@@ -4,7 +4,10 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use tokio::sync::OnceCell;
+
 use crate::address::Hostname;
+use crate::error::Error;
 use crate::signed_url::{Access, UrlSigner};
 use crate::storage::{BlobStore, ItemStore};
 
@@ -49,7 +52,9 @@ pub fn unix_now() -> u64 {
 pub struct Registry {
     pub items: Arc<dyn ItemStore>,
     pub blobs: Arc<dyn BlobStore>,
-    pub signer: UrlSigner,
+    /// Set at start by writers; read from the item store on first use by
+    /// read-only functions (which may not create it).
+    signer: Arc<OnceCell<UrlSigner>>,
     pub config: Config,
     clock: fn() -> u64,
 }
@@ -64,10 +69,51 @@ impl Registry {
         Self {
             items,
             blobs,
-            signer,
+            signer: Arc::new(OnceCell::new_with(Some(signer))),
             config,
             clock: unix_now,
         }
+    }
+
+    /// A registry whose URL signer is read from the item store when first
+    /// needed and never created here: for functions that may only read the
+    /// table. Until the secret exists (the first publish makes it) no archive
+    /// URL has been issued, so none can be valid.
+    pub fn with_stored_signer(
+        items: Arc<dyn ItemStore>,
+        blobs: Arc<dyn BlobStore>,
+        config: Config,
+    ) -> Self {
+        Self {
+            items,
+            blobs,
+            signer: Arc::new(OnceCell::new()),
+            config,
+            clock: unix_now,
+        }
+    }
+
+    /// The URL signer, or `None` while no secret exists (a missing secret is
+    /// not cached: the next call looks again).
+    pub async fn signer_if_ready(&self) -> Result<Option<&UrlSigner>, Error> {
+        if let Some(signer) = self.signer.get() {
+            return Ok(Some(signer));
+        }
+        match crate::signed_url::read_signer(self.items.as_ref()).await? {
+            Some(signer) => Ok(Some(self.signer.get_or_init(|| async { signer }).await)),
+            None => Ok(None),
+        }
+    }
+
+    /// The URL signer; its absence is a server fault here (an archive exists,
+    /// so a publish made the secret, unless someone deleted it).
+    pub async fn signer(&self) -> Result<&UrlSigner, Error> {
+        self.signer_if_ready().await?.ok_or_else(|| {
+            Error::Storage(
+                "the URL signing secret is missing from the table: publish once, or run `tfreg aws init`"
+                    .into(),
+            )
+        })
     }
 
     /// Replace the clock (tests of expiry).
@@ -82,14 +128,15 @@ impl Registry {
     }
 
     /// A signed URL to the registry's own blob endpoint for `key`.
-    pub fn blob_url(&self, access: Access, key: &str) -> String {
+    pub async fn blob_url(&self, access: Access, key: &str) -> Result<String, Error> {
         let expires = self.now() + self.config.url_ttl_secs;
-        format!(
+        let signature = self.signer().await?.sign(access, key, expires);
+        Ok(format!(
             "{}{}{}?{}",
             self.config.public_url,
             crate::protocol::BLOBS_V1,
             key,
-            self.signer.sign(access, key, expires)
-        )
+            signature
+        ))
     }
 }

@@ -103,22 +103,32 @@ impl UrlSigner {
 const SECRET_PK: &str = "CONFIG#url-signing-secret";
 const SECRET_SK: &str = "CONFIG";
 
+fn decode_secret(item: Item) -> Result<UrlSigner, StoreError> {
+    let secret = base64::engine::general_purpose::STANDARD
+        .decode(&item.data)
+        .map_err(|e| StoreError::Backend(format!("corrupt URL signing secret: {e}")))?;
+    if secret.len() < 32 {
+        return Err(StoreError::Backend("URL signing secret too short".into()));
+    }
+    Ok(UrlSigner::new(secret))
+}
+
+/// The signer of this registry if its secret exists yet (one `GetItem`); never
+/// writes, so functions that may only read the table can call it.
+pub async fn read_signer(items: &dyn ItemStore) -> Result<Option<UrlSigner>, StoreError> {
+    match items.get(SECRET_PK, SECRET_SK).await? {
+        Some(item) => decode_secret(item).map(Some),
+        None => Ok(None),
+    }
+}
+
 /// The signer of this registry, its secret kept in the item store so that every
 /// process (the local server, each Lambda function) shares it without extra
 /// configuration. The first caller creates it; a race is settled by the
-/// conditional write, and the loser reads the winner's secret.
+/// conditional put. Only writers (the local server, the publish function) call this.
 pub async fn load_signer(items: &dyn ItemStore) -> Result<UrlSigner, StoreError> {
-    let decode = |item: Item| -> Result<UrlSigner, StoreError> {
-        let secret = base64::engine::general_purpose::STANDARD
-            .decode(&item.data)
-            .map_err(|e| StoreError::Backend(format!("corrupt URL signing secret: {e}")))?;
-        if secret.len() < 32 {
-            return Err(StoreError::Backend("URL signing secret too short".into()));
-        }
-        Ok(UrlSigner::new(secret))
-    };
-    if let Some(item) = items.get(SECRET_PK, SECRET_SK).await? {
-        return decode(item);
+    if let Some(signer) = read_signer(items).await? {
+        return Ok(signer);
     }
     let secret: [u8; 32] = rand::random();
     let item = Item {
@@ -129,11 +139,10 @@ pub async fn load_signer(items: &dyn ItemStore) -> Result<UrlSigner, StoreError>
             .into_bytes(),
     };
     match items.put(item.clone(), Condition::IfAbsent).await {
-        Ok(()) => decode(item),
-        Err(StoreError::ConditionFailed) => {
-            let item = items.get(SECRET_PK, SECRET_SK).await?;
-            decode(item.ok_or_else(|| StoreError::Backend("URL signing secret vanished".into()))?)
-        }
+        Ok(()) => decode_secret(item),
+        Err(StoreError::ConditionFailed) => read_signer(items)
+            .await?
+            .ok_or_else(|| StoreError::Backend("URL signing secret vanished".into())),
         Err(e) => Err(e),
     }
 }
@@ -172,6 +181,17 @@ mod tests {
         let b = load_signer(&store).await.unwrap();
         let q = a.sign(Access::Read, "k.zip", 10);
         assert!(b.verify(Access::Read, "k.zip", Some(&q), 0).is_ok());
+    }
+
+    #[tokio::test]
+    async fn readers_never_create_the_secret() {
+        let store = crate::storage::sqlite::SqliteStore::in_memory().unwrap();
+        assert!(read_signer(&store).await.unwrap().is_none());
+        assert!(read_signer(&store).await.unwrap().is_none(), "still absent");
+        let made = load_signer(&store).await.unwrap();
+        let read = read_signer(&store).await.unwrap().expect("now present");
+        let q = made.sign(Access::Read, "k.zip", 10);
+        assert!(read.verify(Access::Read, "k.zip", Some(&q), 0).is_ok());
     }
 
     #[test]

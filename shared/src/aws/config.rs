@@ -21,6 +21,20 @@ pub const URL_TTL: &str = "TFREG_URL_TTL";
 pub const REQUIRE_READ_TOKEN: &str = "TFREG_REQUIRE_READ_TOKEN";
 /// `true` for path-style S3 URLs (S3 emulators); default `false`.
 pub const S3_FORCE_PATH_STYLE: &str = "TFREG_S3_FORCE_PATH_STYLE";
+/// `tracing` filter of the functions' JSON logs; default `info`.
+pub const LOG: &str = "TFREG_LOG";
+
+/// Every variable above: what a deployment may set.
+pub const ALL: [&str; 8] = [
+    TABLE,
+    BUCKET,
+    HOSTNAME,
+    PUBLIC_URL,
+    URL_TTL,
+    REQUIRE_READ_TOKEN,
+    S3_FORCE_PATH_STYLE,
+    LOG,
+];
 
 /// A missing or malformed setting, named so the operator can fix it.
 #[derive(Debug, thiserror::Error)]

@@ -17,8 +17,10 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use super::sdk_error as backend;
 use crate::storage::{Condition, Item, ItemStore, Page, StoreError};
 
-const PK: &str = "pk";
-const SK: &str = "sk";
+/// Partition key attribute (string) of the table.
+pub const PK: &str = "pk";
+/// Sort key attribute (string) of the table.
+pub const SK: &str = "sk";
 const DATA: &str = "data";
 const ABSENT: &str = "attribute_not_exists(pk)";
 

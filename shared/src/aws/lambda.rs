@@ -49,15 +49,21 @@ pub async fn clients(
 }
 
 impl Function {
-    /// Initialise from the environment: settings, clients, and the URL signing
-    /// secret (one `GetItem` per cold start).
+    /// Initialise from the environment: settings and clients. The publish
+    /// function also makes sure the URL signing secret exists (it alone may
+    /// write the table); the others read it when first needed.
     pub async fn from_env(endpoint: Endpoint) -> Result<Self, InitError> {
         let settings = Settings::from_env()?;
         let (dynamodb, s3) = clients(settings.s3_force_path_style).await?;
         let items = Arc::new(DynamoStore::new(dynamodb, &settings.table));
         let blobs = Arc::new(S3BlobStore::new(s3, &settings.bucket, settings.url_ttl));
-        let signer = crate::signed_url::load_signer(items.as_ref()).await?;
-        let registry = Registry::new(items, blobs, signer, settings.registry_config());
+        let config = settings.registry_config();
+        let registry = if endpoint == Endpoint::Publish {
+            let signer = crate::signed_url::load_signer(items.as_ref()).await?;
+            Registry::new(items, blobs, signer, config)
+        } else {
+            Registry::with_stored_signer(items, blobs, config)
+        };
         Ok(Self {
             registry: Arc::new(registry),
             endpoint,
@@ -107,7 +113,7 @@ impl Function {
 }
 
 fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("TFREG_LOG")
+    let filter = tracing_subscriber::EnvFilter::try_from_env(super::config::LOG)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .json()

@@ -32,8 +32,12 @@ pub async fn handle(
     body: Body,
 ) -> Result<Response, Error> {
     let now = registry.now();
+    // No secret yet means no URL was ever issued: nothing can verify.
+    let signer = registry.signer_if_ready().await?.ok_or_else(|| {
+        Error::Forbidden("archive URL refused: this registry has issued no archive URLs yet".into())
+    })?;
     if method == Method::PUT {
-        registry.signer.verify(Access::Write, key, query, now)?;
+        signer.verify(Access::Write, key, query, now)?;
         if !key.starts_with(UPLOADS_PREFIX) {
             return Err(Error::Forbidden(
                 "uploads may only write staging keys".into(),
@@ -51,7 +55,7 @@ pub async fn handle(
             })?;
         return Ok(json(StatusCode::OK, &serde_json::json!({ "size": size })));
     }
-    registry.signer.verify(Access::Read, key, query, now)?;
+    signer.verify(Access::Read, key, query, now)?;
     match registry.blobs.download(key, method == Method::HEAD).await? {
         Download::Stream { len, body } => {
             let mut resp = http::Response::new(Body::Stream(body));

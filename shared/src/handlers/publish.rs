@@ -103,7 +103,7 @@ async fn begin(
     for f in files {
         let key = staging_key(&id, &f.name);
         let url = match registry.blobs.upload_via(&key).await? {
-            UploadVia::Registry => registry.blob_url(Access::Write, &key),
+            UploadVia::Registry => registry.blob_url(Access::Write, &key).await?,
             UploadVia::Url(url) => url,
         };
         uploads.push(UploadTarget {

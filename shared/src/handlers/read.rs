@@ -53,7 +53,7 @@ pub async fn handle(registry: &Registry, route: Route) -> Result<Response, Error
             .ok_or_else(|| {
                 Error::not_found(format!("provider {provider} version {version} not found"))
             })?;
-            provider_download(registry, &provider, &release, &platform.os, &platform.arch)
+            provider_download(registry, &provider, &release, &platform.os, &platform.arch).await
         }
         Route::ModuleVersions { module } => {
             let releases = catalog::module_releases(registry.items.as_ref(), &module).await?;
@@ -77,7 +77,7 @@ pub async fn handle(registry: &Registry, route: Route) -> Result<Response, Error
                 .ok_or_else(|| {
                     Error::not_found(format!("module {module} version {version} not found"))
                 })?;
-            let url = registry.blob_url(Access::Read, &release.file.key);
+            let url = registry.blob_url(Access::Read, &release.file.key).await?;
             let mut resp = http::Response::new(Body::Empty);
             *resp.status_mut() = StatusCode::NO_CONTENT;
             let value = HeaderValue::from_str(&url).map_err(|e| Error::Storage(e.to_string()))?;
@@ -106,17 +106,14 @@ pub async fn handle(registry: &Registry, route: Route) -> Result<Response, Error
                             "provider {hostname}/{provider} version {version} not found"
                         ))
                     })?;
-            let archives = release
-                .packages
-                .iter()
-                .map(|p| {
-                    let archive = MirrorArchive {
-                        url: registry.blob_url(Access::Read, &p.file.key),
-                        hashes: p.hashes(),
-                    };
-                    (p.platform(), archive)
-                })
-                .collect();
+            let mut archives = std::collections::BTreeMap::new();
+            for p in &release.packages {
+                let archive = MirrorArchive {
+                    url: registry.blob_url(Access::Read, &p.file.key).await?,
+                    hashes: p.hashes(),
+                };
+                archives.insert(p.platform(), archive);
+            }
             Ok(json(StatusCode::OK, &MirrorVersion { archives }))
         }
         other => Err(Error::not_found(format!(
@@ -182,7 +179,7 @@ async fn provider_versions(
     Ok(json(StatusCode::OK, &ProviderVersions { versions }))
 }
 
-fn provider_download(
+async fn provider_download(
     registry: &Registry,
     provider: &ProviderName,
     release: &ProviderRelease,
@@ -222,9 +219,9 @@ fn provider_download(
         os: package.os.clone(),
         arch: package.arch.clone(),
         filename: package.file.filename.clone(),
-        download_url: registry.blob_url(Access::Read, &package.file.key),
-        shasums_url: registry.blob_url(Access::Read, &shasums.key),
-        shasums_signature_url: registry.blob_url(Access::Read, &signature.key),
+        download_url: registry.blob_url(Access::Read, &package.file.key).await?,
+        shasums_url: registry.blob_url(Access::Read, &shasums.key).await?,
+        shasums_signature_url: registry.blob_url(Access::Read, &signature.key).await?,
         shasum: package.file.sha256.clone(),
         signing_keys: SigningKeys {
             gpg_public_keys: vec![GpgPublicKey {

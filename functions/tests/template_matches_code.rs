@@ -1,0 +1,634 @@
+//! The deployment never drifts from the code. `cargo lambda watch` (Cargo.toml)
+//! routes every path to the function the router names. `template.yaml`: every binary in `functions/` has
+//! exactly one function resource and one route, every route reaches the
+//! endpoint the shared router gives its paths, only `publish` may write, the
+//! table and bucket match what the code reads and writes, and the CloudFront
+//! Function answers discovery exactly as the discovery handler does (run in
+//! Node.js, the closest runtime to CloudFront Functions' JavaScript).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+
+use http::Method;
+use serde_norway::Value;
+use tfreg::router::Endpoint;
+use tfreg::service::{Body, Request};
+
+fn template() -> Value {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml"))
+        .expect("template.yaml at the repository root");
+    serde_norway::from_str(&text).expect("template.yaml is YAML")
+}
+
+fn resources(t: &Value) -> &serde_norway::Mapping {
+    t["Resources"].as_mapping().expect("Resources")
+}
+
+/// Resources of one type, by logical id.
+fn of_type<'a>(t: &'a Value, ty: &str) -> BTreeMap<String, &'a Value> {
+    resources(t)
+        .iter()
+        .filter(|(_, r)| r["Type"].as_str() == Some(ty))
+        .map(|(id, r)| (id.as_str().unwrap().to_string(), r))
+        .collect()
+}
+
+/// The argument of a short-form intrinsic (`!Ref X`, `!GetAtt X.Arn`, `!Sub "..."`).
+fn tagged<'a>(v: &'a Value, tag: &str) -> Option<&'a Value> {
+    match v {
+        Value::Tagged(t) if t.tag == tag => Some(&t.value),
+        _ => None,
+    }
+}
+
+fn tagged_str<'a>(v: &'a Value, tag: &str) -> &'a str {
+    tagged(v, tag)
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("expected {tag} <string>, found {v:?}"))
+}
+
+/// binary name → logical id of its function resource.
+fn functions(t: &Value) -> BTreeMap<String, String> {
+    let mut by_binary = BTreeMap::new();
+    for (id, f) in of_type(t, "AWS::Serverless::Function") {
+        assert_eq!(
+            f["Metadata"]["BuildMethod"].as_str(),
+            Some("rust-cargolambda"),
+            "{id}"
+        );
+        let binary = f["Metadata"]["BuildProperties"]["Binary"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{id}: Metadata.BuildProperties.Binary"))
+            .to_string();
+        if let Some(previous) = by_binary.insert(binary.clone(), id.clone()) {
+            panic!("binary {binary} has two functions: {previous} and {id}");
+        }
+    }
+    by_binary
+}
+
+/// The route keys that lead to each function (by logical id).
+fn routes(t: &Value) -> BTreeMap<String, Vec<String>> {
+    let integrations = of_type(t, "AWS::ApiGatewayV2::Integration");
+    let mut by_function: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (id, route) in of_type(t, "AWS::ApiGatewayV2::Route") {
+        let p = &route["Properties"];
+        assert_eq!(tagged_str(&p["ApiId"], "!Ref"), "RegistryApi", "{id}");
+        let target = tagged_str(&p["Target"], "!Sub");
+        let integration_id = target
+            .strip_prefix("integrations/${")
+            .and_then(|s| s.strip_suffix('}'))
+            .unwrap_or_else(|| panic!("{id}: Target {target}"));
+        let integration = integrations
+            .get(integration_id)
+            .unwrap_or_else(|| panic!("{id}: no integration {integration_id}"));
+        let ip = &integration["Properties"];
+        assert_eq!(ip["IntegrationType"].as_str(), Some("AWS_PROXY"));
+        assert_eq!(ip["PayloadFormatVersion"].as_str(), Some("2.0"));
+        let function = tagged_str(&ip["IntegrationUri"], "!GetAtt")
+            .strip_suffix(".Arn")
+            .expect("IntegrationUri: !GetAtt <Function>.Arn")
+            .to_string();
+        let key = p["RouteKey"].as_str().expect("RouteKey").to_string();
+        by_function.entry(function).or_default().push(key);
+    }
+    by_function
+}
+
+/// A concrete path for an API Gateway route key (`ANY /v1/...`, `$default`).
+fn sample(route_key: &str) -> (Method, String) {
+    if route_key == "$default" {
+        return (Method::GET, "/.well-known/terraform.json".into());
+    }
+    let (method, pattern) = route_key.split_once(' ').expect("METHOD /path");
+    assert_eq!(
+        method, "ANY",
+        "{route_key}: the router answers wrong methods (405)"
+    );
+    sample_path(pattern)
+}
+
+/// A concrete request for a path pattern (API Gateway's `{key+}` or cargo lambda watch's `{*key}`).
+fn sample_path(pattern: &str) -> (Method, String) {
+    let path = pattern
+        .replace("{*key}", "{key+}")
+        .replace("{*operation}", "{operation+}")
+        .replace("{namespace}", "acme")
+        .replace("{type}", "null")
+        .replace("{name}", "vpc")
+        .replace("{system}", "aws")
+        .replace("{version}/download", "1.0.0/download")
+        .replace("{version}", "1.0.0.json")
+        .replace("{os}", "linux")
+        .replace("{arch}", "amd64")
+        .replace("{hostname}", "registry.terraform.io")
+        .replace("{key+}", "archives/abc/x.zip")
+        .replace("{operation+}", "providers/acme/null/1.0.0/begin");
+    assert!(!path.contains('{'), "{pattern}: unknown parameter");
+    let method = if path.starts_with("/v1/publish/") {
+        Method::POST
+    } else {
+        Method::GET
+    };
+    (method, path)
+}
+
+/// The binaries of this crate, as cargo built them for this test.
+fn binaries() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("discovery", env!("CARGO_BIN_EXE_discovery")),
+        ("provider-versions", env!("CARGO_BIN_EXE_provider-versions")),
+        ("provider-download", env!("CARGO_BIN_EXE_provider-download")),
+        ("module-versions", env!("CARGO_BIN_EXE_module-versions")),
+        ("module-download", env!("CARGO_BIN_EXE_module-download")),
+        ("mirror-index", env!("CARGO_BIN_EXE_mirror-index")),
+        ("mirror-version", env!("CARGO_BIN_EXE_mirror-version")),
+        ("blob", env!("CARGO_BIN_EXE_blob")),
+        ("publish", env!("CARGO_BIN_EXE_publish")),
+    ]
+}
+
+fn endpoint_names() -> BTreeSet<String> {
+    Endpoint::ALL.iter().map(|e| e.name().to_string()).collect()
+}
+
+fn bin_sources() -> BTreeSet<String> {
+    std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/src/bin"))
+        .unwrap()
+        .map(|e| {
+            e.unwrap()
+                .path()
+                .file_stem()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn one_binary_per_endpoint() {
+    let bins: BTreeSet<String> = binaries().iter().map(|(n, _)| n.to_string()).collect();
+    assert_eq!(bins, endpoint_names());
+    assert_eq!(bin_sources(), endpoint_names());
+    for (_, path) in binaries() {
+        assert!(std::path::Path::new(path).exists(), "{path}");
+    }
+}
+
+#[test]
+fn every_watch_route_leads_to_a_function_and_every_function_has_a_route() {
+    let routes = watch_routes();
+    let routed: BTreeSet<String> = routes.values().cloned().collect();
+    assert_eq!(
+        routed,
+        endpoint_names(),
+        "every function has a route and every route a function"
+    );
+    // And the shared router agrees: a sample path of each watch route is routed
+    // to the endpoint of the function it names.
+    for (pattern, function) in &routes {
+        if pattern == CATCH_ALL {
+            assert_eq!(
+                function, "discovery",
+                "the catch-all goes where API Gateway's $default does"
+            );
+            let err = tfreg::router::route(&Method::GET, "/no/such/path").unwrap_err();
+            assert_eq!(err.status(), http::StatusCode::NOT_FOUND);
+            continue;
+        }
+        let (method, path) = sample_path(pattern);
+        let route = tfreg::router::route(&method, &path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(route.endpoint().name(), function, "{pattern}");
+    }
+}
+
+/// cargo lambda watch's pattern for API Gateway's `$default` route.
+const CATCH_ALL: &str = "/{*path}";
+
+/// The `[workspace.metadata.lambda.watch.router]` table of Cargo.toml: path → function.
+fn watch_routes() -> BTreeMap<String, String> {
+    let manifest =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.toml")).unwrap();
+    manifest
+        .split("[workspace.metadata.lambda.watch.router]")
+        .nth(1)
+        .expect("the workspace Cargo.toml routes functions for cargo lambda watch")
+        .lines()
+        .take_while(|l| !l.starts_with('['))
+        .filter_map(|l| l.split_once(" = "))
+        .map(|(p, f)| {
+            (
+                p.trim_matches('"').to_string(),
+                f.trim().trim_matches('"').to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_function_has_one_resource_and_one_route_and_every_endpoint_a_function() {
+    let t = template();
+    let functions = functions(&t);
+    let binaries: BTreeSet<String> = functions.keys().cloned().collect();
+    assert_eq!(
+        binaries,
+        endpoint_names(),
+        "template functions vs router endpoints"
+    );
+    assert_eq!(
+        binaries,
+        bin_sources(),
+        "template functions vs functions/src/bin"
+    );
+
+    let routes = routes(&t);
+    let routed: BTreeSet<&String> = routes.keys().collect();
+    let function_ids: BTreeSet<&String> = functions.values().collect();
+    assert_eq!(
+        routed, function_ids,
+        "every function has a route, every route a function"
+    );
+    for (binary, id) in &functions {
+        let keys = &routes[id];
+        assert_eq!(keys.len(), 1, "{id} has exactly one route, found {keys:?}");
+        let (method, path) = sample(&keys[0]);
+        let route = tfreg::router::route(&method, &path)
+            .unwrap_or_else(|e| panic!("{}: {path}: {e}", keys[0]));
+        assert_eq!(route.endpoint().name(), binary, "{}: {path}", keys[0]);
+    }
+    // The discovery function is the API's catch-all: there is no path API
+    // Gateway would answer with its own (non-JSON-errors) 404.
+    assert_eq!(
+        routes[&functions["discovery"]],
+        vec!["$default".to_string()]
+    );
+}
+
+#[test]
+fn api_routes_are_the_routes_cargo_lambda_watch_serves() {
+    let t = template();
+    let functions = functions(&t);
+    let routes = routes(&t);
+    let watch = watch_routes();
+    for (binary, id) in &functions {
+        let key = &routes[id][0];
+        let api_path = match key.as_str() {
+            "$default" => CATCH_ALL.to_string(),
+            k => k
+                .trim_start_matches("ANY ")
+                .replace("{key+}", "{*key}")
+                .replace("{operation+}", "{*operation}"),
+        };
+        assert_eq!(
+            watch.get(&api_path).map(String::as_str),
+            Some(binary.as_str()),
+            "{key}: cargo lambda watch routes {api_path} elsewhere"
+        );
+    }
+}
+
+#[test]
+fn every_function_is_built_for_lambda_and_logs_json_to_a_retained_group() {
+    let t = template();
+    let g = &t["Globals"]["Function"];
+    assert_eq!(g["Runtime"].as_str(), Some("provided.al2023"));
+    assert_eq!(g["Handler"].as_str(), Some("bootstrap"));
+    assert_eq!(g["CodeUri"].as_str(), Some("functions"));
+    let arch = &g["Architectures"][0];
+    assert_eq!(tagged_str(arch, "!Ref"), "Architecture");
+    assert_eq!(
+        t["Parameters"]["Architecture"]["Default"].as_str(),
+        Some("arm64")
+    );
+
+    // The environment is exactly what the functions read, and covers the required settings.
+    let env: BTreeSet<&str> = g["Environment"]["Variables"]
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    for name in &env {
+        assert!(
+            tfreg::aws::config::ALL.contains(name),
+            "{name} is not a setting the code reads"
+        );
+    }
+    for required in [
+        tfreg::aws::config::TABLE,
+        tfreg::aws::config::BUCKET,
+        tfreg::aws::config::HOSTNAME,
+    ] {
+        assert!(env.contains(required), "{required} missing");
+    }
+
+    let groups = of_type(&t, "AWS::Logs::LogGroup");
+    for (id, f) in of_type(&t, "AWS::Serverless::Function") {
+        let logging = &f["Properties"]["LoggingConfig"];
+        assert_eq!(logging["LogFormat"].as_str(), Some("JSON"), "{id}");
+        let group = tagged_str(&logging["LogGroup"], "!Ref");
+        let group = groups
+            .get(group)
+            .unwrap_or_else(|| panic!("{id}: no log group {group}"));
+        assert_eq!(
+            tagged_str(&group["Properties"]["RetentionInDays"], "!Ref"),
+            "LogRetentionDays",
+            "{id}"
+        );
+        let permissions: Vec<_> = of_type(&t, "AWS::Lambda::Permission")
+            .into_values()
+            .filter(|p| {
+                tagged(&p["Properties"]["FunctionName"], "!Ref").and_then(Value::as_str)
+                    == Some(&id)
+            })
+            .collect();
+        assert_eq!(
+            permissions.len(),
+            1,
+            "{id}: one invoke permission for API Gateway"
+        );
+        assert_eq!(
+            permissions[0]["Properties"]["Principal"].as_str(),
+            Some("apigateway.amazonaws.com")
+        );
+    }
+}
+
+const WRITE_ACTIONS: [&str; 3] = ["dynamodb:PutItem", "s3:PutObject", "s3:DeleteObject"];
+const READ_ACTIONS: [&str; 4] = [
+    "dynamodb:GetItem",
+    "dynamodb:Query",
+    "s3:GetObject",
+    "s3:ListBucket",
+];
+
+fn actions(function: &Value) -> Vec<String> {
+    let Some(policies) = function["Properties"]["Policies"].as_sequence() else {
+        return vec![];
+    };
+    let mut out = vec![];
+    for policy in policies {
+        let statements = policy["Statement"]
+            .as_sequence()
+            .expect("inline Statement list");
+        for s in statements {
+            assert_eq!(s["Effect"].as_str(), Some("Allow"));
+            match &s["Action"] {
+                Value::String(a) => out.push(a.clone()),
+                Value::Sequence(list) => {
+                    out.extend(list.iter().map(|a| a.as_str().unwrap().to_string()))
+                }
+                other => panic!("Action {other:?}"),
+            }
+            assert!(
+                !format!("{:?}", s["Resource"]).contains("\"*\""),
+                "no wildcard resources"
+            );
+        }
+    }
+    out
+}
+
+#[test]
+fn only_publish_writes_and_reads_are_read_only() {
+    let t = template();
+    let functions = functions(&t);
+    for (binary, id) in &functions {
+        let function = &resources(&t)[id.as_str()];
+        let actions = actions(function);
+        for a in &actions {
+            assert!(
+                READ_ACTIONS.contains(&a.as_str()) || WRITE_ACTIONS.contains(&a.as_str()),
+                "{binary}: unexpected action {a}"
+            );
+        }
+        let writes: Vec<_> = actions
+            .iter()
+            .filter(|a| WRITE_ACTIONS.contains(&a.as_str()))
+            .collect();
+        if binary == "publish" {
+            assert_eq!(
+                writes.len(),
+                WRITE_ACTIONS.len(),
+                "publish writes the table and the bucket"
+            );
+        } else {
+            assert!(writes.is_empty(), "{binary} may not write: {writes:?}");
+        }
+        if binary == "discovery" {
+            assert!(actions.is_empty(), "discovery reads nothing: {actions:?}");
+        }
+        let s3: Vec<_> = actions.iter().filter(|a| a.starts_with("s3:")).collect();
+        if !["blob", "publish"].contains(&binary.as_str()) {
+            assert!(s3.is_empty(), "{binary} needs no bucket access: {s3:?}");
+        }
+    }
+}
+
+#[test]
+fn table_and_bucket_match_what_the_code_uses() {
+    let t = template();
+    let table = &resources(&t)["Table"]["Properties"];
+    assert_eq!(table["BillingMode"].as_str(), Some("PAY_PER_REQUEST"));
+    let keys: Vec<(&str, &str)> = table["KeySchema"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["AttributeName"].as_str().unwrap(),
+                k["KeyType"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            (tfreg::aws::dynamodb::PK, "HASH"),
+            (tfreg::aws::dynamodb::SK, "RANGE")
+        ]
+    );
+    for a in table["AttributeDefinitions"].as_sequence().unwrap() {
+        assert_eq!(a["AttributeType"].as_str(), Some("S"));
+    }
+    assert!(table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"].is_tagged_if());
+    assert!(table["DeletionProtectionEnabled"].is_tagged_if());
+
+    let bucket = &resources(&t)["Bucket"]["Properties"];
+    let block = &bucket["PublicAccessBlockConfiguration"];
+    for k in [
+        "BlockPublicAcls",
+        "BlockPublicPolicy",
+        "IgnorePublicAcls",
+        "RestrictPublicBuckets",
+    ] {
+        assert_eq!(block[k].as_bool(), Some(true), "{k}");
+    }
+    assert_eq!(
+        bucket["VersioningConfiguration"]["Status"].as_str(),
+        Some("Enabled")
+    );
+    let rules = bucket["LifecycleConfiguration"]["Rules"]
+        .as_sequence()
+        .unwrap();
+    assert!(
+        rules
+            .iter()
+            .any(|r| !r["AbortIncompleteMultipartUpload"].is_null())
+    );
+    let staging = tfreg::handlers::blob::UPLOADS_PREFIX;
+    assert!(
+        rules
+            .iter()
+            .any(|r| r["Prefix"].as_str() == Some(staging) && !r["ExpirationInDays"].is_null()),
+        "unfinished uploads under {staging} expire"
+    );
+    let policy = &resources(&t)["BucketPolicy"]["Properties"]["PolicyDocument"]["Statement"][0];
+    assert_eq!(policy["Effect"].as_str(), Some("Deny"));
+    assert_eq!(
+        policy["Condition"]["Bool"]["aws:SecureTransport"].as_str(),
+        Some("false")
+    );
+}
+
+trait IsTaggedIf {
+    fn is_tagged_if(&self) -> bool;
+}
+impl IsTaggedIf for Value {
+    fn is_tagged_if(&self) -> bool {
+        tagged(self, "!If").is_some()
+    }
+}
+
+/// What one CloudFront Function invocation returned, as Node.js ran it.
+#[derive(serde::Deserialize, Debug)]
+struct EdgeResponse {
+    #[serde(rename = "statusCode")]
+    status: u16,
+    headers: BTreeMap<String, BTreeMap<String, String>>,
+    body: EdgeBody,
+}
+
+#[derive(serde::Deserialize, Debug)]
+struct EdgeBody {
+    encoding: String,
+    data: String,
+}
+
+fn run_edge_function(code: &str, methods: &[&str]) -> Vec<EdgeResponse> {
+    let events: Vec<String> = methods
+        .iter()
+        .map(|m| format!(r#"{{"request":{{"method":"{m}","uri":"/.well-known/terraform.json","headers":{{}},"querystring":{{}}}}}}"#))
+        .collect();
+    let script = format!(
+        "const handler = new Function({code})();\n\
+         process.stdout.write(JSON.stringify([{events}].map(handler)));\n",
+        code = serde_json::to_string(&format!("{code}\nreturn handler;\n")).unwrap(),
+        events = events.join(",")
+    );
+    let mut node = Command::new("node")
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("node (Node.js, which .ci/install-tools requires) on PATH");
+    node.stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let out = node.wait_with_output().unwrap();
+    assert!(out.status.success(), "node failed on:\n{script}");
+    serde_json::from_slice(&out.stdout).expect("the function's responses")
+}
+
+async fn rust_answer(method: Method) -> (u16, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = tfreg::storage::sqlite::SqliteStore::in_memory().unwrap();
+    let blobs = tfreg::storage::fs::FsBlobStore::open(dir.path()).unwrap();
+    let registry = tfreg::Registry::with_stored_signer(
+        std::sync::Arc::new(store),
+        std::sync::Arc::new(blobs),
+        tfreg::Config::new(tfreg::address::Hostname::parse("registry.example.com").unwrap()),
+    );
+    let req = Request {
+        method,
+        path: "/.well-known/terraform.json".into(),
+        query: None,
+        authorization: None,
+        body: Body::Empty,
+    };
+    let resp = tfreg::service::handle(&registry, req).await;
+    let status = resp.status().as_u16();
+    let content_type = resp.headers()["content-type"].to_str().unwrap().to_string();
+    let body = resp.into_body().collect(usize::MAX).await.unwrap();
+    (
+        status,
+        content_type,
+        String::from_utf8(body.to_vec()).unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn the_edge_answers_discovery_exactly_as_the_discovery_handler() {
+    let t = template();
+    let edge = &resources(&t)["EdgeDiscovery"]["Properties"];
+    assert_eq!(
+        edge["FunctionConfig"]["Runtime"].as_str(),
+        Some("cloudfront-js-2.0")
+    );
+    let code = edge["FunctionCode"].as_str().expect("inline FunctionCode");
+    let answers = run_edge_function(code, &["GET", "HEAD", "POST"]);
+
+    let (status, content_type, body) = rust_answer(Method::GET).await;
+    for (edge, method) in answers[..2].iter().zip(["GET", "HEAD"]) {
+        assert_eq!(edge.status, status, "{method}");
+        assert_eq!(
+            edge.headers["content-type"]["value"], content_type,
+            "{method}"
+        );
+        assert_eq!(edge.body.encoding, "text");
+        assert_eq!(
+            edge.body.data, body,
+            "{method}: the edge document is the handler's, byte for byte"
+        );
+    }
+    let (status, _, body) = rust_answer(Method::POST).await;
+    assert_eq!(answers[2].status, status);
+    assert_eq!(status, 405);
+    let edge_json: serde_json::Value = serde_json::from_str(&answers[2].body.data).unwrap();
+    let rust_json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(edge_json, rust_json, "405 body");
+
+    // CloudFront runs it for that one path, on the viewer request; every other
+    // path goes to the API uncached, with Authorization but without Host.
+    let dist = &resources(&t)["Distribution"]["Properties"]["DistributionConfig"];
+    let behaviours = dist["CacheBehaviors"].as_sequence().unwrap();
+    let discovery: Vec<_> = behaviours
+        .iter()
+        .filter(|b| b["PathPattern"].as_str() == Some("/.well-known/terraform.json"))
+        .collect();
+    assert_eq!(discovery.len(), 1);
+    let assoc = &discovery[0]["FunctionAssociations"][0];
+    assert_eq!(assoc["EventType"].as_str(), Some("viewer-request"));
+    assert_eq!(
+        tagged_str(&assoc["FunctionARN"], "!GetAtt"),
+        "EdgeDiscovery.FunctionMetadata.FunctionARN"
+    );
+    let default = &dist["DefaultCacheBehavior"];
+    const CACHING_DISABLED: &str = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad";
+    const ALL_VIEWER_EXCEPT_HOST_HEADER: &str = "b689b0a8-53d0-40ab-baf2-68738e2966ac";
+    assert_eq!(default["CachePolicyId"].as_str(), Some(CACHING_DISABLED));
+    assert_eq!(
+        default["OriginRequestPolicyId"].as_str(),
+        Some(ALL_VIEWER_EXCEPT_HOST_HEADER)
+    );
+    assert_eq!(default["ViewerProtocolPolicy"].as_str(), Some("https-only"));
+    let methods = default["AllowedMethods"].as_sequence().unwrap();
+    assert!(
+        methods.iter().any(|m| m.as_str() == Some("POST")),
+        "publish needs POST"
+    );
+}
