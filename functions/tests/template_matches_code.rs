@@ -325,6 +325,7 @@ fn every_function_is_built_for_lambda_and_logs_json_to_a_retained_group() {
     }
 
     let groups = of_type(&t, "AWS::Logs::LogGroup");
+    let permissions = of_type(&t, "AWS::Lambda::Permission");
     for (id, f) in of_type(&t, "AWS::Serverless::Function") {
         let logging = &f["Properties"]["LoggingConfig"];
         assert_eq!(logging["LogFormat"].as_str(), Some("JSON"), "{id}");
@@ -337,8 +338,8 @@ fn every_function_is_built_for_lambda_and_logs_json_to_a_retained_group() {
             "LogRetentionDays",
             "{id}"
         );
-        let permissions: Vec<_> = of_type(&t, "AWS::Lambda::Permission")
-            .into_values()
+        let permissions: Vec<_> = permissions
+            .values()
             .filter(|p| {
                 tagged(&p["Properties"]["FunctionName"], "!Ref").and_then(Value::as_str)
                     == Some(&id)
@@ -453,8 +454,15 @@ fn table_and_bucket_match_what_the_code_uses() {
     for a in table["AttributeDefinitions"].as_sequence().unwrap() {
         assert_eq!(a["AttributeType"].as_str(), Some("S"));
     }
-    assert!(table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"].is_tagged_if());
-    assert!(table["DeletionProtectionEnabled"].is_tagged_if());
+    let pitr = &table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"];
+    assert!(
+        tagged(pitr, "!If").is_some(),
+        "point-in-time recovery is a parameter"
+    );
+    assert!(
+        tagged(&table["DeletionProtectionEnabled"], "!If").is_some(),
+        "deletion protection is a parameter"
+    );
 
     let bucket = &resources(&t)["Bucket"]["Properties"];
     let block = &bucket["PublicAccessBlockConfiguration"];
@@ -491,15 +499,6 @@ fn table_and_bucket_match_what_the_code_uses() {
         policy["Condition"]["Bool"]["aws:SecureTransport"].as_str(),
         Some("false")
     );
-}
-
-trait IsTaggedIf {
-    fn is_tagged_if(&self) -> bool;
-}
-impl IsTaggedIf for Value {
-    fn is_tagged_if(&self) -> bool {
-        tagged(self, "!If").is_some()
-    }
 }
 
 /// What one CloudFront Function invocation returned, as Node.js ran it.
