@@ -338,20 +338,16 @@ fn every_function_is_built_for_lambda_and_logs_json_to_a_retained_group() {
             "LogRetentionDays",
             "{id}"
         );
-        let permissions: Vec<_> = permissions
+        let own: Vec<_> = permissions
             .values()
             .filter(|p| {
                 tagged(&p["Properties"]["FunctionName"], "!Ref").and_then(Value::as_str)
                     == Some(&id)
             })
             .collect();
+        assert_eq!(own.len(), 1, "{id}: one invoke permission for API Gateway");
         assert_eq!(
-            permissions.len(),
-            1,
-            "{id}: one invoke permission for API Gateway"
-        );
-        assert_eq!(
-            permissions[0]["Properties"]["Principal"].as_str(),
+            own[0]["Properties"]["Principal"].as_str(),
             Some("apigateway.amazonaws.com")
         );
     }
