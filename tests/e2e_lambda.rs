@@ -92,15 +92,7 @@ fn lambda_functions_serve_terraform_through_registry_and_mirror() {
     );
 
     // Network mirror: a provider of another origin, imported into DynamoDB + S3.
-    let mirror_dir = tmp.path().join("mirror");
-    let imported = mirror_dir
-        .join("registry.terraform.io/hashicorp/null/terraform-provider-null_2.1.2_linux_amd64.zip");
-    std::fs::create_dir_all(imported.parent().unwrap()).unwrap();
-    provider_zip(
-        &imported,
-        &tools.path("TFREG_NULL_PROVIDER"),
-        "terraform-provider-null_v2.1.2_x4",
-    );
+    let (mirror_dir, imported) = mirror_import_dir(tmp.path(), tools);
     ok(
         server.tfreg(&token, &["mirror", "import", mirror_dir.to_str().unwrap()]),
         "tfreg mirror import",

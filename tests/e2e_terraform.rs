@@ -128,15 +128,7 @@ fn terraform_1_0_registry_protocol_mirror_and_lock() {
     }
 
     // --- network mirror: our own provider and an imported registry.terraform.io one
-    let mirror_dir = tmp.path().join("mirror");
-    let imported = mirror_dir
-        .join("registry.terraform.io/hashicorp/null/terraform-provider-null_2.1.2_linux_amd64.zip");
-    std::fs::create_dir_all(imported.parent().unwrap()).unwrap();
-    provider_zip(
-        &imported,
-        &tools.path("TFREG_NULL_PROVIDER"),
-        "terraform-provider-null_v2.1.2_x4",
-    );
+    let (mirror_dir, imported) = mirror_import_dir(tmp.path(), tools);
     // The JSON beside the zips is never trusted: a lying index must not matter.
     std::fs::write(
         imported.with_file_name("index.json"),

@@ -11,6 +11,21 @@ pub struct Published {
     pub zips_2_1_2: Vec<PathBuf>,
 }
 
+/// A directory laid out for `tfreg mirror import`: hashicorp/null 2.1.2
+/// (linux_amd64) of registry.terraform.io. Returns the directory and the zip.
+pub fn mirror_import_dir(tmp: &Path, tools: &Tools) -> (PathBuf, PathBuf) {
+    let dir = tmp.join("mirror");
+    let zip = dir
+        .join("registry.terraform.io/hashicorp/null/terraform-provider-null_2.1.2_linux_amd64.zip");
+    std::fs::create_dir_all(zip.parent().unwrap()).unwrap();
+    provider_zip(
+        &zip,
+        &tools.path("TFREG_NULL_PROVIDER"),
+        "terraform-provider-null_v2.1.2_x4",
+    );
+    (dir, zip)
+}
+
 pub fn module_version(src: &Path, host: &str, version: &str) {
     let main = format!(
         r#"terraform {{
