@@ -142,7 +142,8 @@ fn module_archive(marker: &str) -> Vec<u8> {
     tfreg::module_archive::pack_dir(dir.path(), Vec::new()).unwrap()
 }
 
-/// Publish a module through begin → PUT → complete; returns the complete status.
+/// Publish a module through begin → PUT → complete; returns the complete status,
+/// or begin's 409 when the version was already published with other content.
 async fn publish_module(
     registry: &Registry,
     token: &str,
@@ -160,6 +161,10 @@ async fn publish_module(
         req.to_string().into(),
     )
     .await;
+    if status == StatusCode::CONFLICT {
+        // Someone else's publish of this version completed before ours began.
+        return (status, body);
+    }
     assert_eq!(
         status,
         StatusCode::OK,
