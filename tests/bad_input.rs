@@ -4,6 +4,7 @@
 mod common;
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use common::*;
 
@@ -488,7 +489,13 @@ fn interrupted_publish_leaves_no_trace() {
 #[test]
 fn archive_urls_answer_head_and_get_and_expire() {
     let tmp = tempfile::tempdir().unwrap();
-    let server = Server::start(&tmp.path().join("data"), &["--url-ttl", "2"]);
+    // Long enough for the checks below on a loaded 2-core CI machine; the test
+    // waits until the last URL's lifetime has passed, not a fixed time.
+    const TTL: Duration = Duration::from_secs(6);
+    let server = Server::start(
+        &tmp.path().join("data"),
+        &["--url-ttl", &TTL.as_secs().to_string()],
+    );
     let token = server.token("publish", None);
     let gpg = Gpg::new("rsa2048");
     let dist = tmp.path().join("dist");
@@ -504,6 +511,7 @@ fn archive_urls_answer_head_and_get_and_expire() {
         "publish module",
     );
 
+    let first_issued = Instant::now();
     let download: serde_json::Value = server
         .get("/v1/providers/acme/null/1.0.0/download/linux/amd64")
         .json()
@@ -535,6 +543,7 @@ fn archive_urls_answer_head_and_get_and_expire() {
             .unwrap()
             .to_string(),
     ];
+    let last_issued = Instant::now();
     let zip_bytes = std::fs::read(&zips[0]).unwrap();
     for url in &urls {
         let head = server.http.head(url).send().unwrap();
@@ -592,8 +601,14 @@ fn archive_urls_answer_head_and_get_and_expire() {
             .unwrap()
             .as_slice()
     );
-    // After the lifetime (2 s) every URL is refused.
-    std::thread::sleep(std::time::Duration::from_millis(3100));
+    assert!(
+        first_issued.elapsed() < TTL,
+        "the checks of valid URLs took {:?}, longer than the URL lifetime: raise TTL",
+        first_issued.elapsed()
+    );
+    // Once the lifetime of the last-issued URL has passed (expiry has whole
+    // seconds), every URL is refused.
+    std::thread::sleep((last_issued + TTL + Duration::from_millis(1100)) - Instant::now());
     for url in &urls {
         assert_error(server.http.get(url).send().unwrap(), 403, "expired");
         assert_eq!(server.http.head(url).send().unwrap().status(), 403);
