@@ -121,15 +121,17 @@ impl Drop for Group {
     }
 }
 
-/// Wait until `https://host/.well-known/terraform.json` answers 200, trusting `ca`.
+/// Wait until `https://host/.well-known/terraform.json` answers 200, trusting `ca`;
+/// on timeout, fail with the last answer or error and the contents of `logs`.
 fn wait_for_discovery(
     host: &str,
     ca: &Path,
-    log: &Path,
+    logs: &[&Path],
     limit: Duration,
     what: &str,
 ) -> reqwest::blocking::Client {
-    let deadline = Instant::now() + limit;
+    let started = Instant::now();
+    let mut last = String::from("no CA certificate yet");
     loop {
         if let Ok(pem) = std::fs::read(ca)
             && let Ok(cert) = reqwest::Certificate::from_pem(&pem)
@@ -140,19 +142,29 @@ fn wait_for_discovery(
                 .timeout(Duration::from_secs(300))
                 .build()
                 .unwrap();
-            if client
+            match client
                 .get(format!("https://{host}/.well-known/terraform.json"))
+                .timeout(Duration::from_secs(10))
                 .send()
-                .is_ok_and(|r| r.status() == 200)
             {
-                return client;
+                Ok(r) if r.status() == 200 => return client,
+                Ok(r) => last = format!("HTTP {}", r.status()),
+                Err(e) => last = format!("{e:?}"),
             }
         }
-        assert!(
-            Instant::now() < deadline,
-            "{what} did not come up: {}",
-            std::fs::read_to_string(log).unwrap_or_default()
-        );
+        if started.elapsed() > limit {
+            let logs: Vec<String> = logs
+                .iter()
+                .map(|l| {
+                    let text = std::fs::read_to_string(l).unwrap_or_default();
+                    format!("--- {}:\n{text}", l.display())
+                })
+                .collect();
+            panic!(
+                "{what} did not come up in {limit:?}; last try: {last}\n{}",
+                logs.join("\n")
+            );
+        }
         std::thread::sleep(Duration::from_millis(200));
     }
 }
@@ -191,7 +203,7 @@ impl Server {
             members: vec![],
         };
         let ca = data_dir.join("tls/ca.pem");
-        let http = wait_for_discovery(&host, &ca, &log, Duration::from_secs(30), "tfreg serve");
+        let http = wait_for_discovery(&host, &ca, &[&log], Duration::from_secs(30), "tfreg serve");
         let store_args = vec!["--data-dir".to_string(), data_dir.display().to_string()];
         Server {
             _group: group,
@@ -246,6 +258,7 @@ impl Server {
             tools.path("TFREG_VENV_BIN").display(),
             std::env::var("PATH").unwrap_or_default()
         );
+        let watch_out = std::fs::File::create(&watch_log).unwrap();
         let child = Command::new(tools.path("TFREG_CARGO_LAMBDA"))
             .args([
                 "lambda",
@@ -263,8 +276,8 @@ impl Server {
             .arg(dir.join("tls/server.key"))
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .env("PATH", path)
-            .stdout(std::fs::File::create(&watch_log).unwrap())
-            .stderr(Stdio::null())
+            .stdout(watch_out.try_clone().unwrap())
+            .stderr(watch_out)
             .process_group(0)
             .spawn()
             .expect("start cargo lambda watch");
@@ -329,7 +342,7 @@ impl Server {
         let http = wait_for_discovery(
             &host,
             &ca,
-            &log,
+            &[&log, &watch_log],
             Duration::from_secs(60),
             "the Lambda functions",
         );
