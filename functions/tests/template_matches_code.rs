@@ -1,6 +1,6 @@
 //! The deployment never drifts from the code. `cargo lambda watch` (Cargo.toml)
-//! routes every path to the function the router names. `template.yaml`: every binary in `functions/` has
-//! exactly one function resource and one route, every route reaches the
+//! routes every path to the function the router names. `template.yaml`: every endpoint (and its binary
+//! in `functions/`) has exactly one function resource, running the one deployed binary, and one route, every route reaches the
 //! endpoint the shared router gives its paths, only `publish` may write, the
 //! table and bucket match what the code reads and writes, and the CloudFront
 //! Function answers discovery exactly as the discovery handler does (run in
@@ -48,24 +48,43 @@ fn tagged_str<'a>(v: &'a Value, tag: &str) -> &'a str {
         .unwrap_or_else(|| panic!("expected {tag} <string>, found {v:?}"))
 }
 
-/// binary name → logical id of its function resource.
+/// The binary every function runs (`functions/src/bin/lambda.rs`).
+const DEPLOYED_BINARY: &str = "lambda";
+
+/// endpoint name (its `TFREG_ENDPOINT`) → logical id of its function resource.
+/// Every function runs the same binary with the same build metadata, so that
+/// `sam build` builds once for all of them.
 fn functions(t: &Value) -> BTreeMap<String, String> {
-    let mut by_binary = BTreeMap::new();
+    let mut by_endpoint = BTreeMap::new();
     for (id, f) in of_type(t, "AWS::Serverless::Function") {
         assert_eq!(
             f["Metadata"]["BuildMethod"].as_str(),
             Some("rust-cargolambda"),
             "{id}"
         );
-        let binary = f["Metadata"]["BuildProperties"]["Binary"]
+        assert_eq!(
+            f["Metadata"]["BuildProperties"]["Binary"].as_str(),
+            Some(DEPLOYED_BINARY),
+            "{id}: Metadata.BuildProperties.Binary"
+        );
+        assert_eq!(
+            f["Metadata"].as_mapping().map(|m| m.len()),
+            Some(2),
+            "{id}: nothing else in Metadata, or SAM builds this function separately"
+        );
+        let endpoint = f["Properties"]["Environment"]["Variables"][tfreg::aws::config::ENDPOINT]
             .as_str()
-            .unwrap_or_else(|| panic!("{id}: Metadata.BuildProperties.Binary"))
+            .unwrap_or_else(|| panic!("{id}: Environment.Variables.TFREG_ENDPOINT"))
             .to_string();
-        if let Some(previous) = by_binary.insert(binary.clone(), id.clone()) {
-            panic!("binary {binary} has two functions: {previous} and {id}");
+        assert!(
+            Endpoint::from_name(&endpoint).is_some(),
+            "{id}: TFREG_ENDPOINT {endpoint} is no endpoint"
+        );
+        if let Some(previous) = by_endpoint.insert(endpoint.clone(), id.clone()) {
+            panic!("endpoint {endpoint} has two functions: {previous} and {id}");
         }
     }
-    by_binary
+    by_endpoint
 }
 
 /// The route keys that lead to each function (by logical id).
@@ -134,7 +153,8 @@ fn sample_path(pattern: &str) -> (Method, String) {
     (method, path)
 }
 
-/// The binaries of this crate, as cargo built them for this test.
+/// The per-endpoint binaries of this crate (what `cargo lambda watch` runs), as
+/// cargo built them for this test.
 fn binaries() -> Vec<(&'static str, &'static str)> {
     vec![
         ("discovery", env!("CARGO_BIN_EXE_discovery")),
@@ -167,13 +187,76 @@ fn bin_sources() -> BTreeSet<String> {
         .collect()
 }
 
+/// `functions/src/bin` without the deployed binary: one per endpoint.
+fn per_endpoint_sources() -> BTreeSet<String> {
+    let mut sources = bin_sources();
+    assert!(
+        sources.remove(DEPLOYED_BINARY),
+        "functions/src/bin/{DEPLOYED_BINARY}.rs"
+    );
+    sources
+}
+
 #[test]
-fn one_binary_per_endpoint() {
+fn one_binary_per_endpoint_and_one_for_all() {
     let bins: BTreeSet<String> = binaries().iter().map(|(n, _)| n.to_string()).collect();
     assert_eq!(bins, endpoint_names());
-    assert_eq!(bin_sources(), endpoint_names());
+    assert_eq!(per_endpoint_sources(), endpoint_names());
     for (_, path) in binaries() {
         assert!(std::path::Path::new(path).exists(), "{path}");
+    }
+}
+
+/// Each per-endpoint binary serves its own endpoint: started without settings,
+/// it stops at init and its log line names the function.
+#[test]
+fn each_per_endpoint_binary_is_its_endpoints_function() {
+    for (name, path) in binaries() {
+        let out = Command::new(path)
+            .env_clear()
+            .env("TFREG_LOG", "info")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run a function binary");
+        assert!(!out.status.success(), "{name}: exits with an error");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(
+            text.contains(&format!("\"function\":\"{name}\""))
+                && text.contains("TFREG_HOSTNAME is not set"),
+            "{name}: {text}"
+        );
+    }
+}
+
+/// The deployed binary stops at init, naming the variable, when `TFREG_ENDPOINT`
+/// is missing or names no endpoint (before it needs AWS or the Lambda runtime).
+#[test]
+fn the_deployed_binary_refuses_a_missing_or_unknown_endpoint() {
+    for value in [None, Some("provider_versions")] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lambda"));
+        cmd.env_remove(tfreg::aws::config::ENDPOINT)
+            .env("TFREG_LOG", "info")
+            .stdin(Stdio::null());
+        if let Some(v) = value {
+            cmd.env(tfreg::aws::config::ENDPOINT, v);
+        }
+        let out = cmd.output().expect("run the lambda binary");
+        assert!(!out.status.success(), "{value:?}: exits with an error");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let expected = match value {
+            None => "TFREG_ENDPOINT is not set",
+            Some(_) => "TFREG_ENDPOINT is invalid: \\\"provider_versions\\\" is not one of",
+        };
+        assert!(text.contains(expected), "{value:?}: {text}");
+        assert!(
+            text.contains("\"level\":\"ERROR\"") && text.contains("init failed"),
+            "{value:?}: one JSON log line: {text}"
+        );
     }
 }
 
@@ -239,7 +322,7 @@ fn every_function_has_one_resource_and_one_route_and_every_endpoint_a_function()
     );
     assert_eq!(
         binaries,
-        bin_sources(),
+        per_endpoint_sources(),
         "template functions vs functions/src/bin"
     );
 

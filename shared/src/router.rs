@@ -96,6 +96,11 @@ impl Endpoint {
         Endpoint::Publish,
     ];
 
+    /// The endpoint of a [`name`](Self::name), exactly as spelled there.
+    pub fn from_name(name: &str) -> Option<Endpoint> {
+        Self::ALL.into_iter().find(|e| e.name() == name)
+    }
+
     /// A short stable name, used in logs and as the function name.
     pub fn name(self) -> &'static str {
         match self {

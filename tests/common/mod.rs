@@ -310,15 +310,17 @@ impl Server {
             .unwrap()
             .to_path_buf();
         let function_log = std::fs::File::create(&log).unwrap();
+        // What template.yaml deploys: the one `lambda` binary, TFREG_ENDPOINT naming the endpoint.
+        let bin = functions_dir.join("lambda");
+        assert!(
+            bin.exists(),
+            "{} is missing: cargo test --workspace builds it",
+            bin.display()
+        );
         for endpoint in tfreg::router::Endpoint::ALL {
             let name_of_fn = endpoint.name();
-            let bin = functions_dir.join(name_of_fn);
-            assert!(
-                bin.exists(),
-                "{} is missing: cargo test --workspace builds it",
-                bin.display()
-            );
             let function = Command::new(&bin)
+                .env(tfreg::aws::config::ENDPOINT, name_of_fn)
                 .env(
                     "AWS_LAMBDA_RUNTIME_API",
                     format!("http://{runtime_addr}/.rt/{name_of_fn}"),

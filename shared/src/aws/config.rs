@@ -23,9 +23,13 @@ pub const REQUIRE_READ_TOKEN: &str = "TFREG_REQUIRE_READ_TOKEN";
 pub const S3_FORCE_PATH_STYLE: &str = "TFREG_S3_FORCE_PATH_STYLE";
 /// `tracing` filter of the functions' JSON logs; default `info`.
 pub const LOG: &str = "TFREG_LOG";
+/// The endpoint a function serves, by name (`discovery`, `provider-versions`,
+/// …): read by the one `lambda` binary every deployed function runs (required
+/// there); the per-endpoint binaries know their endpoint.
+pub const ENDPOINT: &str = "TFREG_ENDPOINT";
 
 /// Every variable above: what a deployment may set.
-pub const ALL: [&str; 8] = [
+pub const ALL: [&str; 9] = [
     TABLE,
     BUCKET,
     HOSTNAME,
@@ -34,6 +38,7 @@ pub const ALL: [&str; 8] = [
     REQUIRE_READ_TOKEN,
     S3_FORCE_PATH_STYLE,
     LOG,
+    ENDPOINT,
 ];
 
 /// A missing or malformed setting, named so the operator can fix it.
@@ -43,6 +48,25 @@ pub enum ConfigError {
     Missing(&'static str),
     #[error("environment variable {name} is invalid: {reason}")]
     Invalid { name: &'static str, reason: String },
+}
+
+/// The endpoint named by [`ENDPOINT`], read through `get`.
+pub fn endpoint_from_lookup(
+    get: impl Fn(&str) -> Option<String>,
+) -> Result<crate::router::Endpoint, ConfigError> {
+    let name = get(ENDPOINT)
+        .filter(|v| !v.trim().is_empty())
+        .ok_or(ConfigError::Missing(ENDPOINT))?;
+    crate::router::Endpoint::from_name(name.trim()).ok_or_else(|| {
+        let known: Vec<&str> = crate::router::Endpoint::ALL
+            .iter()
+            .map(|e| e.name())
+            .collect();
+        ConfigError::Invalid {
+            name: ENDPOINT,
+            reason: format!("{name:?} is not one of {}", known.join(", ")),
+        }
+    })
 }
 
 /// tfreg's own settings.
@@ -157,6 +181,32 @@ mod tests {
         (BUCKET, "b"),
         (HOSTNAME, "Registry.Example.com"),
     ];
+
+    #[test]
+    fn the_endpoint_is_named_by_its_function_name() {
+        use crate::router::Endpoint;
+        let lookup = |v: Option<&str>| {
+            let v = v.map(str::to_string);
+            endpoint_from_lookup(move |k| (k == ENDPOINT).then(|| v.clone()).flatten())
+        };
+        for e in Endpoint::ALL {
+            assert_eq!(lookup(Some(e.name())).unwrap(), e);
+        }
+        assert_eq!(
+            lookup(Some(" mirror-index\n")).unwrap(),
+            Endpoint::MirrorIndex
+        );
+        for missing in [None, Some(""), Some("  ")] {
+            let err = lookup(missing).unwrap_err().to_string();
+            assert!(err.contains("TFREG_ENDPOINT is not set"), "{err}");
+        }
+        let err = lookup(Some("Discovery")).unwrap_err().to_string();
+        assert!(
+            err.contains("TFREG_ENDPOINT is invalid")
+                && err.contains("\"Discovery\" is not one of discovery, provider-versions"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn defaults_and_required_variables() {

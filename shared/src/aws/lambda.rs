@@ -124,9 +124,26 @@ fn init_tracing() {
         .try_init();
 }
 
+/// The whole life of a function whose endpoint is named by `TFREG_ENDPOINT`
+/// (the `lambda` binary, which every function of template.yaml runs).
+pub async fn run_configured() -> Result<(), lambda_http::Error> {
+    init_tracing();
+    match super::config::endpoint_from_lookup(|name| std::env::var(name).ok()) {
+        Ok(endpoint) => serve(endpoint).await,
+        Err(e) => {
+            tracing::error!(error = %e, "init failed");
+            Err(e.into())
+        }
+    }
+}
+
 /// The whole life of one function: init once, then serve invocations.
 pub async fn run(endpoint: Endpoint) -> Result<(), lambda_http::Error> {
     init_tracing();
+    serve(endpoint).await
+}
+
+async fn serve(endpoint: Endpoint) -> Result<(), lambda_http::Error> {
     let function = match Function::from_env(endpoint).await {
         Ok(f) => f,
         Err(e) => {
