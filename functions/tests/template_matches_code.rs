@@ -207,20 +207,23 @@ fn one_binary_per_endpoint_and_one_for_all() {
     }
 }
 
+/// Run a function binary that must stop at init; its stdout and stderr.
+fn init_failure(cmd: &mut Command, what: &str) -> String {
+    let out = cmd
+        .env("TFREG_LOG", "info")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run a function binary");
+    assert!(!out.status.success(), "{what}: exits with an error");
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
 /// Each per-endpoint binary serves its own endpoint: started without settings,
 /// it stops at init and its log line names the function.
 #[test]
 fn each_per_endpoint_binary_is_its_endpoints_function() {
     for (name, path) in binaries() {
-        let out = Command::new(path)
-            .env_clear()
-            .env("TFREG_LOG", "info")
-            .stdin(Stdio::null())
-            .output()
-            .expect("run a function binary");
-        assert!(!out.status.success(), "{name}: exits with an error");
-        let text = String::from_utf8_lossy(&out.stdout).into_owned()
-            + &String::from_utf8_lossy(&out.stderr);
+        let text = init_failure(Command::new(path).env_clear(), name);
         assert!(
             text.contains(&format!("\"function\":\"{name}\""))
                 && text.contains("TFREG_HOSTNAME is not set"),
@@ -235,19 +238,11 @@ fn each_per_endpoint_binary_is_its_endpoints_function() {
 fn the_deployed_binary_refuses_a_missing_or_unknown_endpoint() {
     for value in [None, Some("provider_versions")] {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_lambda"));
-        cmd.env_remove(tfreg::aws::config::ENDPOINT)
-            .env("TFREG_LOG", "info")
-            .stdin(Stdio::null());
+        cmd.env_remove(tfreg::aws::config::ENDPOINT);
         if let Some(v) = value {
             cmd.env(tfreg::aws::config::ENDPOINT, v);
         }
-        let out = cmd.output().expect("run the lambda binary");
-        assert!(!out.status.success(), "{value:?}: exits with an error");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let text = init_failure(&mut cmd, &format!("{value:?}"));
         let expected = match value {
             None => "TFREG_ENDPOINT is not set",
             Some(_) => "TFREG_ENDPOINT is invalid: \\\"provider_versions\\\" is not one of",
