@@ -38,7 +38,8 @@ pub async fn run(cmd: AwsCommand) -> Result<()> {
                 .create_table()
                 .await?;
             eprintln!("created DynamoDB table {}", args.table);
-            S3BlobStore::new(s3, &args.bucket, std::time::Duration::from_secs(300))
+            let ttl = std::time::Duration::from_secs(tfreg::registry::DEFAULT_URL_TTL_SECS);
+            S3BlobStore::new(s3, &args.bucket, ttl)
                 .create_bucket()
                 .await?;
             eprintln!("created S3 bucket {}", args.bucket);

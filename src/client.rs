@@ -6,7 +6,11 @@ use std::path::{Path, PathBuf};
 use futures_util::TryStreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 use sha2::{Digest, Sha256};
-use tfreg::protocol::{ErrorBody, FileDecl, PublishBegin, PublishRequest, PublishResult};
+use tfreg::protocol::{
+    BeginStatus, ErrorBody, FileDecl, PublishBegin, PublishRequest, PublishResult, PublishStatus,
+    UploadTarget,
+};
+use tfreg::router::{PublishRoute, PublishStep, PublishTarget};
 
 use crate::cli_error::Result;
 
@@ -83,8 +87,13 @@ impl PublishClient {
         Err(format!("{what}: the registry answered {status}: {detail}").into())
     }
 
-    async fn post(&self, path: &str, body: &PublishRequest) -> Result<reqwest::Response> {
-        let url = self.base.join(path).map_err(|e| e.to_string())?;
+    async fn post(&self, route: &PublishRoute, body: &PublishRequest) -> Result<reqwest::Response> {
+        let path = route.path();
+        // The registry's base URL may have a path of its own: join relative to it.
+        let url = self
+            .base
+            .join(path.trim_start_matches('/'))
+            .map_err(|e| e.to_string())?;
         let resp = self
             .http
             .post(url.clone())
@@ -93,20 +102,30 @@ impl PublishClient {
             .send()
             .await
             .map_err(|e| format!("cannot reach {url}: {e}"))?;
-        Self::check(resp, path).await
+        Self::check(resp, &path).await
     }
 
-    async fn upload(&self, url: &str, file: &LocalFile, bar: &ProgressBar) -> Result<()> {
+    async fn upload(
+        &self,
+        target: &UploadTarget,
+        file: &LocalFile,
+        bar: &ProgressBar,
+    ) -> Result<()> {
         let f = tokio::fs::File::open(&file.path)
             .await
             .map_err(|e| format!("opening {}: {e}", file.path.display()))?;
         let bar = bar.clone();
         let stream = tokio_util::io::ReaderStream::new(f)
             .inspect_ok(move |chunk| bar.inc(chunk.len() as u64));
-        let resp = self
+        let mut put = self
             .http
-            .put(url)
-            .header(reqwest::header::CONTENT_LENGTH, file.size)
+            .put(&target.url)
+            .header(reqwest::header::CONTENT_LENGTH, file.size);
+        // A presigned URL signs these (length, checksum, create-only): send them as given.
+        for (name, value) in &target.headers {
+            put = put.header(name, value);
+        }
+        let resp = put
             .body(reqwest::Body::wrap_stream(stream))
             .send()
             .await
@@ -115,25 +134,29 @@ impl PublishClient {
         Ok(())
     }
 
-    /// Publish `files` at `path` (e.g. `v1/publish/providers/ns/null/1.0.0`).
+    /// Publish `files` as `target`: begin, upload each file, complete.
     pub async fn publish(
         &self,
-        path: &str,
+        target: &PublishTarget,
         files: &[LocalFile],
         mut request: PublishRequest,
     ) -> Result<PublishResult> {
+        let step = |step| PublishRoute {
+            target: target.clone(),
+            step,
+        };
         request.files = files.iter().map(LocalFile::decl).collect();
         let begin: PublishBegin = self
-            .post(&format!("{path}/begin"), &request)
+            .post(&step(PublishStep::Begin), &request)
             .await?
             .json()
             .await
             .map_err(|e| format!("unexpected answer from the registry: {e}"))?;
-        if begin.status == "unchanged" {
+        if begin.status == BeginStatus::Unchanged {
             return Ok(PublishResult {
-                status: "unchanged".into(),
-                address: path.to_string(),
-                version: String::new(),
+                status: PublishStatus::Unchanged,
+                address: target.to_string(),
+                version: target.version().to_string(),
                 warnings: vec![],
             });
         }
@@ -151,11 +174,11 @@ impl PublishClient {
                 .find(|f| f.name == target.name)
                 .ok_or_else(|| format!("the registry asked for an unknown file {}", target.name))?;
             bar.set_message(file.name.clone());
-            self.upload(&target.url, file, &bar).await?;
+            self.upload(target, file, &bar).await?;
         }
         bar.finish_and_clear();
-        request.upload_id = Some(begin.upload_id);
-        self.post(&format!("{path}/complete"), &request)
+        request.upload_id = begin.upload_id;
+        self.post(&step(PublishStep::Complete), &request)
             .await?
             .json()
             .await

@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use tfreg::address::{Hostname, ModuleName, ProviderName};
-use tfreg::protocol::{PublishRequest, PublishResult};
+use tfreg::protocol::{PublishRequest, PublishResult, PublishStatus};
+use tfreg::release_files::{ReleaseFile, ReleaseFileName};
+use tfreg::router::PublishTarget;
 use tfreg::version::Version;
 
 use crate::cli_error::Result;
@@ -74,36 +76,43 @@ fn report(what: &str, result: &PublishResult) {
     for w in &result.warnings {
         eprintln!("warning: {w}");
     }
-    match result.status.as_str() {
-        "unchanged" => eprintln!("{what}: already published with identical content; nothing to do"),
-        _ => eprintln!("{what}: published {} {}", result.address, result.version),
+    match result.status {
+        PublishStatus::Unchanged => {
+            eprintln!("{what}: already published with identical content; nothing to do")
+        }
+        PublishStatus::Published => {
+            eprintln!("{what}: published {} {}", result.address, result.version)
+        }
     }
 }
 
-/// Find `terraform-provider-TYPE_VERSION_SHA256SUMS` in a dist directory.
+/// The goreleaser release files in a dist directory, by parsed name.
+fn release_files_in(dist: &Path) -> Result<Vec<ReleaseFileName>> {
+    let entries =
+        std::fs::read_dir(dist).map_err(|e| format!("reading {}: {e}", dist.display()))?;
+    let mut found: Vec<ReleaseFileName> = entries
+        .flatten()
+        .filter_map(|e| ReleaseFileName::parse(&e.file_name().to_string_lossy()))
+        .collect();
+    found.sort_by_key(|f| f.to_string());
+    Ok(found)
+}
+
+/// The one release in a dist directory (its SHA256SUMS names it), or the one
+/// `--type`/`--version` pick.
 fn release_of(
+    files: &[ReleaseFileName],
     dist: &Path,
     want_type: Option<&str>,
     want_version: Option<&str>,
 ) -> Result<(String, String)> {
-    let entries =
-        std::fs::read_dir(dist).map_err(|e| format!("reading {}: {e}", dist.display()))?;
-    let mut found = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name
-            .strip_prefix("terraform-provider-")
-            .and_then(|r| r.strip_suffix("_SHA256SUMS"))
-        else {
-            continue;
-        };
-        if let Some((ty, version)) = rest.split_once('_')
-            && want_type.is_none_or(|t| t == ty)
-            && want_version.is_none_or(|v| v == version)
-        {
-            found.push((ty.to_string(), version.to_string()));
-        }
-    }
+    let mut found: Vec<(String, String)> = files
+        .iter()
+        .filter(|f| f.file == ReleaseFile::Shasums)
+        .filter(|f| want_type.is_none_or(|t| t == f.provider_type))
+        .filter(|f| want_version.is_none_or(|v| v == f.version))
+        .map(|f| (f.provider_type.clone(), f.version.clone()))
+        .collect();
     match found.len() {
         1 => Ok(found.remove(0)),
         0 => Err(format!(
@@ -119,30 +128,25 @@ pub async fn provider(args: ProviderArgs) -> Result<()> {
     if let Some(v) = &args.version {
         Version::parse(v)?;
     }
+    let in_dist = release_files_in(&args.dist_dir)?;
     let (ty, version) = release_of(
+        &in_dist,
         &args.dist_dir,
         args.provider_type.as_deref(),
         args.version.as_deref(),
     )?;
     let name = ProviderName::parse(&args.namespace, &ty)?;
     let version = Version::parse(&version)?;
-    let prefix = format!("terraform-provider-{ty}_{version}_");
     let mut files = Vec::new();
-    let mut names: Vec<_> = std::fs::read_dir(&args.dist_dir)
-        .map_err(|e| format!("reading {}: {e}", args.dist_dir.display()))?
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(&prefix))
-        .filter(|n| {
-            n.ends_with(".zip")
-                || n.ends_with("_SHA256SUMS")
-                || n.ends_with("_SHA256SUMS.sig")
-                || n.ends_with("_manifest.json")
-        })
-        .collect();
-    names.sort();
-    for n in names {
-        files.push(LocalFile::hash(n.clone(), &args.dist_dir.join(&n))?);
+    for f in in_dist
+        .iter()
+        .filter(|f| f.provider_type == ty && f.version == version.to_string())
+    {
+        let file_name = f.to_string();
+        files.push(LocalFile::hash(
+            file_name.clone(),
+            &args.dist_dir.join(&file_name),
+        )?);
     }
     let signing_key = std::fs::read_to_string(&args.signing_key)
         .map_err(|e| format!("reading --signing-key {}: {e}", args.signing_key.display()))?;
@@ -153,8 +157,11 @@ pub async fn provider(args: ProviderArgs) -> Result<()> {
         allow_modern_keys: args.allow_modern_keys,
         ..Default::default()
     };
-    let path = format!("v1/publish/providers/{name}/{version}");
-    let result = client.publish(&path, &files, request).await?;
+    let target = PublishTarget::Provider {
+        provider: name.clone(),
+        version: version.clone(),
+    };
+    let result = client.publish(&target, &files, request).await?;
     report(&format!("provider {name} {version}"), &result);
     Ok(())
 }
@@ -166,7 +173,7 @@ pub async fn module(args: ModuleArgs) -> Result<()> {
     let packed;
     let archive = if args.src.is_dir() {
         let tmp = tempfile::NamedTempFile::new().map_err(|e| format!("temporary file: {e}"))?;
-        tfreg::module_archive::pack_dir(&args.src, std::io::BufWriter::new(tmp.as_file()))
+        tfreg::archives::module::pack_dir(&args.src, std::io::BufWriter::new(tmp.as_file()))
             .map_err(|e| format!("packing {}: {e}", args.src.display()))?;
         packed = tmp;
         packed.path().to_path_buf()
@@ -183,9 +190,12 @@ pub async fn module(args: ModuleArgs) -> Result<()> {
     };
     let file = LocalFile::hash(filename, &archive)?;
     let client = PublishClient::new(&args.registry.registry, args.registry.token)?;
-    let path = format!("v1/publish/modules/{name}/{version}");
+    let target = PublishTarget::Module {
+        module: name.clone(),
+        version: version.clone(),
+    };
     let result = client
-        .publish(&path, &[file], PublishRequest::default())
+        .publish(&target, &[file], PublishRequest::default())
         .await?;
     report(&format!("module {name} {version}"), &result);
     Ok(())
@@ -210,21 +220,22 @@ pub async fn mirror_import(args: MirrorImportArgs) -> Result<()> {
         if !entry.file_type().is_file() || !file.ends_with(".zip") {
             continue; // the JSON index files are never trusted over the zips
         }
-        let Some(rest) = file.strip_prefix(&format!("terraform-provider-{ty}_")) else {
-            eprintln!(
-                "skipping {}: not a terraform-provider-{ty} package",
-                rel.display()
-            );
-            continue;
+        let version = match ReleaseFileName::parse(file) {
+            Some(parsed)
+                if parsed.provider_type == *ty
+                    && matches!(parsed.file, ReleaseFile::Package(_)) =>
+            {
+                parsed.version
+            }
+            _ => {
+                eprintln!(
+                    "skipping {}: expected terraform-provider-{ty}_VERSION_OS_ARCH.zip",
+                    rel.display()
+                );
+                continue;
+            }
         };
-        let Some((version, _platform)) = rest.split_once('_') else {
-            eprintln!(
-                "skipping {}: expected terraform-provider-{ty}_VERSION_OS_ARCH.zip",
-                rel.display()
-            );
-            continue;
-        };
-        let key = (host.clone(), ns.clone(), ty.clone(), version.to_string());
+        let key = (host.clone(), ns.clone(), ty.clone(), version);
         releases
             .entry(key)
             .or_default()
@@ -242,9 +253,13 @@ pub async fn mirror_import(args: MirrorImportArgs) -> Result<()> {
         let host = Hostname::parse(&host)?;
         let name = ProviderName::parse(&ns, &ty)?;
         let version = Version::parse(&version)?;
-        let path = format!("v1/publish/mirror/{host}/{name}/{version}");
+        let target = PublishTarget::Mirror {
+            hostname: host.clone(),
+            provider: name.clone(),
+            version: version.clone(),
+        };
         let result = client
-            .publish(&path, &files, PublishRequest::default())
+            .publish(&target, &files, PublishRequest::default())
             .await?;
         report(&format!("mirror {host}/{name} {version}"), &result);
     }

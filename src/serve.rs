@@ -4,11 +4,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use axum::body::Body as AxumBody;
 use clap::Args;
-use futures_util::TryStreamExt;
 use tfreg::address::Hostname;
-use tfreg::service::{self, Body, Request};
+use tfreg::registry::{DEFAULT_URL_TTL_SECS, MAX_URL_TTL_SECS};
 use tfreg::{Config, Registry};
 
 use crate::cli_error::Result;
@@ -32,34 +30,12 @@ pub struct ServeArgs {
     /// PEM private key for --tls-cert.
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<PathBuf>,
-    /// Lifetime of archive download URLs, in seconds.
-    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86400))]
+    /// Lifetime of archive download and upload URLs, in seconds.
+    #[arg(long, default_value_t = DEFAULT_URL_TTL_SECS, value_parser = clap::value_parser!(u64).range(1..=MAX_URL_TTL_SECS))]
     url_ttl: u64,
     /// Require a token (read or publish scope) for every read endpoint.
     #[arg(long)]
     require_read_token: bool,
-}
-
-fn to_request(req: axum::extract::Request) -> Request {
-    let (parts, body) = req.into_parts();
-    let stream = body.into_data_stream().map_err(std::io::Error::other);
-    Request {
-        method: parts.method,
-        path: parts.uri.path().to_string(),
-        query: parts.uri.query().map(str::to_string),
-        authorization: service::authorization(&parts.headers),
-        body: Body::Stream(Box::pin(stream)),
-    }
-}
-
-fn to_axum(resp: service::Response) -> axum::response::Response {
-    let (parts, body) = resp.into_parts();
-    let body = match body {
-        Body::Empty => AxumBody::empty(),
-        Body::Bytes(b) => AxumBody::from(b),
-        Body::Stream(s) => AxumBody::from_stream(s),
-    };
-    axum::response::Response::from_parts(parts, body)
 }
 
 fn print_welcome(
@@ -131,12 +107,9 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     config.require_read_token = args.require_read_token;
     let items = Arc::new(dir.item_store()?);
     let signer = tfreg::signed_url::load_signer(items.as_ref()).await?;
-    let registry = Arc::new(Registry::new(
-        items,
-        Arc::new(dir.blob_store()?),
-        signer,
-        config,
-    ));
+    let blobs = dir.blob_store()?;
+    sweep_uploads_hourly(blobs.clone());
+    let registry = Arc::new(Registry::new(items, Arc::new(blobs), signer, config));
 
     let tls_files = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => tls::TlsFiles {
@@ -157,10 +130,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
             .await
             .map_err(|e| format!("loading TLS certificate {}: {e}", tls_files.cert.display()))?;
 
-    let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
-        let registry = registry.clone();
-        async move { to_axum(service::handle(&registry, to_request(req)).await) }
-    });
+    let app = tfreg::app::app(registry, None);
 
     let handle = axum_server::Handle::new();
     let shutdown = handle.clone();
@@ -179,6 +149,26 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         .map_err(|e| format!("server task failed: {e}"))?
         .map_err(|e| format!("cannot serve on {}: {e}", args.listen))?;
     Ok(())
+}
+
+/// Remove upload slots (and their tombstones) that no URL can write any more:
+/// at start, then every hour.
+fn sweep_uploads_hourly(blobs: tfreg::storage::fs::FsBlobStore) {
+    let max_age =
+        std::time::Duration::from_secs(MAX_URL_TTL_SECS + tfreg::upload_session::GRACE_SECS);
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(3600));
+        loop {
+            every.tick().await;
+            let blobs = blobs.clone();
+            match tokio::task::spawn_blocking(move || blobs.sweep_uploads(max_age)).await {
+                Ok(Ok(0)) => {}
+                Ok(Ok(n)) => tracing::info!(removed = n, "swept expired upload slots"),
+                Ok(Err(e)) => tracing::warn!(error = %e, "sweeping upload slots failed"),
+                Err(e) => tracing::warn!(error = %e, "sweeping upload slots failed"),
+            }
+        }
+    });
 }
 
 async fn shutdown_signal() {

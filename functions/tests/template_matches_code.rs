@@ -13,7 +13,6 @@ use std::process::{Command, Stdio};
 use http::Method;
 use serde_norway::Value;
 use tfreg::router::Endpoint;
-use tfreg::service::{Body, Request};
 
 fn template() -> Value {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml"))
@@ -431,7 +430,12 @@ fn every_function_is_built_for_lambda_and_logs_json_to_a_retained_group() {
     }
 }
 
-const WRITE_ACTIONS: [&str; 3] = ["dynamodb:PutItem", "s3:PutObject", "s3:DeleteObject"];
+const WRITE_ACTIONS: [&str; 4] = [
+    "dynamodb:PutItem",
+    "dynamodb:DeleteItem",
+    "s3:PutObject",
+    "s3:DeleteObject",
+];
 const READ_ACTIONS: [&str; 4] = [
     "dynamodb:GetItem",
     "dynamodb:Query",
@@ -560,7 +564,7 @@ fn table_and_bucket_match_what_the_code_uses() {
             .iter()
             .any(|r| !r["AbortIncompleteMultipartUpload"].is_null())
     );
-    let staging = tfreg::handlers::blob::UPLOADS_PREFIX;
+    let staging = tfreg::blob_key::UPLOADS;
     assert!(
         rules
             .iter()
@@ -626,17 +630,18 @@ async fn rust_answer(method: Method) -> (u16, String, String) {
         std::sync::Arc::new(blobs),
         tfreg::Config::new(tfreg::address::Hostname::parse("registry.example.com").unwrap()),
     );
-    let req = Request {
-        method,
-        path: "/.well-known/terraform.json".into(),
-        query: None,
-        authorization: None,
-        body: Body::Empty,
-    };
-    let resp = tfreg::service::handle(&registry, req).await;
+    let req = http::Request::builder()
+        .method(method)
+        .uri("/.well-known/terraform.json")
+        .body(tfreg::http_types::Body::empty())
+        .unwrap();
+    let resp = tfreg::app::handle(&registry, None, req).await;
     let status = resp.status().as_u16();
     let content_type = resp.headers()["content-type"].to_str().unwrap().to_string();
-    let body = resp.into_body().collect(usize::MAX).await.unwrap();
+    let (parts, body) = resp.into_parts();
+    let body = tfreg::http_types::read_body(&parts.headers, body, usize::MAX)
+        .await
+        .unwrap();
     (
         status,
         content_type,

@@ -65,7 +65,7 @@ pub async fn create_token(store: &dyn ItemStore, record: TokenRecord) -> Result<
         "{TOKEN_PREFIX}{}",
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
     );
-    let data = serde_json::to_vec(&record).map_err(|e| Error::Storage(e.to_string()))?;
+    let data = serde_json::to_vec(&record).map_err(Error::internal)?;
     store
         .put(
             Item {
@@ -99,7 +99,50 @@ pub async fn authenticate(store: &dyn ItemStore, token: &str) -> Result<TokenRec
         .await?
         .ok_or_else(unknown)?;
     serde_json::from_slice(&item.data)
-        .map_err(|e| Error::Storage(format!("corrupt token record: {e}")))
+        .map_err(|e| Error::internal(format!("corrupt token record: {e}")))
+}
+
+/// Refuse reads without a valid token when the registry requires one.
+pub async fn require_reader(
+    registry: &crate::Registry,
+    authorization: Option<&str>,
+) -> Result<(), Error> {
+    if !registry.config.require_read_token {
+        return Ok(());
+    }
+    let token = bearer(authorization).ok_or_else(|| {
+        Error::Unauthorized(
+            "this registry requires a token: set TF_TOKEN_<host> or a credentials block".into(),
+        )
+    })?;
+    authenticate(registry.items.as_ref(), token)
+        .await
+        .map(|_| ())
+}
+
+/// The record of a token that may publish `target`: a publish token covering
+/// its namespace; mirror imports need a token without a namespace limit.
+pub async fn require_publisher(
+    registry: &crate::Registry,
+    authorization: Option<&str>,
+    target: &crate::router::PublishTarget,
+) -> Result<TokenRecord, Error> {
+    let token = bearer(authorization).ok_or_else(|| {
+        Error::Unauthorized("publishing needs a token: pass --token or set TFREG_TOKEN".into())
+    })?;
+    let record = authenticate(registry.items.as_ref(), token).await?;
+    if record.scope != Scope::Publish {
+        return Err(Error::Forbidden("this token may not publish".into()));
+    }
+    match target.namespace() {
+        Some(ns) if !record.may_publish(ns) => Err(Error::Forbidden(format!(
+            "this token may not publish into namespace {ns}"
+        ))),
+        None if record.namespace.is_some() => Err(Error::Forbidden(
+            "mirror imports need a publish token without a namespace limit".into(),
+        )),
+        _ => Ok(record),
+    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 //! | provider release (mirrored)  | `MIRROR#<hostname>/<ns>/<type>`  | `VERSION#<version>` |
 //! | module release               | `MODULE#<ns>/<name>/<system>`    | `VERSION#<version>` |
 //! | API token (hash only)        | `TOKEN#<sha256 of token>`        | `TOKEN`            |
+//! | publish in progress          | `UPLOAD#<upload id>`             | `UPLOAD`           |
 //!
 //! One release is one item holding every platform, so a versions list is one
 //! partition query and a download is one `GetItem`. Versions are sorted by
@@ -17,6 +18,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::address::{Hostname, ModuleName, ProviderName};
+use crate::blob_key::BlobKey;
 use crate::error::Error;
 use crate::storage::{Condition, Item, ItemStore, StoreError, query_all};
 use crate::version::{Version, sort_versions};
@@ -39,8 +41,8 @@ pub struct StoredFile {
     /// Lowercase hex sha256.
     pub sha256: String,
     pub size: u64,
-    /// Blob store key.
-    pub key: String,
+    /// Where the bytes are kept.
+    pub key: BlobKey,
 }
 
 /// One platform package of a provider release.
@@ -131,9 +133,9 @@ fn version_sk(version: &Version) -> String {
     format!("{VERSION_PREFIX}{version}")
 }
 
-fn decode<T: for<'de> Deserialize<'de>>(item: &Item) -> Result<T, Error> {
+pub(crate) fn decode<T: for<'de> Deserialize<'de>>(item: &Item) -> Result<T, Error> {
     serde_json::from_slice(&item.data)
-        .map_err(|e| Error::Storage(format!("corrupt item {}/{}: {e}", item.pk, item.sk)))
+        .map_err(|e| Error::internal(format!("corrupt item {}/{}: {e}", item.pk, item.sk)))
 }
 
 async fn list<T: for<'de> Deserialize<'de>>(
@@ -178,7 +180,7 @@ async fn put_new<T: Serialize + for<'de> Deserialize<'de>, C: PartialEq>(
     let item = Item {
         pk: pk.clone(),
         sk: version_sk(version),
-        data: serde_json::to_vec(release).map_err(|e| Error::Storage(e.to_string()))?,
+        data: serde_json::to_vec(release).map_err(Error::internal)?,
     };
     match store.put(item, Condition::IfAbsent).await {
         Ok(()) => Ok(PutOutcome::Created),
@@ -297,7 +299,7 @@ mod tests {
                 filename: "m.tar.gz".into(),
                 sha256: sha.to_string().repeat(64),
                 size: 1,
-                key: format!("archives/{sha}/m.tar.gz"),
+                key: BlobKey::parse(&format!("archives/{sha}/m.tar.gz")).unwrap(),
             },
             published_at: 0,
         }

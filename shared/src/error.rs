@@ -1,17 +1,32 @@
 //! The one error type of the registry and its mapping to HTTP.
 //!
 //! Every handler returns `Result<_, Error>`; [`Error::status`] is the only place
-//! where an error becomes an HTTP status, and [`crate::protocol::ErrorBody`] the
-//! only shape of an error body (`{"errors": ["..."]}`).
+//! where an error becomes an HTTP status and [`Error::public_message`] the only
+//! place that decides what a client is told. [`crate::http_types::error_response`]
+//! turns both into the one shape of an error body (`{"errors": ["..."]}`).
+//!
+//! The client's mistakes are 4xx with a message that says what to fix. A store
+//! that is down or throttled is [`Error::Unavailable`] (503 with `Retry-After`).
+//! Our own bugs and broken data are [`Error::Internal`] (500): the detail goes to
+//! the log, the client gets a short fixed message.
 
-use http::StatusCode;
+use http::{Method, StatusCode};
+
+use crate::release_files::ReleaseError;
+use crate::storage::StoreError;
+
+/// Seconds a client is asked to wait before retrying a 503.
+pub const RETRY_AFTER_SECS: u64 = 5;
 
 /// Everything that can go wrong while answering a request.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The request is malformed: bad path segment, version, body or archive.
+    /// The request is malformed: bad path segment, version or body.
     #[error("{0}")]
     BadRequest(String),
+    /// The files of a publish are refused: signature, checksums, archive contents.
+    #[error(transparent)]
+    Release(#[from] ReleaseError),
     /// No such provider, module, version, platform or route.
     #[error("{0}")]
     NotFound(String),
@@ -21,18 +36,26 @@ pub enum Error {
     /// A valid token without the right, or a tampered/expired archive URL.
     #[error("{0}")]
     Forbidden(String),
-    /// The route exists but not for this method.
-    #[error("method {0} is not allowed here")]
-    MethodNotAllowed(String),
-    /// Publishing a version that exists with different content.
+    /// The route exists but not for this method; `allow` lists the methods it takes.
+    #[error("method {method} is not allowed here")]
+    MethodNotAllowed {
+        method: Method,
+        allow: &'static [Method],
+    },
+    /// Publishing a version that exists with different content, or writing an
+    /// upload slot twice.
     #[error("{0}")]
     Conflict(String),
     /// A body or archive larger than the registry accepts.
     #[error("{0}")]
     PayloadTooLarge(String),
-    /// A storage backend failed; the request may be retried.
-    #[error("storage error: {0}")]
-    Storage(String),
+    /// A store is unavailable or throttled; the request may be retried.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// Our bug, a misconfiguration or corrupt stored data. The detail is logged,
+    /// never sent to the client.
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl Error {
@@ -40,13 +63,28 @@ impl Error {
     pub fn status(&self) -> StatusCode {
         match self {
             Error::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Error::Release(e) if e.is_too_large() => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::Release(_) => StatusCode::BAD_REQUEST,
             Error::NotFound(_) => StatusCode::NOT_FOUND,
             Error::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Error::Forbidden(_) => StatusCode::FORBIDDEN,
-            Error::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            Error::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Error::Storage(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// What the client is told: the whole message for its own mistakes, a short
+    /// fixed text for ours (the detail is in the log line of the request).
+    pub fn public_message(&self) -> String {
+        match self {
+            Error::Unavailable(_) => {
+                "the registry's storage is unavailable or throttled; retry later".into()
+            }
+            Error::Internal(_) => "internal error; the registry logged the details".into(),
+            other => other.to_string(),
         }
     }
 
@@ -59,21 +97,85 @@ impl Error {
     pub fn not_found(msg: impl Into<String>) -> Self {
         Error::NotFound(msg.into())
     }
+
+    /// Shorthand for a 500 (our bug or broken data).
+    pub fn internal(msg: impl std::fmt::Display) -> Self {
+        Error::Internal(msg.to_string())
+    }
 }
 
-impl From<crate::storage::StoreError> for Error {
-    fn from(e: crate::storage::StoreError) -> Self {
+impl From<StoreError> for Error {
+    fn from(e: StoreError) -> Self {
         match e {
-            crate::storage::StoreError::ConditionFailed => {
+            StoreError::ConditionFailed => {
                 Error::Conflict("the item was changed by another request".into())
             }
-            crate::storage::StoreError::NotFound(key) => {
-                Error::not_found(format!("{key} not found"))
+            StoreError::NotFound(key) => Error::not_found(format!("{key} not found")),
+            StoreError::AlreadyExists(key) => Error::Conflict(format!("{key} already exists")),
+            StoreError::TooLarge { key, max } => {
+                Error::PayloadTooLarge(format!("{key} is larger than {max} bytes"))
             }
-            other => Error::Storage(other.to_string()),
+            StoreError::Mismatch { key, reason } => Error::bad(format!("{key}: {reason}")),
+            StoreError::Unavailable(detail) => Error::Unavailable(detail),
+            StoreError::Internal(detail) => Error::Internal(detail),
         }
+    }
+}
+
+impl From<tokio::task::JoinError> for Error {
+    fn from(e: tokio::task::JoinError) -> Self {
+        Error::internal(format!("a blocking task failed: {e}"))
     }
 }
 
 /// Result alias used across the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_faults_never_reach_the_client() {
+        let unavailable = Error::Unavailable("dynamodb: ThrottlingException on table t".into());
+        assert_eq!(unavailable.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(!unavailable.public_message().contains("ThrottlingException"));
+        let internal = Error::internal("corrupt item PROVIDER#a/b VERSION#1");
+        assert_eq!(internal.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(!internal.public_message().contains("PROVIDER#"));
+        assert!(
+            internal.to_string().contains("PROVIDER#"),
+            "the log keeps it"
+        );
+        let bad = Error::bad("invalid version \"x\"");
+        assert_eq!(bad.public_message(), "invalid version \"x\"");
+    }
+
+    #[test]
+    fn store_errors_keep_their_meaning() {
+        let cases = [
+            (StoreError::Unavailable("timeout".into()), 503),
+            (StoreError::Internal("corrupt".into()), 500),
+            (StoreError::ConditionFailed, 409),
+            (StoreError::AlreadyExists("k".into()), 409),
+            (StoreError::NotFound("k".into()), 404),
+            (
+                StoreError::TooLarge {
+                    key: "k".into(),
+                    max: 1,
+                },
+                413,
+            ),
+            (
+                StoreError::Mismatch {
+                    key: "k".into(),
+                    reason: "short".into(),
+                },
+                400,
+            ),
+        ];
+        for (store, status) in cases {
+            assert_eq!(Error::from(store).status().as_u16(), status);
+        }
+    }
+}

@@ -5,6 +5,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::blob_key::UploadId;
+
+/// Where clients discover the services.
+pub const DISCOVERY_PATH: &str = "/.well-known/terraform.json";
 /// Base path of the provider registry protocol. Ends in `/`: the provider
 /// client does not add one.
 pub const PROVIDERS_V1: &str = "/v1/providers/";
@@ -177,17 +181,25 @@ pub struct PublishRequest {
     pub allow_modern_keys: bool,
     /// Set on `complete`: the id `begin` returned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub upload_id: Option<String>,
+    pub upload_id: Option<UploadId>,
+}
+
+/// What `begin` asks the client to do.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BeginStatus {
+    /// Upload each file to its URL, then call complete.
+    Upload,
+    /// The same content is already published: nothing to do.
+    Unchanged,
 }
 
 /// Answer to `begin`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PublishBegin {
-    /// `"upload"` (PUT each file, then call complete) or `"unchanged"` (the same
-    /// content is already published: nothing to do).
-    pub status: String,
-    #[serde(default)]
-    pub upload_id: String,
+    pub status: BeginStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upload_id: Option<UploadId>,
     #[serde(default)]
     pub uploads: Vec<UploadTarget>,
 }
@@ -197,13 +209,25 @@ pub struct PublishBegin {
 pub struct UploadTarget {
     pub name: String,
     pub url: String,
+    /// Headers the upload must carry exactly (a presigned S3 URL signs them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<(String, String)>,
+}
+
+/// How a publish ended.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum PublishStatus {
+    /// The version is now visible.
+    Published,
+    /// The same content was already published: nothing changed.
+    Unchanged,
 }
 
 /// Answer to `complete`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PublishResult {
-    /// `"published"` or `"unchanged"`.
-    pub status: String,
+    pub status: PublishStatus,
     pub address: String,
     pub version: String,
     #[serde(default)]

@@ -7,9 +7,17 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::OnceCell;
 
 use crate::address::Hostname;
+use crate::blob_key::BlobKey;
 use crate::error::Error;
-use crate::signed_url::{Access, UrlSigner};
-use crate::storage::{BlobStore, ItemStore};
+use crate::signed_url::{Grant, UrlSigner};
+use crate::storage::{BlobStore, Digest, ItemStore};
+
+/// Default lifetime of archive download and upload URLs, in seconds.
+pub const DEFAULT_URL_TTL_SECS: u64 = 300;
+/// Longest lifetime an operator may give archive URLs: a day. Archive URLs
+/// carry no token, so a leaked one works until it expires; Terraform uses a
+/// URL within seconds of getting it. (S3 presigned URLs could last 7 days.)
+pub const MAX_URL_TTL_SECS: u64 = 86_400;
 
 /// Limits and settings of one registry.
 #[derive(Debug, Clone)]
@@ -32,7 +40,7 @@ impl Config {
         Self {
             public_url: format!("https://{hostname}"),
             hostname,
-            url_ttl_secs: 300,
+            url_ttl_secs: DEFAULT_URL_TTL_SECS,
             require_read_token: false,
             max_archive_bytes: 2 * 1024 * 1024 * 1024,
         }
@@ -109,9 +117,8 @@ impl Registry {
     /// so a publish made the secret, unless someone deleted it).
     pub async fn signer(&self) -> Result<&UrlSigner, Error> {
         self.signer_if_ready().await?.ok_or_else(|| {
-            Error::Storage(
-                "the URL signing secret is missing from the table: publish once, or run `tfreg aws init`"
-                    .into(),
+            Error::internal(
+                "the URL signing secret is missing from the table: publish once, or run `tfreg aws init`",
             )
         })
     }
@@ -127,16 +134,24 @@ impl Registry {
         (self.clock)()
     }
 
-    /// A signed URL to the registry's own blob endpoint for `key`.
-    pub async fn blob_url(&self, access: Access, key: &str) -> Result<String, Error> {
+    /// A signed URL to the registry's own blob endpoint granting `grant`.
+    pub async fn blob_url(&self, grant: Grant<'_>) -> Result<String, Error> {
+        let key = match grant {
+            Grant::Read(key) | Grant::Write(key, _) => key,
+        };
         let expires = self.now() + self.config.url_ttl_secs;
-        let signature = self.signer().await?.sign(access, key, expires);
-        Ok(format!(
-            "{}{}{}?{}",
-            self.config.public_url,
-            crate::protocol::BLOBS_V1,
-            key,
-            signature
-        ))
+        let query = self.signer().await?.sign(grant, expires);
+        let path = crate::router::Route::Blob(key.clone()).path();
+        Ok(format!("{}{path}?{query}", self.config.public_url))
+    }
+
+    /// A download URL for an archive.
+    pub async fn read_url(&self, key: &BlobKey) -> Result<String, Error> {
+        self.blob_url(Grant::Read(key)).await
+    }
+
+    /// An upload URL for one slot, for exactly the declared bytes.
+    pub async fn upload_url(&self, key: &BlobKey, expected: &Digest) -> Result<String, Error> {
+        self.blob_url(Grant::Write(key, expected)).await
     }
 }

@@ -1,12 +1,126 @@
-//! Pure checks of what a publisher uploads: goreleaser file names, SHA256SUMS,
-//! the release manifest and plugin protocol versions.
+//! Pure checks of what a publisher uploads: goreleaser file names (parsed here
+//! and only here, for the server and for `tfreg publish` / `tfreg mirror
+//! import`), declared files, SHA256SUMS, the release manifest and plugin
+//! protocol versions. Every refusal is a typed [`ReleaseError`].
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 
 use crate::address::Platform;
-use crate::error::Error;
+use crate::archives::ArchiveError;
+use crate::blob_key::FileName;
 use crate::protocol::FileDecl;
+use crate::signing::SignatureError;
 use crate::version::Version;
+
+/// Why the files of a publish were refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ReleaseError {
+    /// A file name, declaration, SHA256SUMS, manifest or protocol list is wrong.
+    #[error("{0}")]
+    Invalid(String),
+    /// A declared file is larger than the registry accepts.
+    #[error("{0}")]
+    TooLarge(String),
+    /// The signature over SHA256SUMS, or the key, is refused.
+    #[error(transparent)]
+    Signature(#[from] SignatureError),
+    /// An archive's contents are refused.
+    #[error("{file}: {source}")]
+    Archive {
+        file: String,
+        #[source]
+        source: ArchiveError,
+    },
+}
+
+impl ReleaseError {
+    pub fn invalid(msg: impl Into<String>) -> Self {
+        ReleaseError::Invalid(msg.into())
+    }
+
+    /// True when the refusal is about size (answered 413).
+    pub fn is_too_large(&self) -> bool {
+        matches!(self, ReleaseError::TooLarge(_))
+    }
+}
+
+/// The part of a provider release a file is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReleaseFile {
+    /// `<os>_<arch>.zip`.
+    Package(Platform),
+    /// `SHA256SUMS`.
+    Shasums,
+    /// `SHA256SUMS.sig`.
+    Signature,
+    /// `manifest.json`.
+    Manifest,
+}
+
+/// A goreleaser file name: `terraform-provider-<type>_<version>_<file>`.
+///
+/// Provider types hold no `_` and versions none either (semver allows only
+/// letters, digits, `-` and `.`), so the name splits unambiguously. The type
+/// and version are only split off here; callers validate them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReleaseFileName {
+    pub provider_type: String,
+    pub version: String,
+    pub file: ReleaseFile,
+}
+
+const PROVIDER_PREFIX: &str = "terraform-provider-";
+
+impl ReleaseFileName {
+    pub fn new(provider_type: &str, version: &Version, file: ReleaseFile) -> Self {
+        Self {
+            provider_type: provider_type.to_string(),
+            version: version.to_string(),
+            file,
+        }
+    }
+
+    /// The parts of a goreleaser file name, or `None` if it is not one.
+    pub fn parse(name: &str) -> Option<Self> {
+        let rest = name.strip_prefix(PROVIDER_PREFIX)?;
+        let (provider_type, rest) = rest.split_once('_')?;
+        let (version, file) = rest.split_once('_')?;
+        if provider_type.is_empty() || version.is_empty() {
+            return None;
+        }
+        let file = match file {
+            "SHA256SUMS" => ReleaseFile::Shasums,
+            "SHA256SUMS.sig" => ReleaseFile::Signature,
+            "manifest.json" => ReleaseFile::Manifest,
+            zip => {
+                let (os, arch) = zip.strip_suffix(".zip")?.split_once('_')?;
+                ReleaseFile::Package(Platform::parse(os, arch).ok()?)
+            }
+        };
+        Some(Self {
+            provider_type: provider_type.to_string(),
+            version: version.to_string(),
+            file,
+        })
+    }
+}
+
+impl fmt::Display for ReleaseFileName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{PROVIDER_PREFIX}{}_{}_",
+            self.provider_type, self.version
+        )?;
+        match &self.file {
+            ReleaseFile::Package(p) => write!(f, "{p}.zip"),
+            ReleaseFile::Shasums => f.write_str("SHA256SUMS"),
+            ReleaseFile::Signature => f.write_str("SHA256SUMS.sig"),
+            ReleaseFile::Manifest => f.write_str("manifest.json"),
+        }
+    }
+}
 
 /// The files of a provider release, sorted into their roles.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,24 +135,43 @@ pub struct ProviderFiles {
 /// Largest number of files in one publish.
 pub const MAX_FILES: usize = 200;
 
-/// Check one declared file: a well-formed sha256 and a size within `max_size`.
-pub fn check_decl(f: &FileDecl, max_size: u64) -> Result<(), Error> {
+/// Check one declared file: a safe file name, a well-formed sha256 and a size
+/// within `max_size`.
+pub fn check_decl(f: &FileDecl, max_size: u64) -> Result<FileName, ReleaseError> {
+    let name = FileName::parse(&f.name).map_err(|e| ReleaseError::invalid(e.to_string()))?;
     if f.sha256.len() != 64
         || !f
             .sha256
             .bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     {
-        return Err(Error::bad(format!(
+        return Err(ReleaseError::invalid(format!(
             "{}: sha256 must be 64 lowercase hex characters",
             f.name
         )));
     }
     if f.size > max_size {
-        return Err(Error::PayloadTooLarge(format!(
+        return Err(ReleaseError::TooLarge(format!(
             "{} is larger than {max_size} bytes",
             f.name
         )));
+    }
+    Ok(name)
+}
+
+/// Check every declared file and that none is listed twice.
+pub fn check_decls(files: &[FileDecl], max_size: u64) -> Result<(), ReleaseError> {
+    if files.len() > MAX_FILES {
+        return Err(ReleaseError::invalid(format!(
+            "too many files (at most {MAX_FILES})"
+        )));
+    }
+    let mut seen = BTreeSet::new();
+    for f in files {
+        check_decl(f, max_size)?;
+        if !seen.insert(f.name.as_str()) {
+            return Err(ReleaseError::invalid(format!("{} is listed twice", f.name)));
+        }
     }
     Ok(())
 }
@@ -52,39 +185,26 @@ pub fn provider_files(
     files: &[FileDecl],
     signed: bool,
     max_size: u64,
-) -> Result<ProviderFiles, Error> {
-    if files.len() > MAX_FILES {
-        return Err(Error::bad(format!("too many files (at most {MAX_FILES})")));
-    }
-    let base = format!("terraform-provider-{provider_type}_{version}");
+) -> Result<ProviderFiles, ReleaseError> {
+    check_decls(files, max_size)?;
+    let base = format!("{PROVIDER_PREFIX}{provider_type}_{version}");
     let mut out = ProviderFiles {
         zips: Vec::new(),
         shasums: None,
         signature: None,
         manifest: None,
     };
-    let mut seen = BTreeSet::new();
     for f in files {
-        check_decl(f, max_size)?;
-        if !seen.insert(f.name.as_str()) {
-            return Err(Error::bad(format!("{} is listed twice", f.name)));
-        }
-        let rest = f.name.strip_prefix(&base).and_then(|r| r.strip_prefix('_'));
-        let slot = match rest {
-            Some("SHA256SUMS") if signed => &mut out.shasums,
-            Some("SHA256SUMS.sig") if signed => &mut out.signature,
-            Some("manifest.json") if signed => &mut out.manifest,
-            Some(r) if r.ends_with(".zip") => {
-                let platform = r[..r.len() - 4]
-                    .split_once('_')
-                    .ok_or(())
-                    .and_then(|(os, arch)| Platform::parse(os, arch).map_err(|_| ()))
-                    .map_err(|_| {
-                        Error::bad(format!("{}: expected {base}_<os>_<arch>.zip", f.name))
-                    })?;
+        let parsed = ReleaseFileName::parse(&f.name)
+            .filter(|n| n.provider_type == provider_type && n.version == version.to_string());
+        let slot = match parsed.map(|n| n.file) {
+            Some(ReleaseFile::Package(platform)) => {
                 out.zips.push((platform, f.clone()));
                 continue;
             }
+            Some(ReleaseFile::Shasums) if signed => &mut out.shasums,
+            Some(ReleaseFile::Signature) if signed => &mut out.signature,
+            Some(ReleaseFile::Manifest) if signed => &mut out.manifest,
             _ => {
                 let expected = if signed {
                     format!(
@@ -93,7 +213,7 @@ pub fn provider_files(
                 } else {
                     format!("{base}_<os>_<arch>.zip")
                 };
-                return Err(Error::bad(format!(
+                return Err(ReleaseError::invalid(format!(
                     "{} does not belong to this release: expected {expected}",
                     f.name
                 )));
@@ -102,15 +222,17 @@ pub fn provider_files(
         *slot = Some(f.clone());
     }
     if out.zips.is_empty() {
-        return Err(Error::bad(format!(
+        return Err(ReleaseError::invalid(format!(
             "no provider packages: expected at least one {base}_<os>_<arch>.zip"
         )));
     }
     if signed && out.shasums.is_none() {
-        return Err(Error::bad(format!("{base}_SHA256SUMS is missing")));
+        return Err(ReleaseError::invalid(format!(
+            "{base}_SHA256SUMS is missing"
+        )));
     }
     if signed && out.signature.is_none() {
-        return Err(Error::bad(format!(
+        return Err(ReleaseError::invalid(format!(
             "{base}_SHA256SUMS.sig is missing: sign SHA256SUMS with gpg --detach-sign"
         )));
     }
@@ -119,12 +241,13 @@ pub fn provider_files(
 }
 
 /// Parse a SHA256SUMS file: `<64 hex>  <filename>` per line, no blank lines.
-pub fn parse_shasums(text: &[u8]) -> Result<BTreeMap<String, String>, Error> {
-    let text = std::str::from_utf8(text).map_err(|_| Error::bad("SHA256SUMS is not UTF-8 text"))?;
+pub fn parse_shasums(text: &[u8]) -> Result<BTreeMap<String, String>, ReleaseError> {
+    let text = std::str::from_utf8(text)
+        .map_err(|_| ReleaseError::invalid("SHA256SUMS is not UTF-8 text"))?;
     let mut sums = BTreeMap::new();
     for (n, line) in text.lines().enumerate() {
         let bad = || {
-            Error::bad(format!(
+            ReleaseError::invalid(format!(
                 "SHA256SUMS line {}: expected \"<sha256>  <filename>\"",
                 n + 1
             ))
@@ -138,11 +261,14 @@ pub fn parse_shasums(text: &[u8]) -> Result<BTreeMap<String, String>, Error> {
             .insert(name.to_string(), hash.to_ascii_lowercase())
             .is_some()
         {
-            return Err(Error::bad(format!("SHA256SUMS lists {name} twice")));
+            let shown: String = name.chars().take(80).collect();
+            return Err(ReleaseError::invalid(format!(
+                "SHA256SUMS lists {shown} twice"
+            )));
         }
     }
     if sums.is_empty() {
-        return Err(Error::bad("SHA256SUMS is empty"));
+        return Err(ReleaseError::invalid("SHA256SUMS is empty"));
     }
     Ok(sums)
 }
@@ -153,17 +279,17 @@ pub fn check_against_shasums(
     zips: &[(Platform, FileDecl)],
     provider_type: &str,
     version: &Version,
-) -> Result<(), Error> {
+) -> Result<(), ReleaseError> {
     for (_, zip) in zips {
         match sums.get(&zip.name) {
             None => {
-                return Err(Error::bad(format!(
+                return Err(ReleaseError::invalid(format!(
                     "SHA256SUMS has no line for {}",
                     zip.name
                 )));
             }
             Some(h) if *h != zip.sha256 => {
-                return Err(Error::bad(format!(
+                return Err(ReleaseError::invalid(format!(
                     "{}: its sha256 is {} but SHA256SUMS says {h}",
                     zip.name, zip.sha256
                 )));
@@ -171,12 +297,19 @@ pub fn check_against_shasums(
             Some(_) => {}
         }
     }
-    let prefix = format!("terraform-provider-{provider_type}_{version}_");
     let uploaded: BTreeSet<&str> = zips.iter().map(|(_, z)| z.name.as_str()).collect();
-    if let Some(missing) = sums.keys().find(|name| {
-        name.starts_with(&prefix) && name.ends_with(".zip") && !uploaded.contains(name.as_str())
-    }) {
-        return Err(Error::bad(format!(
+    let ours = |name: &str| {
+        ReleaseFileName::parse(name).is_some_and(|n| {
+            n.provider_type == provider_type
+                && n.version == version.to_string()
+                && matches!(n.file, ReleaseFile::Package(_))
+        })
+    };
+    if let Some(missing) = sums
+        .keys()
+        .find(|name| ours(name) && !uploaded.contains(name.as_str()))
+    {
+        return Err(ReleaseError::invalid(format!(
             "SHA256SUMS lists {missing}, which was not uploaded"
         )));
     }
@@ -184,9 +317,9 @@ pub fn check_against_shasums(
 }
 
 /// Check plugin protocol versions: `major.minor`, and at least one that Terraform (>=5, <7) speaks.
-pub fn check_protocols(protocols: &[String]) -> Result<Vec<String>, Error> {
+pub fn check_protocols(protocols: &[String]) -> Result<Vec<String>, ReleaseError> {
     if protocols.is_empty() || protocols.len() > 10 {
-        return Err(Error::bad(
+        return Err(ReleaseError::invalid(
             "protocols must list 1 to 10 versions such as 5.0 or 6.0",
         ));
     }
@@ -197,14 +330,15 @@ pub fn check_protocols(protocols: &[String]) -> Result<Vec<String>, Error> {
             .and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)))
             .or_else(|| p.parse::<u32>().ok().map(|a| (a, 0)));
         let Some((major, _)) = parsed else {
-            return Err(Error::bad(format!(
-                "invalid protocol version {p:?}: expected e.g. 5.0 or 6.0"
+            let shown: String = p.chars().take(20).collect();
+            return Err(ReleaseError::invalid(format!(
+                "invalid protocol version {shown:?}: expected e.g. 5.0 or 6.0"
             )));
         };
         majors.push(major);
     }
     if !majors.iter().any(|m| (5..7).contains(m)) {
-        return Err(Error::bad(format!(
+        return Err(ReleaseError::invalid(format!(
             "protocols {protocols:?} include none that Terraform 0.13+ speaks (5.x or 6.x)"
         )));
     }
@@ -213,7 +347,7 @@ pub fn check_protocols(protocols: &[String]) -> Result<Vec<String>, Error> {
 
 /// Read `protocol_versions` from a goreleaser release manifest
 /// (`{"version": 1, "metadata": {"protocol_versions": ["5.0"]}}`).
-pub fn manifest_protocols(manifest: &[u8]) -> Result<Option<Vec<String>>, Error> {
+pub fn manifest_protocols(manifest: &[u8]) -> Result<Option<Vec<String>>, ReleaseError> {
     #[derive(serde::Deserialize)]
     struct Manifest {
         #[serde(default)]
@@ -225,7 +359,7 @@ pub fn manifest_protocols(manifest: &[u8]) -> Result<Option<Vec<String>>, Error>
         protocol_versions: Option<Vec<String>>,
     }
     let m: Manifest = serde_json::from_slice(manifest)
-        .map_err(|e| Error::bad(format!("manifest.json is not valid: {e}")))?;
+        .map_err(|e| ReleaseError::invalid(format!("manifest.json is not valid: {e}")))?;
     Ok(m.metadata.and_then(|m| m.protocol_versions))
 }
 
@@ -243,6 +377,40 @@ mod tests {
 
     fn v(s: &str) -> Version {
         Version::parse(s).unwrap()
+    }
+
+    #[test]
+    fn goreleaser_names_parse_and_print_back() {
+        for name in [
+            "terraform-provider-null_2.1.2_linux_amd64.zip",
+            "terraform-provider-google-beta_5.0.0-rc.1_darwin_arm64.zip",
+            "terraform-provider-null_2.1.2_SHA256SUMS",
+            "terraform-provider-null_2.1.2_SHA256SUMS.sig",
+            "terraform-provider-null_2.1.2_manifest.json",
+        ] {
+            let parsed = ReleaseFileName::parse(name).expect(name);
+            assert_eq!(parsed.to_string(), name);
+        }
+        let p =
+            ReleaseFileName::parse("terraform-provider-google-beta_5.0.0-rc.1_darwin_arm64.zip")
+                .unwrap();
+        assert_eq!(p.provider_type, "google-beta");
+        assert_eq!(p.version, "5.0.0-rc.1");
+        assert_eq!(
+            p.file,
+            ReleaseFile::Package(Platform::parse("darwin", "arm64").unwrap())
+        );
+        for not_ours in [
+            "terraform-provider-null_2.1.2_linux.zip",
+            "terraform-provider-null_2.1.2_Linux_amd64.zip",
+            "terraform-provider-null_2.1.2_linux_amd64.tar.gz",
+            "terraform-provider-null_2.1.2",
+            "terraform-provider-_2.1.2_SHA256SUMS",
+            "null_2.1.2_SHA256SUMS",
+            "index.json",
+        ] {
+            assert!(ReleaseFileName::parse(not_ours).is_none(), "{not_ours}");
+        }
     }
 
     #[test]
@@ -316,6 +484,17 @@ mod tests {
                 ],
                 "64 lowercase hex",
             ),
+            (
+                vec![
+                    FileDecl {
+                        name: "../../x.zip".into(),
+                        ..zip.clone()
+                    },
+                    sums.clone(),
+                    sig.clone(),
+                ],
+                "invalid file name",
+            ),
         ];
         for (files, want) in cases {
             let err = provider_files("null", &v("2.1.2"), &files, true, 1000)
@@ -327,12 +506,10 @@ mod tests {
             size: 1001,
             ..zip.clone()
         };
-        assert_eq!(
+        assert!(
             provider_files("null", &v("2.1.2"), &[big, sums, sig], true, 1000)
                 .unwrap_err()
-                .status()
-                .as_u16(),
-            413
+                .is_too_large()
         );
         assert!(provider_files("null", &v("2.1.2"), &[zip], false, 1000).is_ok());
     }

@@ -1,13 +1,19 @@
-//! One router from a raw request path to an endpoint and its parsed parameters.
+//! One router from a raw request path to a [`Route`], and back: [`Route::path`]
+//! builds the path of a route, so clients (the `tfreg` CLI) never spell a path
+//! themselves.
 //!
+//! Routes are grouped by kind — discovery, the read protocols, archives,
+//! publishing — and every `match` over them is exhaustive: a new endpoint
+//! without a handler, a function name or an access rule does not compile.
 //! Every entry point (the local server, each Lambda function, tests) routes
 //! through [`route`], so nobody relies on API Gateway path parameters.
 
 use http::Method;
 
 use crate::address::{Hostname, ModuleName, Platform, ProviderName};
+use crate::blob_key::BlobKey;
 use crate::error::Error;
-use crate::storage::fs::is_valid_key;
+use crate::protocol::{BLOBS_V1, DISCOVERY_PATH};
 use crate::version::Version;
 
 /// The two calls of every publish: announce the files, then finish after uploading them.
@@ -17,10 +23,39 @@ pub enum PublishStep {
     Complete,
 }
 
-/// An endpoint with its parameters, already validated.
+impl PublishStep {
+    fn segment(self) -> &'static str {
+        match self {
+            PublishStep::Begin => "begin",
+            PublishStep::Complete => "complete",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "begin" => Some(PublishStep::Begin),
+            "complete" => Some(PublishStep::Complete),
+            _ => None,
+        }
+    }
+}
+
+/// A request with its parameters, already validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
+    /// `/.well-known/terraform.json`.
     Discovery,
+    /// The provider, module and mirror protocols (read-only).
+    Read(ReadRoute),
+    /// An archive behind a signed URL (GET/HEAD to download, PUT to upload).
+    Blob(BlobKey),
+    /// tfreg's publish API.
+    Publish(PublishRoute),
+}
+
+/// The read endpoints of the provider, module and network mirror protocols.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadRoute {
     ProviderVersions {
         provider: ProviderName,
     },
@@ -45,30 +80,39 @@ pub enum Route {
         provider: ProviderName,
         version: Version,
     },
-    /// An archive behind a signed URL (GET/HEAD to download, PUT to upload).
-    Blob {
-        key: String,
-    },
-    PublishProvider {
+}
+
+/// What a publish is for.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum PublishTarget {
+    /// A signed provider release of this registry.
+    Provider {
         provider: ProviderName,
         version: Version,
-        step: PublishStep,
     },
-    PublishModule {
+    /// A module version.
+    Module {
         module: ModuleName,
         version: Version,
-        step: PublishStep,
     },
-    PublishMirror {
+    /// Provider packages of another registry, for the network mirror.
+    Mirror {
         hostname: Hostname,
         provider: ProviderName,
         version: Version,
-        step: PublishStep,
     },
 }
 
-/// Which family an endpoint belongs to: decides the method and auth rules, and
-/// names the Lambda function that serves it.
+/// One call of a publish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishRoute {
+    pub target: PublishTarget,
+    pub step: PublishStep,
+}
+
+/// Which function serves a route: names the Lambda function, its log lines
+/// and its template entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Endpoint {
     Discovery,
@@ -117,23 +161,159 @@ impl Endpoint {
     }
 }
 
+const READ_METHODS: &[Method] = &[Method::GET, Method::HEAD];
+const BLOB_METHODS: &[Method] = &[Method::GET, Method::HEAD, Method::PUT];
+const PUBLISH_METHODS: &[Method] = &[Method::POST];
+
 impl Route {
-    /// The endpoint family of this route.
+    /// The endpoint (function) that serves this route.
     pub fn endpoint(&self) -> Endpoint {
         match self {
             Route::Discovery => Endpoint::Discovery,
-            Route::ProviderVersions { .. } => Endpoint::ProviderVersions,
-            Route::ProviderDownload { .. } => Endpoint::ProviderDownload,
-            Route::ModuleVersions { .. } => Endpoint::ModuleVersions,
-            Route::ModuleDownload { .. } => Endpoint::ModuleDownload,
-            Route::MirrorIndex { .. } => Endpoint::MirrorIndex,
-            Route::MirrorVersion { .. } => Endpoint::MirrorVersion,
-            Route::Blob { .. } => Endpoint::Blob,
-            Route::PublishProvider { .. }
-            | Route::PublishModule { .. }
-            | Route::PublishMirror { .. } => Endpoint::Publish,
+            Route::Read(read) => read.endpoint(),
+            Route::Blob(_) => Endpoint::Blob,
+            Route::Publish(_) => Endpoint::Publish,
         }
     }
+
+    /// The methods this route answers (HEAD wherever GET).
+    pub fn methods(&self) -> &'static [Method] {
+        match self {
+            Route::Discovery | Route::Read(_) => READ_METHODS,
+            Route::Blob(_) => BLOB_METHODS,
+            Route::Publish(_) => PUBLISH_METHODS,
+        }
+    }
+
+    /// The raw path of this route: `route(&m, &r.path()) == Ok(r)`.
+    pub fn path(&self) -> String {
+        match self {
+            Route::Discovery => DISCOVERY_PATH.to_string(),
+            Route::Read(read) => read.path(),
+            Route::Blob(key) => format!("{BLOBS_V1}{key}"),
+            Route::Publish(publish) => publish.path(),
+        }
+    }
+}
+
+impl ReadRoute {
+    pub fn endpoint(&self) -> Endpoint {
+        match self {
+            ReadRoute::ProviderVersions { .. } => Endpoint::ProviderVersions,
+            ReadRoute::ProviderDownload { .. } => Endpoint::ProviderDownload,
+            ReadRoute::ModuleVersions { .. } => Endpoint::ModuleVersions,
+            ReadRoute::ModuleDownload { .. } => Endpoint::ModuleDownload,
+            ReadRoute::MirrorIndex { .. } => Endpoint::MirrorIndex,
+            ReadRoute::MirrorVersion { .. } => Endpoint::MirrorVersion,
+        }
+    }
+
+    pub fn path(&self) -> String {
+        match self {
+            ReadRoute::ProviderVersions { provider } => {
+                format!("/v1/providers/{provider}/versions")
+            }
+            ReadRoute::ProviderDownload {
+                provider,
+                version,
+                platform,
+            } => format!(
+                "/v1/providers/{provider}/{version}/download/{}/{}",
+                platform.os, platform.arch
+            ),
+            ReadRoute::ModuleVersions { module } => format!("/v1/modules/{module}/versions"),
+            ReadRoute::ModuleDownload { module, version } => {
+                format!("/v1/modules/{module}/{version}/download")
+            }
+            ReadRoute::MirrorIndex { hostname, provider } => {
+                format!(
+                    "/v1/mirror/{}/{provider}/index.json",
+                    host_segment(hostname)
+                )
+            }
+            ReadRoute::MirrorVersion {
+                hostname,
+                provider,
+                version,
+            } => format!(
+                "/v1/mirror/{}/{provider}/{version}.json",
+                host_segment(hostname)
+            ),
+        }
+    }
+}
+
+impl PublishTarget {
+    /// `providers/ns/type/1.0.0`, `modules/ns/name/system/1.0.0` or `mirror/host/ns/type/1.0.0`.
+    fn segments(&self) -> String {
+        match self {
+            PublishTarget::Provider { provider, version } => {
+                format!("providers/{provider}/{version}")
+            }
+            PublishTarget::Module { module, version } => format!("modules/{module}/{version}"),
+            PublishTarget::Mirror {
+                hostname,
+                provider,
+                version,
+            } => format!("mirror/{}/{provider}/{version}", host_segment(hostname)),
+        }
+    }
+
+    /// The namespace a token must cover to publish this (none for mirror imports).
+    pub fn namespace(&self) -> Option<&str> {
+        match self {
+            PublishTarget::Provider { provider, .. } => Some(&provider.namespace),
+            PublishTarget::Module { module, .. } => Some(&module.namespace),
+            PublishTarget::Mirror { .. } => None,
+        }
+    }
+
+    /// The version being published.
+    pub fn version(&self) -> &Version {
+        match self {
+            PublishTarget::Provider { version, .. }
+            | PublishTarget::Module { version, .. }
+            | PublishTarget::Mirror { version, .. } => version,
+        }
+    }
+}
+
+impl std::fmt::Display for PublishTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.segments())
+    }
+}
+
+impl TryFrom<String> for PublishTarget {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        let path = format!("/v1/publish/{s}/begin");
+        match match_path(&path) {
+            Ok(Route::Publish(p)) => Ok(p.target),
+            _ => Err(format!("not a publish target: {s}")),
+        }
+    }
+}
+
+impl From<PublishTarget> for String {
+    fn from(t: PublishTarget) -> String {
+        t.segments()
+    }
+}
+
+impl PublishRoute {
+    pub fn path(&self) -> String {
+        format!(
+            "/v1/publish/{}/{}",
+            self.target.segments(),
+            self.step.segment()
+        )
+    }
+}
+
+/// A hostname as one path segment: `:` (before a port) is escaped.
+fn host_segment(host: &Hostname) -> String {
+    host.as_str().replace(':', "%3A")
 }
 
 /// Decode one `%XX`-escaped path segment; refuse escapes that would change the
@@ -163,52 +343,46 @@ fn decode_segment(seg: &str) -> Result<String, Error> {
     String::from_utf8(out).map_err(|_| bad())
 }
 
-fn step(s: &str) -> Option<PublishStep> {
-    match s {
-        "begin" => Some(PublishStep::Begin),
-        "complete" => Some(PublishStep::Complete),
-        _ => None,
-    }
+fn not_found(path: &str) -> Error {
+    // Bounded: the path may be 2 KB of junk.
+    let shown: String = path.chars().take(120).collect();
+    Error::not_found(format!("no such endpoint: {shown}"))
 }
 
-fn not_found(path: &str) -> Error {
-    Error::not_found(format!("no such endpoint: {path}"))
-}
+/// Longest path the router looks at.
+pub const MAX_PATH_LEN: usize = 2048;
 
 /// Map a request's method and raw path (no query string) to a [`Route`].
 ///
 /// Unknown paths are 404, malformed parameters 400, a known path with the
-/// wrong method 405. HEAD is accepted wherever GET is.
+/// wrong method 405 (listing the methods it takes). HEAD is accepted wherever GET is.
 pub fn route(method: &Method, path: &str) -> Result<Route, Error> {
-    if path.len() > 2048 {
+    if path.len() > MAX_PATH_LEN {
         return Err(Error::bad("path too long"));
     }
     let route = match_path(path)?;
-    let allowed: &[Method] = match route.endpoint() {
-        Endpoint::Publish => &[Method::POST],
-        Endpoint::Blob => &[Method::GET, Method::HEAD, Method::PUT],
-        _ => &[Method::GET, Method::HEAD],
-    };
-    if !allowed.contains(method) {
-        return Err(Error::MethodNotAllowed(method.to_string()));
+    let allow = route.methods();
+    if !allow.contains(method) {
+        return Err(Error::MethodNotAllowed {
+            method: method.clone(),
+            allow,
+        });
     }
     Ok(route)
 }
 
 fn match_path(path: &str) -> Result<Route, Error> {
-    if path == "/.well-known/terraform.json" {
+    if path == DISCOVERY_PATH {
         return Ok(Route::Discovery);
     }
-    if let Some(key) = path.strip_prefix(crate::protocol::BLOBS_V1) {
+    if let Some(key) = path.strip_prefix(BLOBS_V1) {
         let key = key
             .split('/')
             .map(decode_segment)
             .collect::<Result<Vec<_>, _>>()?
             .join("/");
-        if !is_valid_key(&key) {
-            return Err(Error::bad("malformed archive path"));
-        }
-        return Ok(Route::Blob { key });
+        let key = BlobKey::parse(&key).map_err(|e| Error::bad(e.to_string()))?;
+        return Ok(Route::Blob(key));
     }
     let Some(rest) = path.strip_prefix("/v1/") else {
         return Err(not_found(path));
@@ -218,172 +392,63 @@ fn match_path(path: &str) -> Result<Route, Error> {
         .map(decode_segment)
         .collect::<Result<_, _>>()?;
     let s: Vec<&str> = segs.iter().map(String::as_str).collect();
-    let route = match s.as_slice() {
-        ["providers", ns, ty, "versions"] => Route::ProviderVersions {
+    let read = |r: ReadRoute| Ok(Route::Read(r));
+    let publish = |target: PublishTarget, st: &str| match PublishStep::parse(st) {
+        Some(step) => Ok(Route::Publish(PublishRoute { target, step })),
+        None => Err(not_found(path)),
+    };
+    match s.as_slice() {
+        ["providers", ns, ty, "versions"] => read(ReadRoute::ProviderVersions {
             provider: ProviderName::parse(ns, ty)?,
-        },
-        ["providers", ns, ty, v, "download", os, arch] => Route::ProviderDownload {
+        }),
+        ["providers", ns, ty, v, "download", os, arch] => read(ReadRoute::ProviderDownload {
             provider: ProviderName::parse(ns, ty)?,
             version: Version::parse(v)?,
             platform: Platform::parse(os, arch)?,
-        },
-        ["modules", ns, name, system, "versions"] => Route::ModuleVersions {
+        }),
+        ["modules", ns, name, system, "versions"] => read(ReadRoute::ModuleVersions {
             module: ModuleName::parse(ns, name, system)?,
-        },
-        ["modules", ns, name, system, v, "download"] => Route::ModuleDownload {
-            module: ModuleName::parse(ns, name, system)?,
-            version: Version::parse(v)?,
-        },
-        ["mirror", host, ns, ty, "index.json"] => Route::MirrorIndex {
-            hostname: Hostname::parse(host)?,
-            provider: ProviderName::parse(ns, ty)?,
-        },
-        ["mirror", host, ns, ty, file] if file.ends_with(".json") => Route::MirrorVersion {
-            hostname: Hostname::parse(host)?,
-            provider: ProviderName::parse(ns, ty)?,
-            version: Version::parse(&file[..file.len() - ".json".len()])?,
-        },
-        ["publish", "providers", ns, ty, v, st] => Route::PublishProvider {
-            provider: ProviderName::parse(ns, ty)?,
-            version: Version::parse(v)?,
-            step: step(st).ok_or_else(|| not_found(path))?,
-        },
-        ["publish", "modules", ns, name, system, v, st] => Route::PublishModule {
+        }),
+        ["modules", ns, name, system, v, "download"] => read(ReadRoute::ModuleDownload {
             module: ModuleName::parse(ns, name, system)?,
             version: Version::parse(v)?,
-            step: step(st).ok_or_else(|| not_found(path))?,
-        },
-        ["publish", "mirror", host, ns, ty, v, st] => Route::PublishMirror {
+        }),
+        ["mirror", host, ns, ty, "index.json"] => read(ReadRoute::MirrorIndex {
             hostname: Hostname::parse(host)?,
             provider: ProviderName::parse(ns, ty)?,
-            version: Version::parse(v)?,
-            step: step(st).ok_or_else(|| not_found(path))?,
-        },
-        _ => return Err(not_found(path)),
-    };
-    Ok(route)
+        }),
+        ["mirror", host, ns, ty, file] if file.ends_with(".json") => {
+            read(ReadRoute::MirrorVersion {
+                hostname: Hostname::parse(host)?,
+                provider: ProviderName::parse(ns, ty)?,
+                version: Version::parse(&file[..file.len() - ".json".len()])?,
+            })
+        }
+        ["publish", "providers", ns, ty, v, st] => publish(
+            PublishTarget::Provider {
+                provider: ProviderName::parse(ns, ty)?,
+                version: Version::parse(v)?,
+            },
+            st,
+        ),
+        ["publish", "modules", ns, name, system, v, st] => publish(
+            PublishTarget::Module {
+                module: ModuleName::parse(ns, name, system)?,
+                version: Version::parse(v)?,
+            },
+            st,
+        ),
+        ["publish", "mirror", host, ns, ty, v, st] => publish(
+            PublishTarget::Mirror {
+                hostname: Hostname::parse(host)?,
+                provider: ProviderName::parse(ns, ty)?,
+                version: Version::parse(v)?,
+            },
+            st,
+        ),
+        _ => Err(not_found(path)),
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn get(path: &str) -> Result<Route, Error> {
-        route(&Method::GET, path)
-    }
-
-    #[test]
-    fn routes_every_protocol_endpoint() {
-        assert_eq!(
-            get("/.well-known/terraform.json").unwrap(),
-            Route::Discovery
-        );
-        assert!(
-            matches!(get("/v1/providers/HashiCorp/null/versions").unwrap(),
-            Route::ProviderVersions { provider } if provider.namespace == "hashicorp")
-        );
-        assert!(
-            matches!(get("/v1/providers/h/null/2.1.2/download/linux/amd64").unwrap(),
-            Route::ProviderDownload { platform, .. } if platform.to_string() == "linux_amd64")
-        );
-        assert!(matches!(
-            get("/v1/modules/ns/vpc/aws/versions").unwrap(),
-            Route::ModuleVersions { .. }
-        ));
-        assert!(matches!(
-            get("/v1/modules/ns/vpc/aws/1.0.0/download").unwrap(),
-            Route::ModuleDownload { .. }
-        ));
-        assert!(matches!(
-            get("/v1/mirror/registry.terraform.io/hashicorp/null/index.json").unwrap(),
-            Route::MirrorIndex { .. }
-        ));
-        assert!(
-            matches!(get("/v1/mirror/localhost%3A8443/ns/null/2.1.2.json").unwrap(),
-            Route::MirrorVersion { hostname, version, .. }
-                if hostname.as_str() == "localhost:8443" && version.to_string() == "2.1.2")
-        );
-        assert!(
-            matches!(get("/v1/blobs/archives/ab/x.zip").unwrap(), Route::Blob { key } if key == "archives/ab/x.zip")
-        );
-        assert!(matches!(
-            route(&Method::POST, "/v1/publish/providers/ns/null/1.0.0/begin").unwrap(),
-            Route::PublishProvider {
-                step: PublishStep::Begin,
-                ..
-            }
-        ));
-        assert!(matches!(
-            route(
-                &Method::POST,
-                "/v1/publish/modules/ns/vpc/aws/1.0.0/complete"
-            )
-            .unwrap(),
-            Route::PublishModule {
-                step: PublishStep::Complete,
-                ..
-            }
-        ));
-        assert!(matches!(
-            route(
-                &Method::POST,
-                "/v1/publish/mirror/registry.terraform.io/hashicorp/null/1.0.0/begin"
-            )
-            .unwrap(),
-            Route::PublishMirror { .. }
-        ));
-        assert!(matches!(
-            route(&Method::HEAD, "/v1/providers/h/null/versions").unwrap(),
-            Route::ProviderVersions { .. }
-        ));
-    }
-
-    #[test]
-    fn malformed_input_is_4xx_never_a_panic() {
-        let cases = [
-            ("/v1/providers/h/null/v1.0.0/download/linux/amd64", 400),
-            ("/v1/providers/h/null/1.0/download/linux/amd64", 400),
-            ("/v1/providers/h/nu ll/versions", 400),
-            ("/v1/providers/../null/versions", 400),
-            ("/v1/providers/h/null/1.0.0/download/Linux/amd64", 400),
-            ("/v1/providers/h%2fx/null/versions", 400),
-            ("/v1/providers/h/%zz/versions", 400),
-            ("/v1/providers/h/%ff/versions", 400),
-            ("/v1/blobs/archives/../../etc/passwd", 400),
-            ("/v1/blobs/", 400),
-            ("/v1/providers/h/null", 404),
-            ("/v1/providers/h/null/versions/extra", 404),
-            ("/v1/nothing", 404),
-            ("/etc/passwd", 404),
-            ("/", 404),
-            ("", 404),
-            ("/v1/mirror/bad_host!/h/null/index.json", 400),
-            ("/v1/modules/ns/vpc/aws/1.0.0.0/download", 400),
-        ];
-        for (path, status) in cases {
-            let err = get(path).expect_err(path);
-            assert_eq!(err.status().as_u16(), status, "{path}: {err}");
-        }
-        assert_eq!(
-            route(&Method::POST, "/v1/providers/h/null/versions")
-                .unwrap_err()
-                .status()
-                .as_u16(),
-            405
-        );
-        assert_eq!(
-            route(&Method::GET, "/v1/publish/providers/ns/null/1.0.0/begin")
-                .unwrap_err()
-                .status()
-                .as_u16(),
-            405
-        );
-        assert_eq!(
-            get(&format!("/v1/{}", "a/".repeat(2000)))
-                .unwrap_err()
-                .status()
-                .as_u16(),
-            400
-        );
-    }
-}
+mod tests;

@@ -1,32 +1,35 @@
-//! Time-limited, unguessable archive URLs: an HMAC-SHA256 over the method
-//! class, object key and expiry, keyed by a secret only the registry holds.
+//! Time-limited, unguessable archive URLs: an HMAC-SHA256 over what the URL
+//! grants and its expiry, keyed by a secret only the registry holds.
 //!
-//! A URL signed for reading answers both HEAD and GET (Terraform 1.11.0–1.12.0
-//! sends a HEAD before the GET); a URL signed for writing answers PUT only.
+//! A URL granting a read answers both HEAD and GET (Terraform 1.11.0–1.12.0
+//! sends a HEAD before the GET). A URL granting a write answers one PUT of
+//! exactly the declared bytes: their size and sha256 are signed into it, so
+//! the registry refuses anything else while receiving.
 
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
+use crate::blob_key::BlobKey;
 use crate::error::Error;
-use crate::storage::{Condition, Item, ItemStore, StoreError};
+use crate::storage::{Condition, Digest, Item, ItemStore, StoreError};
 
 type HmacSha256 = Hmac<Sha256>;
 
 /// What a signed URL allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// GET and HEAD.
-    Read,
-    /// PUT.
-    Write,
+pub enum Grant<'a> {
+    /// GET and HEAD of an object.
+    Read(&'a BlobKey),
+    /// A PUT of exactly these bytes into an upload slot.
+    Write(&'a BlobKey, &'a Digest),
 }
 
-impl Access {
-    fn tag(self) -> &'static str {
+impl Grant<'_> {
+    fn message(&self, expires: u64) -> String {
         match self {
-            Access::Read => "read",
-            Access::Write => "write",
+            Grant::Read(key) => format!("read\n{key}\n{expires}"),
+            Grant::Write(key, d) => format!("write\n{key}\n{expires}\n{}\n{}", d.size, d.sha256),
         }
     }
 }
@@ -43,54 +46,69 @@ impl std::fmt::Debug for UrlSigner {
     }
 }
 
+fn denied(why: &str) -> Error {
+    Error::Forbidden(format!("archive URL refused: {why}"))
+}
+
 impl UrlSigner {
     /// A signer with this secret (at least 32 bytes of randomness).
     pub fn new(secret: Vec<u8>) -> Self {
         Self { secret }
     }
 
-    fn mac(&self, access: Access, key: &str, expires: u64) -> HmacSha256 {
+    fn mac(&self, grant: Grant<'_>, expires: u64) -> HmacSha256 {
         // Keys of any length are valid for HMAC; `new_from_slice` cannot fail here.
         let mut mac = HmacSha256::new_from_slice(&self.secret).expect("HMAC takes any key length");
-        mac.update(format!("{}\n{}\n{}", access.tag(), key, expires).as_bytes());
+        mac.update(grant.message(expires).as_bytes());
         mac
     }
 
-    /// The query string (`expires=..&signature=..`) that grants `access` to `key` until `expires` (unix seconds).
-    pub fn sign(&self, access: Access, key: &str, expires: u64) -> String {
-        let sig = self.mac(access, key, expires).finalize().into_bytes();
-        format!(
-            "expires={expires}&signature={}",
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sig)
-        )
+    /// The query string that grants `grant` until `expires` (unix seconds):
+    /// `expires=..&signature=..`, with `size=..&sha256=..` for a write.
+    pub fn sign(&self, grant: Grant<'_>, expires: u64) -> String {
+        let sig = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(self.mac(grant, expires).finalize().into_bytes());
+        match grant {
+            Grant::Read(_) => format!("expires={expires}&signature={sig}"),
+            Grant::Write(_, d) => format!(
+                "expires={expires}&size={}&sha256={}&signature={sig}",
+                d.size, d.sha256
+            ),
+        }
     }
 
-    /// Check a request's query string for `key` at time `now`.
-    pub fn verify(
+    /// Check a download URL's query string for `key` at time `now`.
+    pub fn verify_read(&self, key: &BlobKey, query: Option<&str>, now: u64) -> Result<(), Error> {
+        let q = Query::parse(query)?;
+        self.check(Grant::Read(key), &q, now)
+    }
+
+    /// Check an upload URL's query string for `key` at time `now`; returns the
+    /// size and sha256 the upload must have.
+    pub fn verify_write(
         &self,
-        access: Access,
-        key: &str,
+        key: &BlobKey,
         query: Option<&str>,
         now: u64,
-    ) -> Result<(), Error> {
-        let denied = |why: &str| Error::Forbidden(format!("archive URL refused: {why}"));
-        let mut expires = None;
-        let mut signature = None;
-        for (k, v) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-            match k.as_ref() {
-                "expires" => expires = Some(v.into_owned()),
-                "signature" => signature = Some(v.into_owned()),
-                _ => {}
-            }
-        }
-        let (Some(expires), Some(signature)) = (expires, signature) else {
-            return Err(denied("it is not signed"));
+    ) -> Result<Digest, Error> {
+        let q = Query::parse(query)?;
+        let (Some(size), Some(sha256)) = (&q.size, &q.sha256) else {
+            return Err(denied("it is not an upload URL"));
         };
-        let expires: u64 = expires.parse().map_err(|_| denied("malformed expiry"))?;
+        let digest = Digest {
+            size: size.parse().map_err(|_| denied("malformed size"))?,
+            sha256: sha256.clone(),
+        };
+        self.check(Grant::Write(key, &digest), &q, now)?;
+        Ok(digest)
+    }
+
+    fn check(&self, grant: Grant<'_>, q: &Query, now: u64) -> Result<(), Error> {
+        let expires: u64 = q.expires.parse().map_err(|_| denied("malformed expiry"))?;
         let sig = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(signature.as_bytes())
+            .decode(q.signature.as_bytes())
             .map_err(|_| denied("malformed signature"))?;
-        self.mac(access, key, expires)
+        self.mac(grant, expires)
             .verify_slice(&sig)
             .map_err(|_| denied("the signature does not match"))?;
         if now > expires {
@@ -100,15 +118,48 @@ impl UrlSigner {
     }
 }
 
+/// The parameters of a signed URL's query string.
+struct Query {
+    expires: String,
+    signature: String,
+    size: Option<String>,
+    sha256: Option<String>,
+}
+
+impl Query {
+    fn parse(query: Option<&str>) -> Result<Query, Error> {
+        let (mut expires, mut signature, mut size, mut sha256) = (None, None, None, None);
+        for (k, v) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+            let slot = match k.as_ref() {
+                "expires" => &mut expires,
+                "signature" => &mut signature,
+                "size" => &mut size,
+                "sha256" => &mut sha256,
+                _ => continue,
+            };
+            *slot = Some(v.into_owned());
+        }
+        let (Some(expires), Some(signature)) = (expires, signature) else {
+            return Err(denied("it is not signed"));
+        };
+        Ok(Query {
+            expires,
+            signature,
+            size,
+            sha256,
+        })
+    }
+}
+
 const SECRET_PK: &str = "CONFIG#url-signing-secret";
 const SECRET_SK: &str = "CONFIG";
 
 fn decode_secret(item: Item) -> Result<UrlSigner, StoreError> {
     let secret = base64::engine::general_purpose::STANDARD
         .decode(&item.data)
-        .map_err(|e| StoreError::Backend(format!("corrupt URL signing secret: {e}")))?;
+        .map_err(|e| StoreError::Internal(format!("corrupt URL signing secret: {e}")))?;
     if secret.len() < 32 {
-        return Err(StoreError::Backend("URL signing secret too short".into()));
+        return Err(StoreError::Internal("URL signing secret too short".into()));
     }
     Ok(UrlSigner::new(secret))
 }
@@ -142,7 +193,7 @@ pub async fn load_signer(items: &dyn ItemStore) -> Result<UrlSigner, StoreError>
         Ok(()) => decode_secret(item),
         Err(StoreError::ConditionFailed) => read_signer(items)
             .await?
-            .ok_or_else(|| StoreError::Backend("URL signing secret vanished".into())),
+            .ok_or_else(|| StoreError::Internal("URL signing secret vanished".into())),
         Err(e) => Err(e),
     }
 }
@@ -155,23 +206,41 @@ mod tests {
         UrlSigner::new(vec![7; 32])
     }
 
+    fn key(s: &str) -> BlobKey {
+        BlobKey::parse(s).unwrap()
+    }
+
     #[test]
     fn a_signed_url_verifies_until_it_expires() {
-        let q = signer().sign(Access::Read, "archives/x.zip", 1000);
-        assert!(
-            signer()
-                .verify(Access::Read, "archives/x.zip", Some(&q), 999)
-                .is_ok()
-        );
-        assert!(
-            signer()
-                .verify(Access::Read, "archives/x.zip", Some(&q), 1000)
-                .is_ok()
-        );
-        let err = signer()
-            .verify(Access::Read, "archives/x.zip", Some(&q), 1001)
-            .unwrap_err();
+        let k = key("archives/x.zip");
+        let q = signer().sign(Grant::Read(&k), 1000);
+        assert!(signer().verify_read(&k, Some(&q), 999).is_ok());
+        assert!(signer().verify_read(&k, Some(&q), 1000).is_ok());
+        let err = signer().verify_read(&k, Some(&q), 1001).unwrap_err();
         assert!(err.to_string().contains("expired"));
+    }
+
+    #[test]
+    fn an_upload_url_carries_the_declared_bytes() {
+        let k = key("uploads/0123456789abcdef0123456789abcdef/m.tar.gz");
+        let d = Digest {
+            size: 10,
+            sha256: "a".repeat(64),
+        };
+        let q = signer().sign(Grant::Write(&k, &d), 1000);
+        assert_eq!(signer().verify_write(&k, Some(&q), 0).unwrap(), d);
+        // Another size or digest in the query breaks the signature.
+        for forged in [
+            q.replace("size=10", "size=100000000"),
+            q.replace(&d.sha256, &"b".repeat(64)),
+        ] {
+            let err = signer().verify_write(&k, Some(&forged), 0).unwrap_err();
+            assert!(err.to_string().contains("does not match"), "{err}");
+        }
+        // A write URL grants no read, a read URL no write.
+        assert!(signer().verify_read(&k, Some(&q), 0).is_err());
+        let read = signer().sign(Grant::Read(&k), 1000);
+        assert!(signer().verify_write(&k, Some(&read), 0).is_err());
     }
 
     #[tokio::test]
@@ -179,8 +248,9 @@ mod tests {
         let store = crate::storage::sqlite::SqliteStore::in_memory().unwrap();
         let a = load_signer(&store).await.unwrap();
         let b = load_signer(&store).await.unwrap();
-        let q = a.sign(Access::Read, "k.zip", 10);
-        assert!(b.verify(Access::Read, "k.zip", Some(&q), 0).is_ok());
+        let k = key("archives/k.zip");
+        let q = a.sign(Grant::Read(&k), 10);
+        assert!(b.verify_read(&k, Some(&q), 0).is_ok());
     }
 
     #[tokio::test]
@@ -190,47 +260,31 @@ mod tests {
         assert!(read_signer(&store).await.unwrap().is_none(), "still absent");
         let made = load_signer(&store).await.unwrap();
         let read = read_signer(&store).await.unwrap().expect("now present");
-        let q = made.sign(Access::Read, "k.zip", 10);
-        assert!(read.verify(Access::Read, "k.zip", Some(&q), 0).is_ok());
+        let k = key("archives/k.zip");
+        let q = made.sign(Grant::Read(&k), 10);
+        assert!(read.verify_read(&k, Some(&q), 0).is_ok());
     }
 
     #[test]
     fn tampering_is_refused() {
-        let q = signer().sign(Access::Read, "archives/x.zip", 1000);
+        let k = key("archives/x.zip");
+        let q = signer().sign(Grant::Read(&k), 1000);
         assert!(
             signer()
-                .verify(Access::Read, "archives/y.zip", Some(&q), 0)
-                .is_err()
-        );
-        assert!(
-            signer()
-                .verify(Access::Write, "archives/x.zip", Some(&q), 0)
+                .verify_read(&key("archives/y.zip"), Some(&q), 0)
                 .is_err()
         );
         let later = q.replace("expires=1000", "expires=9999");
-        assert!(
-            signer()
-                .verify(Access::Read, "archives/x.zip", Some(&later), 0)
-                .is_err()
-        );
+        assert!(signer().verify_read(&k, Some(&later), 0).is_err());
         assert!(
             UrlSigner::new(vec![8; 32])
-                .verify(Access::Read, "archives/x.zip", Some(&q), 0)
+                .verify_read(&k, Some(&q), 0)
                 .is_err()
         );
+        assert!(signer().verify_read(&k, None, 0).is_err());
         assert!(
             signer()
-                .verify(Access::Read, "archives/x.zip", None, 0)
-                .is_err()
-        );
-        assert!(
-            signer()
-                .verify(
-                    Access::Read,
-                    "archives/x.zip",
-                    Some("expires=a&signature=%%"),
-                    0
-                )
+                .verify_read(&k, Some("expires=a&signature=%%"), 0)
                 .is_err()
         );
     }

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use crate::address::Hostname;
+use crate::registry::{DEFAULT_URL_TTL_SECS, MAX_URL_TTL_SECS};
 
 /// DynamoDB table name (required).
 pub const TABLE: &str = "TFREG_TABLE";
@@ -15,7 +16,9 @@ pub const BUCKET: &str = "TFREG_BUCKET";
 pub const HOSTNAME: &str = "TFREG_HOSTNAME";
 /// Base URL for archive links; default `https://<TFREG_HOSTNAME>`.
 pub const PUBLIC_URL: &str = "TFREG_PUBLIC_URL";
-/// Lifetime of download and upload URLs in seconds; default 300.
+/// Lifetime of download and upload URLs in seconds; default
+/// [`DEFAULT_URL_TTL_SECS`](crate::registry::DEFAULT_URL_TTL_SECS), at most
+/// [`MAX_URL_TTL_SECS`](crate::registry::MAX_URL_TTL_SECS).
 pub const URL_TTL: &str = "TFREG_URL_TTL";
 /// `true` to require a token for reads; default `false`.
 pub const REQUIRE_READ_TOKEN: &str = "TFREG_REQUIRE_READ_TOKEN";
@@ -131,15 +134,15 @@ impl Settings {
                     name: URL_TTL,
                     reason: format!("{v:?} is not a number of seconds"),
                 })?;
-                if !(1..=604_800).contains(&secs) {
+                if !(1..=MAX_URL_TTL_SECS).contains(&secs) {
                     return Err(ConfigError::Invalid {
                         name: URL_TTL,
-                        reason: "must be between 1 and 604800 seconds".into(),
+                        reason: format!("must be between 1 and {MAX_URL_TTL_SECS} seconds"),
                     });
                 }
                 Duration::from_secs(secs)
             }
-            None => Duration::from_secs(300),
+            None => Duration::from_secs(DEFAULT_URL_TTL_SECS),
         };
         Ok(Settings {
             table: required(TABLE)?,
@@ -212,7 +215,7 @@ mod tests {
     fn defaults_and_required_variables() {
         let s = settings(&BASE).unwrap();
         assert_eq!(s.public_url, "https://registry.example.com");
-        assert_eq!(s.url_ttl, Duration::from_secs(300));
+        assert_eq!(s.url_ttl, Duration::from_secs(DEFAULT_URL_TTL_SECS));
         assert!(!s.require_read_token && !s.s3_force_path_style);
         for missing in [TABLE, BUCKET, HOSTNAME] {
             let vars: Vec<_> = BASE
@@ -230,6 +233,7 @@ mod tests {
         for (name, value) in [
             (URL_TTL, "soon"),
             (URL_TTL, "0"),
+            (URL_TTL, "86401"),
             (REQUIRE_READ_TOKEN, "yes"),
             (PUBLIC_URL, "ftp://x"),
             (HOSTNAME, "a/b"),

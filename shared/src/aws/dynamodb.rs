@@ -5,7 +5,8 @@
 //! Requests per operation: `get` is one `GetItem` (strongly consistent, so a
 //! version is readable right after its publish); `query_page` one `Query`
 //! (1 MB pages, followed by [`crate::storage::query_all`]); `put` one
-//! `PutItem`, conditional (`attribute_not_exists(pk)`) for a publish.
+//! `PutItem`, conditional (`attribute_not_exists(pk)`) for a publish; `take`
+//! one `DeleteItem` returning the old item (atomic: one taker wins).
 
 use std::collections::HashMap;
 
@@ -45,14 +46,14 @@ fn to_attrs(item: &Item) -> HashMap<String, AttributeValue> {
 fn from_attrs(attrs: &HashMap<String, AttributeValue>) -> Result<Item, StoreError> {
     let s = |name: &str| match attrs.get(name) {
         Some(AttributeValue::S(s)) => Ok(s.clone()),
-        _ => Err(StoreError::Backend(format!(
+        _ => Err(StoreError::Internal(format!(
             "item without string attribute {name}"
         ))),
     };
     let data = match attrs.get(DATA) {
         Some(AttributeValue::B(b)) => b.clone().into_inner(),
         _ => {
-            return Err(StoreError::Backend(
+            return Err(StoreError::Internal(
                 "item without binary attribute data".into(),
             ));
         }
@@ -94,10 +95,10 @@ impl DynamoStore {
             .create_table()
             .table_name(&self.table)
             .billing_mode(BillingMode::PayPerRequest)
-            .attribute_definitions(attr(PK).map_err(StoreError::backend)?)
-            .attribute_definitions(attr(SK).map_err(StoreError::backend)?)
-            .key_schema(key(PK, KeyType::Hash).map_err(StoreError::backend)?)
-            .key_schema(key(SK, KeyType::Range).map_err(StoreError::backend)?)
+            .attribute_definitions(attr(PK).map_err(StoreError::internal)?)
+            .attribute_definitions(attr(SK).map_err(StoreError::internal)?)
+            .key_schema(key(PK, KeyType::Hash).map_err(StoreError::internal)?)
+            .key_schema(key(SK, KeyType::Range).map_err(StoreError::internal)?)
             .send()
             .await
             .map_err(backend)?;
@@ -116,7 +117,7 @@ impl DynamoStore {
             }
             tokio::time::sleep(std::time::Duration::from_millis(250)).await;
         }
-        Err(StoreError::Backend(format!(
+        Err(StoreError::Unavailable(format!(
             "table {} did not become ACTIVE",
             self.table
         )))
@@ -190,5 +191,23 @@ impl ItemStore for DynamoStore {
             }
             Err(e) => Err(backend(e)),
         }
+    }
+
+    async fn take(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key(PK, AttributeValue::S(pk.into()))
+            .key(SK, AttributeValue::S(sk.into()))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(backend)?;
+        out.attributes
+            .filter(|a| !a.is_empty())
+            .as_ref()
+            .map(from_attrs)
+            .transpose()
     }
 }

@@ -1,17 +1,16 @@
 //! The Lambda entry point: build clients and configuration once at init, then
-//! answer API Gateway (HTTP API) requests through [`crate::service`].
+//! answer API Gateway (HTTP API) requests with the registry's one service
+//! ([`crate::app`]); `lambda_http` adapts the events.
 
 use std::sync::Arc;
 
 use aws_config::BehaviorVersion;
-use lambda_http::{Body as LambdaBody, Request as LambdaRequest, service_fn};
 
 use super::config::{ConfigError, Settings};
 use super::dynamodb::DynamoStore;
 use super::s3::S3BlobStore;
 use crate::registry::Registry;
 use crate::router::Endpoint;
-use crate::service::{self, Body, Request};
 
 /// What can stop a function from starting.
 #[derive(Debug, thiserror::Error)]
@@ -23,7 +22,6 @@ pub enum InitError {
 }
 
 /// One initialised function.
-#[derive(Clone)]
 pub struct Function {
     registry: Arc<Registry>,
     endpoint: Endpoint,
@@ -70,45 +68,9 @@ impl Function {
         })
     }
 
-    /// Answer one API Gateway request.
-    pub async fn handle(&self, req: LambdaRequest) -> lambda_http::Response<LambdaBody> {
-        let (parts, body) = req.into_parts();
-        let body = match body {
-            LambdaBody::Empty => Body::Empty,
-            LambdaBody::Text(t) => Body::Bytes(t.into_bytes().into()),
-            LambdaBody::Binary(b) => Body::Bytes(b.into()),
-            _ => Body::Empty,
-        };
-        let request = Request {
-            method: parts.method,
-            path: parts.uri.path().to_string(),
-            query: parts.uri.query().map(str::to_string),
-            authorization: service::authorization(&parts.headers),
-            body,
-        };
-        let resp = service::handle_endpoint(&self.registry, request, Some(self.endpoint)).await;
-        let (parts, body) = resp.into_parts();
-        let bytes = match body {
-            Body::Empty => None,
-            Body::Bytes(b) => Some(b),
-            Body::Stream(s) => match (Body::Stream(s)).collect(usize::MAX).await {
-                Ok(b) => Some(b),
-                Err(e) => {
-                    return lambda_http::Response::from_parts(
-                        parts,
-                        LambdaBody::Text(e.to_string()),
-                    );
-                }
-            },
-        };
-        let body = match bytes {
-            None => LambdaBody::Empty,
-            Some(b) => match String::from_utf8(b.to_vec()) {
-                Ok(text) => LambdaBody::Text(text),
-                Err(e) => LambdaBody::Binary(e.into_bytes()),
-            },
-        };
-        lambda_http::Response::from_parts(parts, body)
+    /// The service this function runs: the registry's, for its endpoint only.
+    pub fn service(&self) -> axum::Router {
+        crate::app::app(self.registry.clone(), Some(self.endpoint))
     }
 }
 
@@ -151,9 +113,5 @@ async fn serve(endpoint: Endpoint) -> Result<(), lambda_http::Error> {
             return Err(e.into());
         }
     };
-    lambda_http::run(service_fn(move |req: LambdaRequest| {
-        let function = function.clone();
-        async move { Ok::<_, std::convert::Infallible>(function.handle(req).await) }
-    }))
-    .await
+    lambda_http::run(function.service()).await
 }

@@ -2,43 +2,26 @@
 
 use std::collections::BTreeMap;
 
-use http::{HeaderValue, StatusCode};
+use http::StatusCode;
 
 use crate::address::{Hostname, ProviderName};
-use crate::auth;
 use crate::catalog::{self, Origin, ProviderRelease};
 use crate::error::Error;
+use crate::http_types::{Response, empty, header_value, json};
 use crate::protocol::*;
 use crate::registry::Registry;
-use crate::router::Route;
-use crate::service::{Body, Response, json};
-use crate::signed_url::Access;
+use crate::router::ReadRoute;
 
 /// `/.well-known/terraform.json`.
 pub fn discovery() -> Response {
     json(StatusCode::OK, &Discovery::default())
 }
 
-/// Refuse reads without a token when the registry requires one.
-pub async fn require_reader(registry: &Registry, authorization: Option<&str>) -> Result<(), Error> {
-    if !registry.config.require_read_token {
-        return Ok(());
-    }
-    let token = auth::bearer(authorization).ok_or_else(|| {
-        Error::Unauthorized(
-            "this registry requires a token: set TF_TOKEN_<host> or a credentials block".into(),
-        )
-    })?;
-    auth::authenticate(registry.items.as_ref(), token)
-        .await
-        .map(|_| ())
-}
-
-/// Answer a read route (everything but discovery, blobs and publishing).
-pub async fn handle(registry: &Registry, route: Route) -> Result<Response, Error> {
+/// Answer a read route.
+pub async fn handle(registry: &Registry, route: ReadRoute) -> Result<Response, Error> {
     match route {
-        Route::ProviderVersions { provider } => provider_versions(registry, &provider).await,
-        Route::ProviderDownload {
+        ReadRoute::ProviderVersions { provider } => provider_versions(registry, &provider).await,
+        ReadRoute::ProviderDownload {
             provider,
             version,
             platform,
@@ -55,7 +38,7 @@ pub async fn handle(registry: &Registry, route: Route) -> Result<Response, Error
             })?;
             provider_download(registry, &provider, &release, &platform.os, &platform.arch).await
         }
-        Route::ModuleVersions { module } => {
+        ReadRoute::ModuleVersions { module } => {
             let releases = catalog::module_releases(registry.items.as_ref(), &module).await?;
             if releases.is_empty() {
                 return Err(Error::not_found(format!("module {module} not found")));
@@ -71,20 +54,19 @@ pub async fn handle(registry: &Registry, route: Route) -> Result<Response, Error
                 },
             ))
         }
-        Route::ModuleDownload { module, version } => {
+        ReadRoute::ModuleDownload { module, version } => {
             let release = catalog::module_release(registry.items.as_ref(), &module, &version)
                 .await?
                 .ok_or_else(|| {
                     Error::not_found(format!("module {module} version {version} not found"))
                 })?;
-            let url = registry.blob_url(Access::Read, &release.file.key).await?;
-            let mut resp = http::Response::new(Body::Empty);
-            *resp.status_mut() = StatusCode::NO_CONTENT;
-            let value = HeaderValue::from_str(&url).map_err(|e| Error::Storage(e.to_string()))?;
-            resp.headers_mut().insert("x-terraform-get", value);
+            let url = registry.read_url(&release.file.key).await?;
+            let mut resp = empty(StatusCode::NO_CONTENT);
+            resp.headers_mut()
+                .insert("x-terraform-get", header_value(&url)?);
             Ok(resp)
         }
-        Route::MirrorIndex { hostname, provider } => {
+        ReadRoute::MirrorIndex { hostname, provider } => {
             let releases = mirror_releases(registry, &hostname, &provider).await?;
             let versions = releases
                 .into_iter()
@@ -92,7 +74,7 @@ pub async fn handle(registry: &Registry, route: Route) -> Result<Response, Error
                 .collect();
             Ok(json(StatusCode::OK, &MirrorIndex { versions }))
         }
-        Route::MirrorVersion {
+        ReadRoute::MirrorVersion {
             hostname,
             provider,
             version,
@@ -109,17 +91,13 @@ pub async fn handle(registry: &Registry, route: Route) -> Result<Response, Error
             let mut archives = std::collections::BTreeMap::new();
             for p in &release.packages {
                 let archive = MirrorArchive {
-                    url: registry.blob_url(Access::Read, &p.file.key).await?,
+                    url: registry.read_url(&p.file.key).await?,
                     hashes: p.hashes(),
                 };
                 archives.insert(p.platform(), archive);
             }
             Ok(json(StatusCode::OK, &MirrorVersion { archives }))
         }
-        other => Err(Error::not_found(format!(
-            "{:?} is not a read endpoint",
-            other.endpoint()
-        ))),
     }
 }
 
@@ -193,7 +171,7 @@ async fn provider_download(
         ))
     })?;
     let unsigned = || {
-        Error::Storage(format!(
+        Error::internal(format!(
             "release {} of {provider} has no signature",
             release.version
         ))
@@ -219,9 +197,9 @@ async fn provider_download(
         os: package.os.clone(),
         arch: package.arch.clone(),
         filename: package.file.filename.clone(),
-        download_url: registry.blob_url(Access::Read, &package.file.key).await?,
-        shasums_url: registry.blob_url(Access::Read, &shasums.key).await?,
-        shasums_signature_url: registry.blob_url(Access::Read, &signature.key).await?,
+        download_url: registry.read_url(&package.file.key).await?,
+        shasums_url: registry.read_url(&shasums.key).await?,
+        shasums_signature_url: registry.read_url(&signature.key).await?,
         shasum: package.file.sha256.clone(),
         signing_keys: SigningKeys {
             gpg_public_keys: vec![GpgPublicKey {

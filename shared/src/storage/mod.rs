@@ -15,6 +15,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::Stream;
 
+pub use crate::blob_key::BlobKey;
+
 /// A failure of a storage backend.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -24,17 +26,35 @@ pub enum StoreError {
     /// The object or item does not exist.
     #[error("{0} not found")]
     NotFound(String),
+    /// A write-once object (an upload slot, a kept archive) is already there.
+    #[error("{0} already exists")]
+    AlreadyExists(String),
     /// The object is larger than the caller allows.
     #[error("object {key} is larger than {max} bytes")]
     TooLarge { key: String, max: u64 },
-    /// Anything else (I/O, backend down, corrupt data).
+    /// Received bytes differ from what was declared (size or sha256), or an
+    /// upload changed after it was verified: the client's fault; nothing was kept.
+    #[error("{key}: {reason}")]
+    Mismatch { key: String, reason: String },
+    /// The backend is down, unreachable, throttled, locked or out of space:
+    /// retrying later may work.
     #[error("{0}")]
-    Backend(String),
+    Unavailable(String),
+    /// Anything that retrying will not fix: corrupt data, a misconfigured
+    /// backend, our own bug.
+    #[error("{0}")]
+    Internal(String),
 }
 
 impl StoreError {
-    pub fn backend(e: impl std::fmt::Display) -> Self {
-        StoreError::Backend(e.to_string())
+    /// A transient failure (I/O, network).
+    pub fn unavailable(e: impl std::fmt::Display) -> Self {
+        StoreError::Unavailable(e.to_string())
+    }
+
+    /// A failure retrying will not fix.
+    pub fn internal(e: impl std::fmt::Display) -> Self {
+        StoreError::Internal(e.to_string())
     }
 }
 
@@ -80,6 +100,9 @@ pub trait ItemStore: Send + Sync {
     /// Write one item, atomically, if `condition` holds. Every catalog change
     /// is one such write, so nothing is ever half-visible.
     async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError>;
+    /// Delete one item and return what it held, atomically: of several
+    /// concurrent takes of one item, exactly one gets it.
+    async fn take(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError>;
 }
 
 /// Read every page of a partition query.
@@ -100,37 +123,75 @@ pub async fn query_all(
     }
 }
 
-/// Copy a stream of chunks into `file`, refusing more than `max` bytes
-/// ([`StoreError::TooLarge`] for `key`); returns the number of bytes written.
-pub async fn write_limited<S, B, E>(
+/// Size and lowercase hex sha256 of some bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Digest {
+    pub size: u64,
+    pub sha256: String,
+}
+
+/// Copy a stream of chunks into `file`, hashing it on the way and refusing
+/// more than `max` bytes ([`StoreError::TooLarge`] for `key`).
+pub async fn write_hashed<S, B, E>(
     mut body: S,
     file: &mut tokio::fs::File,
     key: &str,
     max: u64,
-) -> Result<u64, StoreError>
+) -> Result<Digest, StoreError>
 where
     S: Stream<Item = Result<B, E>> + Unpin,
     B: AsRef<[u8]>,
     E: std::fmt::Display,
 {
     use futures_util::StreamExt;
+    use sha2::Digest as _;
     use tokio::io::AsyncWriteExt;
-    let mut written = 0u64;
+    let mut hasher = sha2::Sha256::new();
+    let mut size = 0u64;
     while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(StoreError::backend)?;
-        written += chunk.as_ref().len() as u64;
-        if written > max {
+        let chunk = chunk.map_err(|e| StoreError::Mismatch {
+            key: key.to_string(),
+            reason: format!("the upload was cut short: {e}"),
+        })?;
+        let chunk = chunk.as_ref();
+        size += chunk.len() as u64;
+        if size > max {
             return Err(StoreError::TooLarge {
                 key: key.to_string(),
                 max,
             });
         }
-        file.write_all(chunk.as_ref())
+        hasher.update(chunk);
+        file.write_all(chunk)
             .await
-            .map_err(StoreError::backend)?;
+            .map_err(StoreError::unavailable)?;
     }
-    file.flush().await.map_err(StoreError::backend)?;
-    Ok(written)
+    file.flush().await.map_err(StoreError::unavailable)?;
+    Ok(Digest {
+        size,
+        sha256: hex::encode(hasher.finalize()),
+    })
+}
+
+/// Check received bytes against a declaration.
+pub fn check_digest(key: &BlobKey, got: &Digest, expected: &Digest) -> Result<(), StoreError> {
+    let reason = if got.size != expected.size {
+        format!(
+            "{} bytes arrived but {} were declared",
+            got.size, expected.size
+        )
+    } else if got.sha256 != expected.sha256 {
+        format!(
+            "the uploaded bytes' sha256 is {}, not the declared {}",
+            got.sha256, expected.sha256
+        )
+    } else {
+        return Ok(());
+    };
+    Err(StoreError::Mismatch {
+        key: key.to_string(),
+        reason,
+    })
 }
 
 /// A stream of archive bytes.
@@ -149,28 +210,84 @@ pub enum Download {
 pub enum UploadVia {
     /// To the registry's own signed `/v1/blobs/...` URL.
     Registry,
-    /// Straight to this presigned URL (e.g. an S3 presigned PUT).
-    Url(String),
+    /// Straight to this presigned URL (an S3 presigned PUT), sending exactly
+    /// these headers (they are signed: the declared length and checksum, and
+    /// "create only").
+    Presigned {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+/// An upload the registry took out of its uploader's reach: a private snapshot
+/// whose bytes no later request can change, hashed while it was taken.
+pub struct Claimed {
+    /// The snapshot's bytes, positioned at the start.
+    pub file: std::fs::File,
+    /// What the snapshot holds, measured while it was taken.
+    pub digest: Digest,
+    pub(crate) source: ClaimSource,
+}
+
+impl Claimed {
+    /// The whole snapshot in memory (small files only: SHA256SUMS, its
+    /// signature, a manifest; the caller bounded the size when claiming).
+    pub fn read_all(&mut self) -> Result<Vec<u8>, StoreError> {
+        use std::io::{Read, Seek};
+        let mut buf = Vec::with_capacity(usize::try_from(self.digest.size).unwrap_or(0));
+        self.file
+            .read_to_end(&mut buf)
+            .map_err(StoreError::unavailable)?;
+        self.file.rewind().map_err(StoreError::unavailable)?;
+        Ok(buf)
+    }
+}
+
+/// How a backend keeps exactly the claimed bytes.
+pub(crate) enum ClaimSource {
+    /// A private hard link to the uploaded file (directory store): the file is
+    /// never written in place, so the linked bytes cannot change. Removed on drop.
+    Link(tempfile::TempPath),
+    /// The uploaded object and the ETag of the version that was read (S3): a
+    /// copy is made only if the object still has that ETag.
+    Object { key: BlobKey, etag: String },
 }
 
 /// Archive storage.
+///
+/// Upload slots ([`BlobKey::upload`]) are write-once: [`BlobStore::receive`]
+/// and a presigned upload both refuse a slot that holds anything, and
+/// [`BlobStore::close_upload`] leaves an empty slot behind so that a late
+/// upload is refused too. Published files ([`BlobKey::archive`]) are written
+/// only by [`BlobStore::keep`], which never replaces an object.
 #[async_trait]
 pub trait BlobStore: Send + Sync {
-    /// Size of an object, or `None` if it does not exist.
-    async fn size(&self, key: &str) -> Result<Option<u64>, StoreError>;
-    /// A local file holding the object's bytes, for verification and hashing
-    /// (the object itself for a directory store, a temporary copy otherwise).
-    /// Fails with [`StoreError::TooLarge`] past `max` bytes.
-    async fn fetch(&self, key: &str, max: u64) -> Result<std::fs::File, StoreError>;
-    /// Store an object from a stream; returns its size. Fails past `max` bytes
-    /// and then leaves nothing behind.
-    async fn write(&self, key: &str, body: ByteStream, max: u64) -> Result<u64, StoreError>;
-    /// Copy an object (used to move verified uploads to their final key).
-    async fn copy(&self, from: &str, to: &str) -> Result<(), StoreError>;
+    /// Receive an upload into its slot. At most `expected.size` bytes are read
+    /// ([`StoreError::TooLarge`] past that); the bytes must have exactly the
+    /// expected size and sha256 ([`StoreError::Mismatch`]); a slot is written
+    /// once ([`StoreError::AlreadyExists`]). A refused upload leaves nothing.
+    async fn receive(
+        &self,
+        key: &BlobKey,
+        body: ByteStream,
+        expected: &Digest,
+    ) -> Result<(), StoreError>;
+    /// Take a private snapshot of an upload that its uploader can no longer
+    /// change, measuring it on the way. [`StoreError::NotFound`] if nothing was
+    /// uploaded, [`StoreError::TooLarge`] past `max` bytes.
+    async fn claim(&self, key: &BlobKey, max: u64) -> Result<Claimed, StoreError>;
+    /// Store exactly the claimed bytes at `dest`, never replacing an object
+    /// ([`StoreError::AlreadyExists`]).
+    async fn keep(&self, claimed: &Claimed, dest: &BlobKey) -> Result<(), StoreError>;
+    /// Close an upload slot for good: drop its bytes and make every later
+    /// upload to it fail.
+    async fn close_upload(&self, key: &BlobKey) -> Result<(), StoreError>;
     /// Delete an object; deleting a missing object is not an error.
-    async fn delete(&self, key: &str) -> Result<(), StoreError>;
+    async fn delete(&self, key: &BlobKey) -> Result<(), StoreError>;
+    /// Every key that starts with `prefix`, in no particular order.
+    async fn list(&self, prefix: &str) -> Result<Vec<BlobKey>, StoreError>;
     /// Answer a download of `key` whose URL the registry already verified.
-    async fn download(&self, key: &str, head: bool) -> Result<Download, StoreError>;
-    /// Where a client should PUT `key` while publishing.
-    async fn upload_via(&self, key: &str) -> Result<UploadVia, StoreError>;
+    async fn download(&self, key: &BlobKey, head: bool) -> Result<Download, StoreError>;
+    /// Where a client should upload the slot `key`, declared as `expected`.
+    async fn upload_via(&self, key: &BlobKey, expected: &Digest) -> Result<UploadVia, StoreError>;
 }

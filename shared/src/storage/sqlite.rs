@@ -9,6 +9,31 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{Condition, Item, ItemStore, Page, StoreError};
 
+/// A SQLite failure as a [`StoreError`]: a database that is busy, locked,
+/// read-only, out of space or failing I/O is unavailable (503, retry later);
+/// anything else (a corrupt file, a bad statement) is internal.
+fn sqlite_error(e: rusqlite::Error) -> StoreError {
+    use rusqlite::ErrorCode::*;
+    match &e {
+        rusqlite::Error::SqliteFailure(f, _)
+            if matches!(
+                f.code,
+                DatabaseBusy
+                    | DatabaseLocked
+                    | ReadOnly
+                    | DiskFull
+                    | SystemIoFailure
+                    | CannotOpen
+                    | FileLockingProtocolFailed
+                    | OutOfMemory
+            ) =>
+        {
+            StoreError::Unavailable(format!("sqlite: {e}"))
+        }
+        _ => StoreError::Internal(format!("sqlite: {e}")),
+    }
+}
+
 /// Items per query page. Small on purpose, so paging is exercised as it is on DynamoDB.
 pub const PAGE_SIZE: usize = 100;
 
@@ -21,18 +46,18 @@ pub struct SqliteStore {
 impl SqliteStore {
     /// Open (creating if needed) the database at `path`.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let conn = Connection::open(path).map_err(StoreError::backend)?;
+        let conn = Connection::open(path).map_err(sqlite_error)?;
         Self::init(conn)
     }
 
     /// An in-memory store, for tests.
     pub fn in_memory() -> Result<Self, StoreError> {
-        Self::init(Connection::open_in_memory().map_err(StoreError::backend)?)
+        Self::init(Connection::open_in_memory().map_err(sqlite_error)?)
     }
 
     fn init(conn: Connection) -> Result<Self, StoreError> {
         conn.busy_timeout(std::time::Duration::from_secs(10))
-            .map_err(StoreError::backend)?;
+            .map_err(sqlite_error)?;
         conn.execute_batch(
             "PRAGMA journal_mode=WAL;
              PRAGMA synchronous=FULL;
@@ -43,7 +68,7 @@ impl SqliteStore {
                  PRIMARY KEY (pk, sk)
              ) WITHOUT ROWID;",
         )
-        .map_err(StoreError::backend)?;
+        .map_err(sqlite_error)?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
         })
@@ -57,11 +82,11 @@ impl SqliteStore {
         tokio::task::spawn_blocking(move || {
             let mut guard = conn
                 .lock()
-                .map_err(|_| StoreError::Backend("database lock poisoned".into()))?;
+                .map_err(|_| StoreError::internal("database lock poisoned"))?;
             f(&mut guard)
         })
         .await
-        .map_err(StoreError::backend)?
+        .map_err(StoreError::internal)?
     }
 }
 
@@ -76,7 +101,7 @@ impl ItemStore for SqliteStore {
                 |row| row.get::<_, Vec<u8>>(0),
             )
             .optional()
-            .map_err(StoreError::backend)
+            .map_err(sqlite_error)
             .map(|data| data.map(|data| Item { pk, sk, data }))
         })
         .await
@@ -97,7 +122,7 @@ impl ItemStore for SqliteStore {
                      WHERE pk = ?1 AND substr(sk, 1, ?2) = ?3 AND (?4 IS NULL OR sk > ?4)
                      ORDER BY sk LIMIT ?5",
                 )
-                .map_err(StoreError::backend)?;
+                .map_err(sqlite_error)?;
             let rows = stmt
                 .query_map(
                     params![
@@ -115,10 +140,8 @@ impl ItemStore for SqliteStore {
                         })
                     },
                 )
-                .map_err(StoreError::backend)?;
-            let mut items = rows
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(StoreError::backend)?;
+                .map_err(sqlite_error)?;
+            let mut items = rows.collect::<Result<Vec<_>, _>>().map_err(sqlite_error)?;
             let next = if items.len() > PAGE_SIZE {
                 items.truncate(PAGE_SIZE);
                 items.last().map(|i| i.sk.clone())
@@ -142,11 +165,26 @@ impl ItemStore for SqliteStore {
             };
             let changed = c
                 .execute(sql, params![item.pk, item.sk, item.data])
-                .map_err(StoreError::backend)?;
+                .map_err(sqlite_error)?;
             if changed == 0 {
                 return Err(StoreError::ConditionFailed);
             }
             Ok(())
+        })
+        .await
+    }
+
+    async fn take(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
+        let (pk, sk) = (pk.to_string(), sk.to_string());
+        self.with_conn(move |c| {
+            c.query_row(
+                "DELETE FROM items WHERE pk = ?1 AND sk = ?2 RETURNING data",
+                params![pk, sk],
+                |row| row.get::<_, Vec<u8>>(0),
+            )
+            .optional()
+            .map_err(sqlite_error)
+            .map(|data| data.map(|data| Item { pk, sk, data }))
         })
         .await
     }

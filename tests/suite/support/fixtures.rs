@@ -124,8 +124,11 @@ pub fn lock_file(dir: &Path) -> String {
         .expect("terraform wrote .terraform.lock.hcl")
 }
 
+/// The `h1:` hash of a null provider zip.
 pub fn h1(zip: &Path) -> String {
-    tfreg::hashing::h1_hash_zip(std::fs::File::open(zip).unwrap()).unwrap()
+    tfreg::archives::provider_zip::inspect(std::fs::File::open(zip).unwrap(), "null")
+        .unwrap()
+        .h1
 }
 
 pub fn zh(zip: &Path) -> String {

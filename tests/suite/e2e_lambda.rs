@@ -3,12 +3,11 @@
 //! real wire protocols, and the real Terraform CLI. Archives are uploaded with
 //! presigned PUTs and downloaded from S3 through presigned GETs.
 
-mod common;
-
 use std::time::Instant;
 
-use common::fixtures::*;
-use common::*;
+use crate::support::fixtures::*;
+use crate::support::log;
+use crate::support::*;
 
 #[test]
 fn lambda_functions_serve_terraform_through_registry_and_mirror() {
@@ -75,20 +74,13 @@ fn lambda_functions_serve_terraform_through_registry_and_mirror() {
             assert!(lock.contains(&zh(zip)), "{lock}");
         }
     }
-    let log = server.server_log();
-    let head_ok = log.lines().any(|l| {
-        l.contains(r#""method":"HEAD""#)
-            && l.contains(r#""endpoint":"blob""#)
-            && l.contains(r#""status":200"#)
-    });
-    let requests: Vec<&str> = log
-        .lines()
-        .filter(|l| l.contains(r#""message":"request""#))
-        .collect();
+    let requests = log::requests(&server.server_log());
+    let head_ok = requests
+        .iter()
+        .any(|r| r.method == "HEAD" && r.endpoint == "blob" && r.status == 200);
     assert!(
         head_ok,
-        "Terraform 1.11 sent a HEAD for the archive and the blob function answered 200:\n{}",
-        requests.join("\n")
+        "Terraform 1.11 sent a HEAD for the archive and the blob function answered 200:\n{requests:#?}"
     );
 
     // Network mirror: a provider of another origin, imported into DynamoDB + S3.
@@ -122,10 +114,11 @@ fn lambda_functions_serve_terraform_through_registry_and_mirror() {
         lock.contains("registry.terraform.io/hashicorp/null") && lock.contains(&h1(&imported)),
         "{lock}"
     );
-    let log = server.server_log();
+    let requests = log::assert_no_server_errors(&server.server_log(), 20);
     assert!(
-        log.contains(r#""endpoint":"mirror-version""#),
+        requests
+            .iter()
+            .any(|r| r.endpoint == "mirror-version" && r.status == 200),
         "the mirror function answered"
     );
-    assert!(!log.contains(r#""status":5"#), "no 5xx:\n{log}");
 }

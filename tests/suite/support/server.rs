@@ -1,62 +1,14 @@
-//! Shared harness of the end-to-end tests: the real tools from `.ci/install-tools`,
-//! a `tfreg serve` process over real HTTPS, GPG-signed provider releases and
-//! Terraform runs in isolated directories.
-#![allow(dead_code)]
+//! A registry over real HTTPS: `tfreg serve`, or every Lambda function behind
+//! `cargo lambda watch` on the DynamoDB and S3 emulators.
 
-pub mod fixtures;
-
-use std::collections::HashMap;
-use std::io::Write;
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// Paths of the external tools, from `.tools/env` (written by `.ci/install-tools`)
-/// or the same variables in the environment. Missing tools fail the test.
-pub struct Tools {
-    vars: HashMap<String, String>,
-}
-
-impl Tools {
-    pub fn get() -> &'static Tools {
-        static TOOLS: OnceLock<Tools> = OnceLock::new();
-        TOOLS.get_or_init(|| {
-            let mut vars = HashMap::new();
-            let env_file = Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools/env");
-            if let Ok(text) = std::fs::read_to_string(&env_file) {
-                for line in text.lines() {
-                    if let Some((k, v)) =
-                        line.strip_prefix("export ").and_then(|l| l.split_once('='))
-                    {
-                        vars.insert(k.to_string(), v.trim_matches('"').to_string());
-                    }
-                }
-            }
-            for (k, v) in std::env::vars() {
-                if k.starts_with("TFREG_") {
-                    vars.insert(k, v);
-                }
-            }
-            Tools { vars }
-        })
-    }
-
-    /// A tool's path; panics (failing the test) when it is not installed.
-    pub fn path(&self, var: &str) -> PathBuf {
-        let p = self.vars.get(var).map(PathBuf::from).unwrap_or_else(|| {
-            panic!("{var} is not set: run .ci/install-tools (scripts/test does) to install the test tools")
-        });
-        assert!(
-            p.exists(),
-            "{var}={} does not exist: run .ci/install-tools",
-            p.display()
-        );
-        p
-    }
-}
+use super::command::ok;
+use super::tools::{Tools, require_emulators, tfreg_bin};
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -66,31 +18,11 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// Fail (never skip) when the DynamoDB and S3 emulators are not configured.
-pub fn require_emulators() {
-    for var in [
-        "AWS_ENDPOINT_URL_DYNAMODB",
-        "AWS_ENDPOINT_URL_S3",
-        "AWS_REGION",
-    ] {
-        assert!(
-            std::env::var(var).is_ok(),
-            "{var} is not set: run scripts/test, which starts the DynamoDB and S3 emulators (.ci/emulators start) and exports them"
-        );
-    }
-}
-
-/// Path of the `tfreg` binary under test.
-pub fn tfreg_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_tfreg"))
-}
-
 /// A running registry over HTTPS (`tfreg serve`, or the Lambda functions under
 /// `cargo lambda watch`), stopped on drop.
 pub struct Server {
     /// Stops the server's process group (and reaps its processes) on drop.
     _group: Group,
-    pub port: u16,
     pub host: String,
     /// Arguments that point `tfreg token create` at this registry's store.
     store_args: Vec<String>,
@@ -207,7 +139,6 @@ impl Server {
         let store_args = vec!["--data-dir".to_string(), data_dir.display().to_string()];
         Server {
             _group: group,
-            port,
             host,
             store_args,
             ca,
@@ -302,6 +233,16 @@ impl Server {
             );
             std::thread::sleep(Duration::from_millis(100));
         };
+        // cargo lambda logs the address before its server accepts connections,
+        // and a function whose first poll of the runtime API is refused exits
+        // (seen under load: all nine exited, and discovery never came up).
+        while std::net::TcpStream::connect(&runtime_addr).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "cargo lambda watch's runtime API at {runtime_addr} never accepted a connection"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
         let functions_dir = std::env::current_exe()
             .unwrap()
             .parent()
@@ -351,7 +292,6 @@ impl Server {
         let store_args = vec!["--table".to_string(), name];
         Server {
             _group: group,
-            port,
             host,
             store_args,
             ca,
@@ -461,232 +401,5 @@ impl Server {
 
     pub fn server_log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-/// Assert a command succeeded, showing its output when not.
-pub fn ok(out: Output, what: &str) -> String {
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\n{stdout}\n{stderr}",
-        out.status
-    );
-    format!("{stdout}{stderr}")
-}
-
-/// Assert a command failed, returning its output.
-pub fn fails(out: Output, what: &str) -> String {
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(!out.status.success(), "{what} should have failed:\n{text}");
-    text
-}
-
-/// A throwaway GnuPG home with one key.
-pub struct Gpg {
-    pub home: tempfile::TempDir,
-    pub fingerprint: String,
-}
-
-impl Gpg {
-    /// `algo`: `rsa2048`, `ed25519`, ...
-    pub fn new(algo: &str) -> Gpg {
-        let home = tempfile::tempdir().unwrap();
-        let gpg = Gpg {
-            home,
-            fingerprint: String::new(),
-        };
-        let uid = format!("tfreg e2e {algo} <e2e-{algo}@example.com>");
-        ok(
-            gpg.cmd()
-                .args([
-                    "--passphrase",
-                    "",
-                    "--quick-gen-key",
-                    &uid,
-                    algo,
-                    "sign",
-                    "never",
-                ])
-                .output()
-                .unwrap(),
-            "gpg --quick-gen-key",
-        );
-        let listing = ok(
-            gpg.cmd()
-                .args(["--with-colons", "--list-keys"])
-                .output()
-                .unwrap(),
-            "gpg --list-keys",
-        );
-        let fingerprint = listing
-            .lines()
-            .find(|l| l.starts_with("fpr:"))
-            .and_then(|l| l.split(':').nth(9))
-            .unwrap()
-            .to_string();
-        Gpg { fingerprint, ..gpg }
-    }
-
-    fn cmd(&self) -> Command {
-        let mut c = Command::new(Tools::get().path("TFREG_GPG"));
-        c.arg("--homedir").arg(self.home.path()).args([
-            "--batch",
-            "--yes",
-            "--pinentry-mode",
-            "loopback",
-        ]);
-        c
-    }
-
-    /// Export the ASCII-armored public key to `path`.
-    pub fn export(&self, path: &Path) {
-        let out = self
-            .cmd()
-            .args(["--armor", "--export", &self.fingerprint])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "gpg --export: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        std::fs::write(path, out.stdout).unwrap();
-    }
-
-    /// Binary detached signature of `file` to `sig`.
-    pub fn sign(&self, file: &Path, sig: &Path) {
-        ok(
-            self.cmd()
-                .args([
-                    "--passphrase",
-                    "",
-                    "--local-user",
-                    &self.fingerprint,
-                    "--output",
-                ])
-                .arg(sig)
-                .arg("--detach-sign")
-                .arg(file)
-                .output()
-                .unwrap(),
-            "gpg --detach-sign",
-        );
-    }
-
-    /// The key id Terraform shows: the last 16 hex digits of the fingerprint.
-    pub fn key_id(&self) -> String {
-        self.fingerprint[self.fingerprint.len() - 16..].to_string()
-    }
-}
-
-/// A zip holding the real null provider binary (files only, executable).
-pub fn provider_zip(path: &Path, binary: &Path, binary_name: &str) {
-    use zip::write::SimpleFileOptions;
-    let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
-    let opts = SimpleFileOptions::default()
-        .compression_method(zip::CompressionMethod::Deflated)
-        .unix_permissions(0o755);
-    zip.start_file(binary_name, opts).unwrap();
-    zip.write_all(&std::fs::read(binary).unwrap()).unwrap();
-    zip.finish().unwrap();
-}
-
-/// Write a goreleaser-style dist directory for `terraform-provider-TYPE` at
-/// `version` for `platforms`, signed by `gpg`; returns the zips' paths.
-pub fn provider_dist(
-    dist: &Path,
-    ty: &str,
-    version: &str,
-    platforms: &[&str],
-    gpg: &Gpg,
-) -> Vec<PathBuf> {
-    std::fs::create_dir_all(dist).unwrap();
-    let binary = Tools::get().path("TFREG_NULL_PROVIDER");
-    let mut sums = String::new();
-    let mut zips = Vec::new();
-    for platform in platforms {
-        let name = format!("terraform-provider-{ty}_{version}_{platform}.zip");
-        let path = dist.join(&name);
-        provider_zip(
-            &path,
-            &binary,
-            &format!("terraform-provider-{ty}_v{version}_x4"),
-        );
-        sums += &format!(
-            "{}  {name}\n",
-            tfreg::hashing::sha256_hex(&std::fs::read(&path).unwrap())
-        );
-        zips.push(path);
-    }
-    let manifest = format!("terraform-provider-{ty}_{version}_manifest.json");
-    std::fs::write(
-        dist.join(&manifest),
-        r#"{"version":1,"metadata":{"protocol_versions":["5.0"]}}"#,
-    )
-    .unwrap();
-    sums += &format!(
-        "{}  {manifest}\n",
-        tfreg::hashing::sha256_hex(&std::fs::read(dist.join(&manifest)).unwrap())
-    );
-    let sums_path = dist.join(format!("terraform-provider-{ty}_{version}_SHA256SUMS"));
-    std::fs::write(&sums_path, sums).unwrap();
-    gpg.sign(
-        &sums_path,
-        &sums_path.with_file_name(format!("terraform-provider-{ty}_{version}_SHA256SUMS.sig")),
-    );
-    gpg.export(&dist.join("key.asc"));
-    zips
-}
-
-/// Write `files` (relative path → content) under `dir`.
-pub fn write_tree(dir: &Path, files: &[(&str, &str)]) {
-    for (rel, content) in files {
-        let p = dir.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, content).unwrap();
-    }
-}
-
-/// A Terraform CLI run in an isolated home, trusting the server's CA.
-pub struct Terraform {
-    pub bin: PathBuf,
-    pub home: tempfile::TempDir,
-    pub cli_config: PathBuf,
-    pub ca: PathBuf,
-}
-
-impl Terraform {
-    pub fn new(bin: PathBuf, server: &Server, cli_config: &str) -> Terraform {
-        let home = tempfile::tempdir().unwrap();
-        let cli_config_path = home.path().join("terraformrc");
-        std::fs::write(&cli_config_path, cli_config).unwrap();
-        Terraform {
-            bin,
-            home,
-            cli_config: cli_config_path,
-            ca: server.ca.clone(),
-        }
-    }
-
-    pub fn run(&self, dir: &Path, args: &[&str]) -> Output {
-        Command::new(&self.bin)
-            .args(args)
-            .current_dir(dir)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", self.home.path())
-            .env("TF_CLI_CONFIG_FILE", &self.cli_config)
-            .env("SSL_CERT_FILE", &self.ca)
-            .env("CHECKPOINT_DISABLE", "1")
-            .env("TF_IN_AUTOMATION", "1")
-            .env("TF_INPUT", "0")
-            .output()
-            .unwrap()
     }
 }

@@ -1,0 +1,94 @@
+//! The registry as one tower service, shared by every entry point: `tfreg
+//! serve` hands it to hyper, each Lambda function to `lambda_http::run`, tests
+//! call it in-process. Here a request is routed, authorised and dispatched to
+//! its handler; errors become HTTP here and only here; one log line per request.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use http::Method;
+
+use crate::auth;
+use crate::error::Error;
+use crate::handlers;
+use crate::http_types::{Body, Request, Response, authorization, error_response};
+use crate::registry::Registry;
+use crate::router::{Endpoint, Route, route};
+
+/// The registry's service: every route, or only `only`'s (one Lambda function
+/// serves one endpoint; other paths get a JSON 404).
+pub fn app(registry: Arc<Registry>, only: Option<Endpoint>) -> axum::Router {
+    axum::Router::new().fallback(move |req: Request| {
+        let registry = registry.clone();
+        async move { handle(&registry, only, req).await }
+    })
+}
+
+/// Route and answer one request, logging one line with route, status and latency.
+pub async fn handle(registry: &Registry, only: Option<Endpoint>, req: Request) -> Response {
+    let started = Instant::now();
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path();
+    let routed = route(&parts.method, path).and_then(|r| match only {
+        Some(e) if r.endpoint() != e => Err(Error::not_found(format!(
+            "no such endpoint here: this function serves {}",
+            e.name()
+        ))),
+        _ => Ok(r),
+    });
+    let endpoint = routed.as_ref().ok().map(Route::endpoint);
+    let result = match routed {
+        Ok(r) => dispatch(registry, r, &parts, body).await,
+        Err(e) => Err(e),
+    };
+    let (mut resp, error) = match result {
+        Ok(resp) => (resp, None),
+        Err(e) => (error_response(&e), Some(e)),
+    };
+    if parts.method == Method::HEAD {
+        // Keep the headers (Content-Length included), drop the body.
+        *resp.body_mut() = Body::empty();
+    }
+    let status = resp.status().as_u16();
+    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let endpoint = endpoint.map(Endpoint::name).unwrap_or("none");
+    let method = &parts.method;
+    match error {
+        // Our fault or the store's: the detail the client did not get.
+        Some(e) if status >= 500 => {
+            tracing::error!(%method, path, endpoint, status, latency_ms, error = %e, "request")
+        }
+        _ => tracing::info!(%method, path, endpoint, status, latency_ms, "request"),
+    }
+    resp
+}
+
+async fn dispatch(
+    registry: &Registry,
+    route: Route,
+    parts: &http::request::Parts,
+    body: Body,
+) -> Result<Response, Error> {
+    let auth = authorization(&parts.headers);
+    match route {
+        Route::Discovery => Ok(handlers::read::discovery()),
+        Route::Read(read) => {
+            auth::require_reader(registry, auth).await?;
+            handlers::read::handle(registry, read).await
+        }
+        Route::Blob(key) => {
+            handlers::blob::handle(
+                registry,
+                &parts.method,
+                &key,
+                parts.uri.query(),
+                &parts.headers,
+                body,
+            )
+            .await
+        }
+        Route::Publish(publish) => {
+            handlers::publish::handle(registry, auth, publish, &parts.headers, body).await
+        }
+    }
+}

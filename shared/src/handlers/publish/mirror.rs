@@ -1,0 +1,112 @@
+//! Importing provider packages of another registry for the network mirror.
+
+use crate::address::{Hostname, ProviderName};
+use crate::catalog::{self, Origin, ProviderPackage, ProviderRelease};
+use crate::error::Error;
+use crate::protocol::FileDecl;
+use crate::registry::Registry;
+use crate::release_check::{self, StagedPackage};
+use crate::release_files::{self, ProviderFiles};
+use crate::version::Version;
+
+use super::Recorded;
+use super::staging::Staging;
+
+/// The declared zips (mirror imports carry no SHA256SUMS or signature).
+pub(super) fn declared(
+    registry: &Registry,
+    hostname: &Hostname,
+    provider: &ProviderName,
+    version: &Version,
+    files: &[FileDecl],
+    max: u64,
+) -> Result<ProviderFiles, Error> {
+    if *hostname == registry.config.hostname {
+        return Err(Error::bad(format!(
+            "{hostname} is this registry: publish its providers with `tfreg publish provider` instead"
+        )));
+    }
+    Ok(release_files::provider_files(
+        &provider.r#type,
+        version,
+        files,
+        false,
+        max,
+    )?)
+}
+
+/// `Some(same content?)` when the version exists.
+pub(super) async fn same_as_published(
+    registry: &Registry,
+    hostname: &Hostname,
+    provider: &ProviderName,
+    version: &Version,
+    files: &[FileDecl],
+) -> Result<Option<bool>, Error> {
+    let origin = Origin::Mirror(hostname.clone());
+    let existing =
+        catalog::provider_release(registry.items.as_ref(), &origin, provider, version).await?;
+    Ok(existing.map(|e| super::provider::same_files(&e, files)))
+}
+
+/// Claim the zips, check exactly those bytes (step 4 of the provider chain),
+/// keep them and record the release.
+pub(super) async fn complete(
+    registry: &Registry,
+    staging: &mut Staging<'_>,
+    hostname: &Hostname,
+    provider: &ProviderName,
+    version: &Version,
+    files: &ProviderFiles,
+) -> Result<Recorded, Error> {
+    let mut zips = Vec::with_capacity(files.zips.len());
+    let mut packages = Vec::with_capacity(files.zips.len());
+    for (platform, decl) in &files.zips {
+        let claimed = staging
+            .claim(decl, registry.config.max_archive_bytes)
+            .await?;
+        packages.push(StagedPackage {
+            platform: platform.clone(),
+            decl: decl.clone(),
+            reader: claimed.file.try_clone().map_err(Error::internal)?,
+        });
+        zips.push(claimed);
+    }
+    let provider_type = provider.r#type.clone();
+    let verified = tokio::task::spawn_blocking(move || {
+        release_check::verify_packages(&provider_type, packages)
+    })
+    .await??;
+    let mut kept = Vec::with_capacity(zips.len());
+    for (package, claimed) in verified.iter().zip(&zips) {
+        kept.push(ProviderPackage {
+            os: package.platform.os.clone(),
+            arch: package.platform.arch.clone(),
+            file: staging.keep(claimed, &package.decl.name).await?,
+            h1: package.h1.clone(),
+        });
+    }
+    let release = ProviderRelease {
+        version: version.to_string(),
+        protocols: vec!["5.0".into()],
+        packages: kept,
+        shasums: None,
+        shasums_signature: None,
+        signing_key: None,
+        published_at: registry.now(),
+    };
+    let origin = Origin::Mirror(hostname.clone());
+    let outcome = catalog::put_provider_release(
+        registry.items.as_ref(),
+        &origin,
+        provider,
+        version,
+        &release,
+    )
+    .await?;
+    Ok(Recorded {
+        outcome,
+        address: format!("{hostname}/{provider}"),
+        warnings: vec![],
+    })
+}

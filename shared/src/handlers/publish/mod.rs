@@ -1,0 +1,235 @@
+//! Publishing: `begin` announces the files and hands out one write-once upload
+//! slot per file; the client uploads each; `complete` takes the uploads out of
+//! the client's reach, verifies exactly those bytes, keeps exactly those bytes
+//! under keys of their own, and only then makes the version visible with one
+//! conditional write. Nothing is visible before that write, and a refused or
+//! losing publish removes what it kept, so it leaves no trace.
+
+mod mirror;
+mod module;
+mod provider;
+mod staging;
+
+use http::{HeaderMap, StatusCode};
+
+use crate::auth;
+use crate::blob_key::{BlobKey, FileName, UploadId};
+use crate::catalog::PutOutcome;
+use crate::error::Error;
+use crate::http_types::{Body, Response, json, read_body};
+use crate::protocol::{
+    BeginStatus, FileDecl, PublishBegin, PublishRequest, PublishResult, PublishStatus, UploadTarget,
+};
+use crate::registry::Registry;
+use crate::router::{PublishRoute, PublishStep, PublishTarget};
+use crate::storage::{Digest, UploadVia};
+use crate::upload_session::{self, UploadSession};
+
+use staging::Staging;
+
+/// Largest publish request body (file list and signing key).
+pub const MAX_BODY: usize = 1024 * 1024;
+/// Largest SHA256SUMS, signature or manifest file.
+const MAX_SMALL_FILE: u64 = 1024 * 1024;
+
+/// `POST /v1/publish/{providers,modules,mirror}/.../{begin,complete}`.
+pub async fn handle(
+    registry: &Registry,
+    authorization: Option<&str>,
+    route: PublishRoute,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, Error> {
+    // The token first: nothing of the body is read for a client that may not publish.
+    auth::require_publisher(registry, authorization, &route.target).await?;
+    let body = read_body(headers, body, MAX_BODY).await?;
+    let req: PublishRequest = serde_json::from_slice(&body)
+        .map_err(|e| Error::bad(format!("invalid publish request: {e}")))?;
+    let target = &route.target;
+    let (step, max) = (route.step, registry.config.max_archive_bytes);
+    match target {
+        PublishTarget::Provider { provider, version } => {
+            let files = provider::declared(provider, version, &req.files, max)?;
+            match step {
+                PublishStep::Begin => {
+                    let same = provider::same_as_published(registry, provider, version, &req.files)
+                        .await?;
+                    begin(registry, target, &req.files, same).await
+                }
+                PublishStep::Complete => {
+                    complete(registry, target, &req, async |staging| {
+                        provider::complete(registry, staging, provider, version, &files, &req).await
+                    })
+                    .await
+                }
+            }
+        }
+        PublishTarget::Module { module, version } => {
+            let archive = module::declared(&req.files, max)?;
+            match step {
+                PublishStep::Begin => {
+                    let same =
+                        module::same_as_published(registry, module, version, archive).await?;
+                    begin(registry, target, &req.files, same).await
+                }
+                PublishStep::Complete => {
+                    complete(registry, target, &req, async |staging| {
+                        module::complete(registry, staging, module, version, archive).await
+                    })
+                    .await
+                }
+            }
+        }
+        PublishTarget::Mirror {
+            hostname,
+            provider,
+            version,
+        } => {
+            let files = mirror::declared(registry, hostname, provider, version, &req.files, max)?;
+            match step {
+                PublishStep::Begin => {
+                    let same = mirror::same_as_published(
+                        registry, hostname, provider, version, &req.files,
+                    )
+                    .await?;
+                    begin(registry, target, &req.files, same).await
+                }
+                PublishStep::Complete => {
+                    complete(registry, target, &req, async |staging| {
+                        mirror::complete(registry, staging, hostname, provider, version, &files)
+                            .await
+                    })
+                    .await
+                }
+            }
+        }
+    }
+}
+
+/// Answer `begin`: "unchanged", 409, or a write-once upload slot per file.
+async fn begin(
+    registry: &Registry,
+    target: &PublishTarget,
+    files: &[FileDecl],
+    same_as_published: Option<bool>,
+) -> Result<Response, Error> {
+    match same_as_published {
+        Some(true) => {
+            return Ok(json(
+                StatusCode::OK,
+                &PublishBegin {
+                    status: BeginStatus::Unchanged,
+                    upload_id: None,
+                    uploads: vec![],
+                },
+            ));
+        }
+        Some(false) => {
+            return Err(Error::Conflict(
+                "this version is already published with different content; versions are immutable, publish a new version".into(),
+            ));
+        }
+        None => {}
+    }
+    let id = UploadId::random();
+    let now = registry.now();
+    let session = UploadSession {
+        target: target.clone(),
+        files: files.to_vec(),
+        created_at: now,
+        expires_at: now + registry.config.url_ttl_secs + upload_session::GRACE_SECS,
+    };
+    upload_session::open(registry.items.as_ref(), &id, &session).await?;
+    let mut uploads = Vec::with_capacity(files.len());
+    for f in files {
+        let name = FileName::parse(&f.name).map_err(|e| Error::bad(e.to_string()))?;
+        let key = BlobKey::upload(&id, &name);
+        let expected = Digest {
+            size: f.size,
+            sha256: f.sha256.clone(),
+        };
+        let (url, headers) = match registry.blobs.upload_via(&key, &expected).await? {
+            UploadVia::Registry => (registry.upload_url(&key, &expected).await?, vec![]),
+            UploadVia::Presigned { url, headers } => (url, headers),
+        };
+        uploads.push(UploadTarget {
+            name: f.name.clone(),
+            url,
+            headers,
+        });
+    }
+    Ok(json(
+        StatusCode::OK,
+        &PublishBegin {
+            status: BeginStatus::Upload,
+            upload_id: Some(id),
+            uploads,
+        },
+    ))
+}
+
+/// What a kind's completion recorded.
+struct Recorded {
+    outcome: PutOutcome,
+    /// The address users write (`host/ns/type`, `host/ns/name/system`).
+    address: String,
+    warnings: Vec<String>,
+}
+
+/// Run `f` on the publish `req.upload_id` names, which it takes: whatever
+/// happens, the upload slots are closed afterwards, and the files `f` kept
+/// are deleted unless its release became visible.
+async fn complete<F>(
+    registry: &Registry,
+    target: &PublishTarget,
+    req: &PublishRequest,
+    f: F,
+) -> Result<Response, Error>
+where
+    F: AsyncFnOnce(&mut Staging<'_>) -> Result<Recorded, Error>,
+{
+    let id = req
+        .upload_id
+        .clone()
+        .ok_or_else(|| Error::bad("upload_id is missing: call begin first"))?;
+    let session = upload_session::take(registry.items.as_ref(), &id)
+        .await?
+        .ok_or_else(|| {
+            Error::bad(format!(
+                "upload {id} is unknown or already completed: call begin again"
+            ))
+        })?;
+    let mut staging = Staging::new(registry, id, &session.files);
+    let result = match session.check(target, &req.files, registry.now()) {
+        Ok(()) => f(&mut staging).await,
+        Err(e) => Err(e),
+    };
+    let visible = matches!(
+        result,
+        Ok(Recorded {
+            outcome: PutOutcome::Created,
+            ..
+        })
+    );
+    staging.finish(visible).await;
+    let recorded = result?;
+    let (code, status) = match recorded.outcome {
+        PutOutcome::Created => (StatusCode::CREATED, PublishStatus::Published),
+        PutOutcome::Unchanged => (StatusCode::OK, PublishStatus::Unchanged),
+    };
+    tracing::info!(
+        action = "publish",
+        target = %target,
+        outcome = ?recorded.outcome,
+        "audit"
+    );
+    Ok(json(
+        code,
+        &PublishResult {
+            status,
+            address: recorded.address,
+            version: target.version().to_string(),
+            warnings: recorded.warnings,
+        },
+    ))
+}

@@ -1,0 +1,78 @@
+//! Publishing a module version: one `.tar.gz`.
+
+use crate::address::ModuleName;
+use crate::archives;
+use crate::catalog::{self, ModuleRelease};
+use crate::error::Error;
+use crate::protocol::FileDecl;
+use crate::registry::Registry;
+use crate::release_files::{self, ReleaseError};
+use crate::version::Version;
+
+use super::Recorded;
+use super::staging::Staging;
+
+/// The one archive a module publish declares.
+pub(super) fn declared(files: &[FileDecl], max: u64) -> Result<&FileDecl, Error> {
+    let [decl] = files else {
+        return Err(
+            ReleaseError::invalid("a module publish uploads exactly one .tar.gz file").into(),
+        );
+    };
+    release_files::check_decl(decl, max)?;
+    if !decl.name.ends_with(".tar.gz") {
+        return Err(ReleaseError::invalid(format!(
+            "{}: module archives must be .tar.gz",
+            decl.name
+        ))
+        .into());
+    }
+    Ok(decl)
+}
+
+/// `Some(same content?)` when the version exists.
+pub(super) async fn same_as_published(
+    registry: &Registry,
+    module: &ModuleName,
+    version: &Version,
+    archive: &FileDecl,
+) -> Result<Option<bool>, Error> {
+    let existing = catalog::module_release(registry.items.as_ref(), module, version).await?;
+    Ok(existing.map(|e| e.file.sha256 == archive.sha256))
+}
+
+/// Claim the archive, check exactly those bytes, keep them and record the version.
+pub(super) async fn complete(
+    registry: &Registry,
+    staging: &mut Staging<'_>,
+    module: &ModuleName,
+    version: &Version,
+    archive: &FileDecl,
+) -> Result<Recorded, Error> {
+    let claimed = staging
+        .claim(archive, registry.config.max_archive_bytes)
+        .await?;
+    let reader = claimed.file.try_clone().map_err(Error::internal)?;
+    let file = archive.name.clone();
+    tokio::task::spawn_blocking(move || {
+        archives::module::check_tar_gz(std::io::BufReader::new(reader))
+            .map_err(|source| ReleaseError::Archive { file, source })
+    })
+    .await??;
+    let filename = format!(
+        "{}-{}-{}-{version}.tar.gz",
+        module.namespace, module.name, module.system
+    );
+    let release = ModuleRelease {
+        version: version.to_string(),
+        file: staging.keep(&claimed, &filename).await?,
+        published_at: registry.now(),
+    };
+    let outcome =
+        catalog::put_module_release(registry.items.as_ref(), module, version, &release).await?;
+    Ok(Recorded {
+        outcome,
+        address: format!("{}/{module}", registry.config.hostname),
+        warnings: vec![],
+    })
+}

@@ -1,0 +1,150 @@
+//! Publishing a signed provider release of this registry.
+
+use crate::address::ProviderName;
+use crate::catalog::{self, Origin, ProviderPackage, ProviderRelease, SigningKey};
+use crate::error::Error;
+use crate::protocol::{FileDecl, PublishRequest};
+use crate::registry::Registry;
+use crate::release_check::{self, StagedPackage, StagedProviderRelease};
+use crate::release_files::{self, ProviderFiles, ReleaseError};
+use crate::signing::PublicKey;
+use crate::version::Version;
+
+use super::staging::Staging;
+use super::{MAX_SMALL_FILE, Recorded};
+
+/// The declared files, sorted into their roles (checked at begin and complete).
+pub(super) fn declared(
+    provider: &ProviderName,
+    version: &Version,
+    files: &[FileDecl],
+    max: u64,
+) -> Result<ProviderFiles, Error> {
+    Ok(release_files::provider_files(
+        &provider.r#type,
+        version,
+        files,
+        true,
+        max,
+    )?)
+}
+
+/// What makes two publishes "the same content": every file's name and sha256
+/// (the manifest only feeds the protocols, so it is not kept).
+pub(super) fn same_files(existing: &ProviderRelease, files: &[FileDecl]) -> bool {
+    let mut declared: Vec<(String, String)> = files
+        .iter()
+        .filter(|f| !f.name.ends_with("_manifest.json"))
+        .map(|f| (f.name.clone(), f.sha256.clone()))
+        .collect();
+    declared.sort();
+    existing.content() == declared
+}
+
+/// `Some(same content?)` when the version exists.
+pub(super) async fn same_as_published(
+    registry: &Registry,
+    provider: &ProviderName,
+    version: &Version,
+    files: &[FileDecl],
+) -> Result<Option<bool>, Error> {
+    let existing = catalog::provider_release(
+        registry.items.as_ref(),
+        &Origin::Registry,
+        provider,
+        version,
+    )
+    .await?;
+    Ok(existing.map(|e| same_files(&e, files)))
+}
+
+/// Claim the staged files, run [`release_check::verify_provider_release`] on
+/// exactly those bytes, keep them and record the release.
+pub(super) async fn complete(
+    registry: &Registry,
+    staging: &mut Staging<'_>,
+    provider: &ProviderName,
+    version: &Version,
+    files: &ProviderFiles,
+    req: &PublishRequest,
+) -> Result<Recorded, Error> {
+    let armor = req.signing_key.as_deref().ok_or_else(|| {
+        Error::bad(
+            "signing_key is missing: give the ASCII-armored public key that signed SHA256SUMS",
+        )
+    })?;
+    let key = PublicKey::parse(armor).map_err(ReleaseError::from)?;
+    let (Some(sums_decl), Some(sig_decl)) = (&files.shasums, &files.signature) else {
+        return Err(ReleaseError::invalid("SHA256SUMS and its signature are required").into());
+    };
+    let mut sums = staging.claim(sums_decl, MAX_SMALL_FILE).await?;
+    let mut sig = staging.claim(sig_decl, MAX_SMALL_FILE).await?;
+    let manifest = match &files.manifest {
+        Some(decl) => Some(staging.claim(decl, MAX_SMALL_FILE).await?.read_all()?),
+        None => None,
+    };
+    let mut zips = Vec::with_capacity(files.zips.len());
+    for (platform, decl) in &files.zips {
+        let claimed = staging
+            .claim(decl, registry.config.max_archive_bytes)
+            .await?;
+        zips.push((platform.clone(), decl.clone(), claimed));
+    }
+    let mut packages = Vec::with_capacity(zips.len());
+    for (platform, decl, claimed) in &zips {
+        packages.push(StagedPackage {
+            platform: platform.clone(),
+            decl: decl.clone(),
+            reader: claimed.file.try_clone().map_err(Error::internal)?,
+        });
+    }
+    let staged = StagedProviderRelease {
+        provider_type: provider.r#type.clone(),
+        version: version.clone(),
+        packages,
+        shasums: sums.read_all()?,
+        signature: sig.read_all()?,
+        manifest,
+        protocols: req.protocols.clone(),
+    };
+    let (allow_modern, now) = (req.allow_modern_keys, registry.now());
+    let (verified, key) = tokio::task::spawn_blocking(move || {
+        release_check::verify_provider_release(staged, &key, allow_modern, now).map(|v| (v, key))
+    })
+    .await??;
+
+    let mut kept = Vec::with_capacity(zips.len());
+    for (package, (_, decl, claimed)) in verified.packages.iter().zip(&zips) {
+        kept.push(ProviderPackage {
+            os: package.platform.os.clone(),
+            arch: package.platform.arch.clone(),
+            file: staging.keep(claimed, &decl.name).await?,
+            h1: package.h1.clone(),
+        });
+    }
+    let release = ProviderRelease {
+        version: version.to_string(),
+        protocols: verified.protocols,
+        packages: kept,
+        shasums: Some(staging.keep(&sums, &sums_decl.name).await?),
+        shasums_signature: Some(staging.keep(&sig, &sig_decl.name).await?),
+        signing_key: Some(SigningKey {
+            key_id: key.info().key_id.clone(),
+            ascii_armor: key.info().ascii_armor.clone(),
+        }),
+        published_at: registry.now(),
+    };
+    let outcome = catalog::put_provider_release(
+        registry.items.as_ref(),
+        &Origin::Registry,
+        provider,
+        version,
+        &release,
+    )
+    .await?;
+    Ok(Recorded {
+        outcome,
+        address: format!("{}/{provider}", registry.config.hostname),
+        warnings: verified.warnings,
+    })
+}

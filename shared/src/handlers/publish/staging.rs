@@ -1,0 +1,101 @@
+//! The uploads of one publish, from claiming them to keeping them.
+
+use crate::blob_key::{BlobKey, FileName, UploadId};
+use crate::catalog::StoredFile;
+use crate::error::Error;
+use crate::protocol::FileDecl;
+use crate::registry::Registry;
+use crate::storage::{Claimed, StoreError};
+
+/// One publish's upload slots and the files it kept so far.
+pub(super) struct Staging<'r> {
+    registry: &'r Registry,
+    upload_id: UploadId,
+    slots: Vec<BlobKey>,
+    kept: Vec<BlobKey>,
+}
+
+impl<'r> Staging<'r> {
+    pub(super) fn new(registry: &'r Registry, upload_id: UploadId, files: &[FileDecl]) -> Self {
+        let slots = files
+            .iter()
+            .filter_map(|f| FileName::parse(&f.name).ok())
+            .map(|name| BlobKey::upload(&upload_id, &name))
+            .collect();
+        Self {
+            registry,
+            upload_id,
+            slots,
+            kept: Vec::new(),
+        }
+    }
+
+    fn slot(&self, decl: &FileDecl) -> Result<BlobKey, Error> {
+        let name = FileName::parse(&decl.name).map_err(|e| Error::bad(e.to_string()))?;
+        Ok(BlobKey::upload(&self.upload_id, &name))
+    }
+
+    /// Take the upload of `decl` out of the client's reach and check that it is
+    /// exactly what was declared.
+    pub(super) async fn claim(&self, decl: &FileDecl, max: u64) -> Result<Claimed, Error> {
+        let key = self.slot(decl)?;
+        let claimed = self
+            .registry
+            .blobs
+            .claim(&key, max)
+            .await
+            .map_err(|e| match e {
+                StoreError::NotFound(_) => Error::bad(format!("{} was not uploaded", decl.name)),
+                StoreError::TooLarge { max, .. } => {
+                    Error::PayloadTooLarge(format!("{} is larger than {max} bytes", decl.name))
+                }
+                other => other.into(),
+            })?;
+        let expected = crate::storage::Digest {
+            size: decl.size,
+            sha256: decl.sha256.clone(),
+        };
+        crate::storage::check_digest(&key, &claimed.digest, &expected).map_err(|e| match e {
+            StoreError::Mismatch { reason, .. } => Error::bad(format!("{}: {reason}", decl.name)),
+            other => other.into(),
+        })?;
+        Ok(claimed)
+    }
+
+    /// Keep exactly the claimed bytes as `filename` under a key of this publish's own.
+    pub(super) async fn keep(
+        &mut self,
+        claimed: &Claimed,
+        filename: &str,
+    ) -> Result<StoredFile, Error> {
+        let name = FileName::parse(filename).map_err(Error::internal)?;
+        let key = BlobKey::archive(&self.upload_id, &name);
+        self.registry.blobs.keep(claimed, &key).await?;
+        self.kept.push(key.clone());
+        Ok(StoredFile {
+            filename: filename.to_string(),
+            sha256: claimed.digest.sha256.clone(),
+            size: claimed.digest.size,
+            key,
+        })
+    }
+
+    /// Close every upload slot (a late upload is refused) and, unless the
+    /// release became visible, delete what was kept. Failures are logged: the
+    /// publish's answer is already decided.
+    pub(super) async fn finish(self, visible: bool) {
+        let blobs = &self.registry.blobs;
+        for slot in &self.slots {
+            if let Err(e) = blobs.close_upload(slot).await {
+                tracing::warn!(key = %slot, error = %e, "could not close an upload slot");
+            }
+        }
+        if !visible {
+            for key in &self.kept {
+                if let Err(e) = blobs.delete(key).await {
+                    tracing::warn!(key = %key, error = %e, "could not delete an unused archive");
+                }
+            }
+        }
+    }
+}

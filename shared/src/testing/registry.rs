@@ -1,0 +1,329 @@
+//! [`TestRegistry`]: the registry in-process, over a real store.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, StatusCode};
+
+use crate::address::Hostname;
+use crate::auth::{Scope, TokenRecord};
+use crate::protocol::{PublishBegin, PublishRequest};
+use crate::registry::{Config, Registry};
+use crate::router::{PublishRoute, PublishStep, PublishTarget};
+use crate::storage::{BlobStore, ItemStore};
+
+/// The hostname and base URL of every test registry.
+pub const HOST: &str = "registry.test";
+pub const PUBLIC_URL: &str = "https://registry.test";
+
+/// An answer, whole.
+#[derive(Debug, Clone)]
+pub struct TestResponse {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl TestResponse {
+    /// The body as JSON (panics with the body when it is not).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&self.body)))
+    }
+
+    /// The one message of an error body; panics unless the body is `{"errors": [msg]}`
+    /// served as JSON.
+    pub fn error(&self) -> String {
+        assert_eq!(
+            self.headers
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok()),
+            Some("application/json"),
+            "error bodies are JSON"
+        );
+        let body = self.json();
+        let errors = body["errors"].as_array().expect("an errors array");
+        assert_eq!(errors.len(), 1, "{body}");
+        errors[0].as_str().expect("a message").to_string()
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// A registry with its stores, answering in-process.
+pub struct TestRegistry {
+    /// `embedded` or `aws`, for messages.
+    pub name: &'static str,
+    pub registry: Arc<Registry>,
+    dir: tempfile::TempDir,
+}
+
+/// The configuration every test registry starts with.
+pub fn test_config() -> Config {
+    let mut config = Config::new(Hostname::parse(HOST).expect("valid hostname"));
+    config.public_url = PUBLIC_URL.into();
+    config
+}
+
+impl TestRegistry {
+    /// SQLite and a blob directory in a fresh temp dir.
+    pub async fn embedded() -> TestRegistry {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let items = Arc::new(
+            crate::storage::sqlite::SqliteStore::open(&dir.path().join("registry.db"))
+                .expect("sqlite"),
+        );
+        let blobs = Arc::new(
+            crate::storage::fs::FsBlobStore::open(&dir.path().join("blobs")).expect("blob dir"),
+        );
+        Self::with_stores("embedded", items, blobs, dir).await
+    }
+
+    /// DynamoDB and S3 on the emulators (`AWS_ENDPOINT_URL_DYNAMODB`,
+    /// `AWS_ENDPOINT_URL_S3`, `AWS_REGION`), with a fresh table and bucket.
+    /// Panics (failing the test, never skipping it) when they are not configured.
+    #[cfg(feature = "aws")]
+    pub async fn aws() -> TestRegistry {
+        for var in [
+            "AWS_ENDPOINT_URL_DYNAMODB",
+            "AWS_ENDPOINT_URL_S3",
+            "AWS_REGION",
+        ] {
+            assert!(
+                std::env::var(var).is_ok(),
+                "{var} is not set: run scripts/test, which starts the DynamoDB and S3 emulators"
+            );
+        }
+        let id = format!("tfreg-test-{:016x}", rand::random::<u64>());
+        let (dynamodb, s3) = crate::aws::lambda::clients(true)
+            .await
+            .expect("AWS clients");
+        let items = crate::aws::dynamodb::DynamoStore::new(dynamodb, &id);
+        items.create_table().await.expect("create table");
+        let ttl = std::time::Duration::from_secs(crate::registry::DEFAULT_URL_TTL_SECS);
+        let blobs = crate::aws::s3::S3BlobStore::new(s3, &id, ttl);
+        blobs.create_bucket().await.expect("create bucket");
+        let dir = tempfile::tempdir().expect("temp dir");
+        Self::with_stores("aws", Arc::new(items), Arc::new(blobs), dir).await
+    }
+
+    async fn with_stores(
+        name: &'static str,
+        items: Arc<dyn ItemStore>,
+        blobs: Arc<dyn BlobStore>,
+        dir: tempfile::TempDir,
+    ) -> TestRegistry {
+        // The registry's log lines go to the test's output (shown when it fails).
+        let _ = tracing_subscriber::fmt()
+            .with_test_writer()
+            .with_target(false)
+            .try_init();
+        let signer = crate::signed_url::load_signer(items.as_ref())
+            .await
+            .expect("URL signer");
+        let registry = Registry::new(items, blobs, signer, test_config());
+        TestRegistry {
+            name,
+            registry: Arc::new(registry),
+            dir,
+        }
+    }
+
+    /// A new, empty item store of the same backend (no URL secret in it yet).
+    pub async fn fresh_items(&self) -> Arc<dyn ItemStore> {
+        let name = format!("tfreg-test-{:016x}", rand::random::<u64>());
+        match self.name {
+            #[cfg(feature = "aws")]
+            "aws" => {
+                let (dynamodb, _) = crate::aws::lambda::clients(true)
+                    .await
+                    .expect("AWS clients");
+                let items = crate::aws::dynamodb::DynamoStore::new(dynamodb, &name);
+                items.create_table().await.expect("create table");
+                Arc::new(items)
+            }
+            _ => Arc::new(
+                crate::storage::sqlite::SqliteStore::open(&self.dir.path().join(name))
+                    .expect("sqlite"),
+            ),
+        }
+    }
+
+    /// The same stores with another configuration or clock.
+    pub fn reconfigure(&self, f: impl FnOnce(Registry) -> Registry) -> TestRegistry {
+        TestRegistry {
+            name: self.name,
+            registry: Arc::new(f((*self.registry).clone())),
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    /// A token for this registry.
+    pub async fn token(&self, scope: Scope, namespace: Option<&str>) -> String {
+        let record = TokenRecord {
+            scope,
+            namespace: namespace.map(str::to_string),
+            created_at: 0,
+            description: None,
+        };
+        crate::auth::create_token(self.registry.items.as_ref(), record)
+            .await
+            .expect("create token")
+    }
+
+    /// One request to the registry (`path` may carry a query string).
+    pub async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+        body: impl Into<Bytes>,
+    ) -> TestResponse {
+        let mut req = http::Request::builder().method(method).uri(path);
+        if let Some(t) = token {
+            req = req.header(http::header::AUTHORIZATION, format!("Bearer {t}"));
+        }
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let req = req
+            .body(crate::http_types::Body::from(body.into()))
+            .expect("a valid request");
+        let resp = crate::app::handle(&self.registry, None, req).await;
+        let (parts, body) = resp.into_parts();
+        let body = axum::body::to_bytes(body, usize::MAX)
+            .await
+            .expect("a readable body");
+        TestResponse {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> TestResponse {
+        self.request(Method::GET, path, None, &[], Bytes::new())
+            .await
+    }
+
+    pub async fn get_with(&self, path: &str, token: &str) -> TestResponse {
+        self.request(Method::GET, path, Some(token), &[], Bytes::new())
+            .await
+    }
+
+    /// Send to a URL the registry handed out: its own (`https://registry.test/...`)
+    /// in-process, anything else (a presigned S3 URL) over HTTP.
+    pub async fn send_url(
+        &self,
+        method: Method,
+        url: &str,
+        headers: &[(String, String)],
+        body: impl Into<Bytes>,
+    ) -> TestResponse {
+        let headers: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        if let Some(path) = url.strip_prefix(PUBLIC_URL) {
+            return self.request(method, path, None, &headers, body).await;
+        }
+        remote(method, url, &headers, body.into()).await
+    }
+
+    /// GET a URL the registry handed out, following one redirect (S3).
+    pub async fn download(&self, url: &str) -> TestResponse {
+        let resp = self.send_url(Method::GET, url, &[], Bytes::new()).await;
+        if resp.status == StatusCode::TEMPORARY_REDIRECT {
+            let location = resp.headers[http::header::LOCATION]
+                .to_str()
+                .expect("a text Location")
+                .to_string();
+            return self
+                .send_url(Method::GET, &location, &[], Bytes::new())
+                .await;
+        }
+        resp
+    }
+
+    /// `POST` one publish step with a JSON body.
+    pub async fn publish_step(
+        &self,
+        target: &PublishTarget,
+        step: PublishStep,
+        token: &str,
+        request: &PublishRequest,
+    ) -> TestResponse {
+        let path = PublishRoute {
+            target: target.clone(),
+            step,
+        }
+        .path();
+        let body = serde_json::to_vec(request).expect("JSON");
+        self.request(Method::POST, &path, Some(token), &[], body)
+            .await
+    }
+
+    /// begin → upload every file to its URL → complete. Returns the first
+    /// answer that is not a success, or complete's; begin's when it says
+    /// "unchanged".
+    pub async fn publish(
+        &self,
+        target: &PublishTarget,
+        token: &str,
+        files: &[(String, Vec<u8>)],
+        mut request: PublishRequest,
+    ) -> TestResponse {
+        request.files = files.iter().map(|(n, b)| super::decl(n, b)).collect();
+        let begin = self
+            .publish_step(target, PublishStep::Begin, token, &request)
+            .await;
+        if !begin.status.is_success() {
+            return begin;
+        }
+        let answer: PublishBegin = serde_json::from_slice(&begin.body).expect("begin answer");
+        if answer.status == crate::protocol::BeginStatus::Unchanged {
+            return begin;
+        }
+        for upload in &answer.uploads {
+            let (_, bytes) = files
+                .iter()
+                .find(|(n, _)| *n == upload.name)
+                .expect("the registry asks for a declared file");
+            let put = self
+                .send_url(Method::PUT, &upload.url, &upload.headers, bytes.clone())
+                .await;
+            if !put.status.is_success() {
+                return put;
+            }
+        }
+        request.upload_id = answer.upload_id;
+        self.publish_step(target, PublishStep::Complete, token, &request)
+            .await
+    }
+}
+
+/// A request to a URL outside the registry (a presigned S3 URL).
+async fn remote(method: Method, url: &str, headers: &[(&str, &str)], body: Bytes) -> TestResponse {
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("HTTP client");
+    let mut req = client.request(method, url).body(body);
+    // The length goes with the body, as any HTTP client sends it (a presigned
+    // URL signs the declared one: a body of another length is refused).
+    for (k, v) in headers
+        .iter()
+        .filter(|(k, _)| !k.eq_ignore_ascii_case("content-length"))
+    {
+        req = req.header(*k, *v);
+    }
+    let resp = req.send().await.unwrap_or_else(|e| panic!("{url}: {e}"));
+    TestResponse {
+        status: resp.status(),
+        headers: resp.headers().clone(),
+        body: resp.bytes().await.expect("a readable body"),
+    }
+}

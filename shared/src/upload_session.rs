@@ -1,0 +1,155 @@
+//! Publishes in progress. `begin` records what will be uploaded and where it
+//! will be published; `complete` takes the record, atomically, so exactly one
+//! complete runs per publish and an upload id cannot finish another publish.
+//!
+//! Item: pk `UPLOAD#<upload id>`, sk `UPLOAD` (see [`crate::catalog`]).
+
+use serde::{Deserialize, Serialize};
+
+use crate::blob_key::UploadId;
+use crate::error::Error;
+use crate::protocol::FileDecl;
+use crate::router::PublishTarget;
+use crate::storage::{Condition, Item, ItemStore, StoreError};
+
+/// How long after its upload URLs expire a publish may still be completed.
+pub const GRACE_SECS: u64 = 3600;
+
+const SK: &str = "UPLOAD";
+
+fn pk(id: &UploadId) -> String {
+    format!("UPLOAD#{id}")
+}
+
+/// What `begin` announced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UploadSession {
+    pub target: PublishTarget,
+    pub files: Vec<FileDecl>,
+    pub created_at: u64,
+    /// After this (unix seconds) the publish can no longer be completed.
+    pub expires_at: u64,
+}
+
+impl UploadSession {
+    /// Refuse a complete for another target, with other files, or too late.
+    pub fn check(&self, target: &PublishTarget, files: &[FileDecl], now: u64) -> Result<(), Error> {
+        if self.target != *target {
+            return Err(Error::bad(
+                "this upload_id belongs to another publish: call begin again",
+            ));
+        }
+        let sorted = |f: &[FileDecl]| {
+            let mut f = f.to_vec();
+            f.sort();
+            f
+        };
+        if sorted(&self.files) != sorted(files) {
+            return Err(Error::bad(
+                "the files differ from those announced at begin: call begin again",
+            ));
+        }
+        if now > self.expires_at {
+            return Err(Error::bad("this publish has expired: call begin again"));
+        }
+        Ok(())
+    }
+}
+
+/// Record a new publish.
+pub async fn open(
+    store: &dyn ItemStore,
+    id: &UploadId,
+    session: &UploadSession,
+) -> Result<(), Error> {
+    let item = Item {
+        pk: pk(id),
+        sk: SK.into(),
+        data: serde_json::to_vec(session).map_err(Error::internal)?,
+    };
+    match store.put(item, Condition::IfAbsent).await {
+        Ok(()) => Ok(()),
+        Err(StoreError::ConditionFailed) => {
+            Err(Error::internal(format!("upload id {id} is already in use")))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Take a publish's record: `None` if it never existed or was already taken.
+pub async fn take(store: &dyn ItemStore, id: &UploadId) -> Result<Option<UploadSession>, Error> {
+    store
+        .take(&pk(id), SK)
+        .await?
+        .map(|item| crate::catalog::decode(&item))
+        .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::storage::sqlite::SqliteStore;
+
+    fn session() -> UploadSession {
+        UploadSession {
+            target: PublishTarget::try_from("modules/ns/m/aws/1.0.0".to_string()).unwrap(),
+            files: vec![FileDecl {
+                name: "m.tar.gz".into(),
+                size: 3,
+                sha256: "a".repeat(64),
+            }],
+            created_at: 0,
+            expires_at: 100,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn one_complete_takes_a_session() {
+        let store = Arc::new(SqliteStore::in_memory().unwrap());
+        let id = UploadId::random();
+        open(store.as_ref(), &id, &session()).await.unwrap();
+        let takers: Vec<_> = (0..10)
+            .map(|_| {
+                let (store, id) = (store.clone(), id.clone());
+                tokio::spawn(async move { take(store.as_ref(), &id).await.unwrap() })
+            })
+            .collect();
+        let mut taken = 0;
+        for t in takers {
+            if let Some(s) = t.await.unwrap() {
+                assert_eq!(s, session());
+                taken += 1;
+            }
+        }
+        assert_eq!(taken, 1);
+    }
+
+    #[test]
+    fn complete_must_match_begin() {
+        let s = session();
+        assert!(s.check(&s.target, &s.files, 100).is_ok());
+        let other = PublishTarget::try_from("modules/ns/m/aws/2.0.0".to_string()).unwrap();
+        assert!(
+            s.check(&other, &s.files, 0)
+                .unwrap_err()
+                .to_string()
+                .contains("another publish")
+        );
+        let mut files = s.files.clone();
+        files[0].size = 4;
+        assert!(
+            s.check(&s.target, &files, 0)
+                .unwrap_err()
+                .to_string()
+                .contains("differ")
+        );
+        assert!(
+            s.check(&s.target, &s.files, 101)
+                .unwrap_err()
+                .to_string()
+                .contains("expired")
+        );
+    }
+}

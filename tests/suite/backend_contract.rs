@@ -1,0 +1,499 @@
+//! One contract, two backends: every test here runs in-process against the
+//! embedded store (SQLite + a directory) and against DynamoDB + S3 (the dynalite
+//! and s3s-fs emulators that `scripts/test` starts; their endpoints come in the
+//! standard `AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL_S3` variables).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use tfreg::address::ModuleName;
+use tfreg::auth::Scope;
+use tfreg::blob_key::{BlobKey, FileName, UploadId};
+use tfreg::catalog;
+use tfreg::hashing::sha256_hex;
+use tfreg::registry::{Registry, unix_now};
+use tfreg::router::PublishTarget;
+use tfreg::storage::{ByteStream, Condition, Digest, Item, StoreError, query_all};
+use tfreg::testing::{PUBLIC_URL, TestRegistry, module_archive};
+
+fn item(pk: &str, sk: &str, data: &[u8]) -> Item {
+    Item {
+        pk: pk.into(),
+        sk: sk.into(),
+        data: data.to_vec(),
+    }
+}
+
+pub fn module(address: &str, version: &str) -> PublishTarget {
+    PublishTarget::try_from(format!("modules/{address}/{version}")).unwrap()
+}
+
+/// Publish a module archive named `m.tar.gz`.
+pub async fn publish_module(
+    r: &TestRegistry,
+    token: &str,
+    address: &str,
+    version: &str,
+    archive: &[u8],
+) -> tfreg::testing::TestResponse {
+    r.publish(
+        &module(address, version),
+        token,
+        &[("m.tar.gz".to_string(), archive.to_vec())],
+        Default::default(),
+    )
+    .await
+}
+
+fn marker(m: &str) -> Vec<u8> {
+    module_archive(&[(
+        "main.tf",
+        &format!("output \"marker\" {{ value = \"{m}\" }}\n"),
+    )])
+}
+
+async fn items_get_put_take_and_conditions(r: TestRegistry) {
+    let s = r.registry.items.as_ref();
+    assert!(s.get("P", "VERSION#1").await.unwrap().is_none());
+    s.put(item("P", "VERSION#1", b"one"), Condition::IfAbsent)
+        .await
+        .unwrap();
+    let again = s
+        .put(item("P", "VERSION#1", b"two"), Condition::IfAbsent)
+        .await;
+    assert!(
+        matches!(again, Err(StoreError::ConditionFailed)),
+        "{}: {again:?}",
+        r.name
+    );
+    assert_eq!(s.get("P", "VERSION#1").await.unwrap().unwrap().data, b"one");
+    s.put(item("P", "VERSION#1", b"three"), Condition::Always)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.get("P", "VERSION#1").await.unwrap().unwrap().data,
+        b"three"
+    );
+    s.put(item("P", "OTHER#1", b"o"), Condition::IfAbsent)
+        .await
+        .unwrap();
+    s.put(item("Q", "VERSION#1", b"q"), Condition::IfAbsent)
+        .await
+        .unwrap();
+    let listed = query_all(s, "P", "VERSION#").await.unwrap();
+    assert_eq!(
+        listed.iter().map(|i| i.sk.as_str()).collect::<Vec<_>>(),
+        ["VERSION#1"],
+        "{}",
+        r.name
+    );
+    // take: returns the item once, then it is gone.
+    let taken = s.take("Q", "VERSION#1").await.unwrap().unwrap();
+    assert_eq!(taken.data, b"q");
+    assert!(
+        s.take("Q", "VERSION#1").await.unwrap().is_none(),
+        "{}",
+        r.name
+    );
+    assert!(s.get("Q", "VERSION#1").await.unwrap().is_none());
+    assert!(s.take("NONE", "X").await.unwrap().is_none());
+}
+
+async fn queries_page_and_return_everything(r: TestRegistry) {
+    let s = r.registry.items.as_ref();
+    // 130 items of 10 KB: more than one page on both backends (100 items; 1 MB).
+    let blob = vec![b'x'; 10 * 1024];
+    for i in 0..130 {
+        s.put(
+            item("BIG", &format!("VERSION#{i:04}"), &blob),
+            Condition::Always,
+        )
+        .await
+        .unwrap();
+    }
+    let first = s.query_page("BIG", "VERSION#", None).await.unwrap();
+    assert!(
+        first.next.is_some() && first.items.len() < 130,
+        "{}: one page must not hold 1.3 MB",
+        r.name
+    );
+    let all = query_all(s, "BIG", "VERSION#").await.unwrap();
+    let expected: Vec<String> = (0..130).map(|i| format!("VERSION#{i:04}")).collect();
+    assert_eq!(
+        all.iter().map(|i| i.sk.clone()).collect::<Vec<_>>(),
+        expected,
+        "{}",
+        r.name
+    );
+}
+
+fn body(bytes: &'static [u8]) -> ByteStream {
+    Box::pin(futures_util::stream::once(async move {
+        Ok(Bytes::from_static(bytes))
+    }))
+}
+
+fn digest(bytes: &[u8]) -> Digest {
+    Digest {
+        size: bytes.len() as u64,
+        sha256: sha256_hex(bytes),
+    }
+}
+
+/// Upload slots are write-once, claims are private snapshots, kept archives
+/// are never replaced, closed slots refuse late uploads.
+async fn blobs_receive_claim_keep_close(r: TestRegistry) {
+    let s = r.registry.blobs.as_ref();
+    let id = UploadId::random();
+    let slot = BlobKey::upload(&id, &FileName::parse("x.zip").unwrap());
+    assert!(
+        matches!(s.claim(&slot, 10).await, Err(StoreError::NotFound(_))),
+        "{}",
+        r.name
+    );
+    // The declared bytes and nothing else.
+    for (sent, want) in [
+        (b"hello, world" as &'static [u8], "TooLarge"),
+        (b"hell", "Mismatch"),
+        (b"HELLO", "Mismatch"),
+    ] {
+        let err = s.receive(&slot, body(sent), &digest(b"hello")).await;
+        assert!(
+            format!("{err:?}").contains(want),
+            "{}: {sent:?}: {err:?}",
+            r.name
+        );
+    }
+    assert!(
+        matches!(s.claim(&slot, 10).await, Err(StoreError::NotFound(_))),
+        "{}: a refused upload leaves nothing",
+        r.name
+    );
+    s.receive(&slot, body(b"hello"), &digest(b"hello"))
+        .await
+        .unwrap();
+    let again = s.receive(&slot, body(b"hello"), &digest(b"hello")).await;
+    assert!(
+        matches!(again, Err(StoreError::AlreadyExists(_))),
+        "{}: slots are write-once: {again:?}",
+        r.name
+    );
+    assert!(matches!(
+        s.claim(&slot, 2).await,
+        Err(StoreError::TooLarge { .. })
+    ));
+    let mut claimed = s.claim(&slot, 100).await.unwrap();
+    assert_eq!(claimed.digest, digest(b"hello"), "{}", r.name);
+    assert_eq!(claimed.read_all().unwrap(), b"hello");
+    let archive = BlobKey::archive(&id, &FileName::parse("x.zip").unwrap());
+    s.keep(&claimed, &archive).await.unwrap();
+    assert!(
+        s.keep(&claimed, &archive).await.is_err(),
+        "{}: a kept archive is never replaced",
+        r.name
+    );
+    s.close_upload(&slot).await.unwrap();
+    let late = s.receive(&slot, body(b"hello"), &digest(b"hello")).await;
+    assert!(
+        matches!(late, Err(StoreError::AlreadyExists(_))),
+        "{}: a closed slot refuses uploads: {late:?}",
+        r.name
+    );
+    let listed = s.list("archives/").await.unwrap();
+    assert_eq!(listed, std::slice::from_ref(&archive), "{}", r.name);
+    let url = r.registry.read_url(&archive).await.unwrap();
+    let got = r.download(&url).await;
+    assert_eq!(got.status, StatusCode::OK, "{}", r.name);
+    assert_eq!(got.body.as_ref(), b"hello");
+    s.delete(&archive).await.unwrap();
+    s.delete(&archive).await.unwrap(); // deleting twice is fine
+    assert!(s.list("archives/").await.unwrap().is_empty(), "{}", r.name);
+}
+
+async fn concurrent_publishes_have_one_winner_and_leave_no_orphans(r: TestRegistry) {
+    let r = Arc::new(r);
+    let token = r.token(Scope::Publish, None).await;
+    let tasks: Vec<_> = (0..20)
+        .map(|i| {
+            let (r, token) = (r.clone(), token.clone());
+            tokio::spawn(async move {
+                let archive = marker(&format!("contender-{i}"));
+                let resp = publish_module(&r, &token, "acme/race/aws", "1.0.0", &archive).await;
+                (resp, sha256_hex(&archive))
+            })
+        })
+        .collect();
+    let mut winners = Vec::new();
+    for t in tasks {
+        let (resp, sha) = t.await.unwrap();
+        match resp.status {
+            StatusCode::CREATED => winners.push(sha),
+            // Begin after the winner's complete, or complete after its put.
+            StatusCode::CONFLICT => {}
+            other => panic!("{}: unexpected {other}: {}", r.name, resp.text()),
+        }
+    }
+    assert_eq!(winners.len(), 1, "{}: exactly one publish wins", r.name);
+    let module = ModuleName::parse("acme", "race", "aws").unwrap();
+    let releases = catalog::module_releases(r.registry.items.as_ref(), &module)
+        .await
+        .unwrap();
+    assert_eq!(releases.len(), 1);
+    assert_eq!(
+        releases[0].file.sha256, winners[0],
+        "{}: the stored version is the winner's, whole",
+        r.name
+    );
+    let url = r.registry.read_url(&releases[0].file.key).await.unwrap();
+    let got = r.download(&url).await;
+    assert_eq!(got.status, StatusCode::OK);
+    assert_eq!(sha256_hex(&got.body), winners[0]);
+    // The losers removed what they kept: the only archive is the winner's.
+    let archives = r.registry.blobs.list("archives/").await.unwrap();
+    assert_eq!(
+        archives,
+        [releases[0].file.key.clone()],
+        "{}: no orphaned archives",
+        r.name
+    );
+}
+
+async fn version_lists_are_complete_and_in_semver_order(r: TestRegistry) {
+    let module = ModuleName::parse("acme", "many", "aws").unwrap();
+    // Releases are padded to ~5 KB each (long keys are realistic: a filename per
+    // platform, hashes, key armor) so 250 of them exceed one 1 MB DynamoDB page.
+    let mut versions: Vec<String> = (0..250)
+        .map(|i| format!("{}.{}.{}", i / 100, (i / 10) % 10, i % 10 * 3))
+        .collect();
+    versions.push("1.0.0-rc.1".into());
+    let padding = "p".repeat(5000);
+    for (n, v) in versions.iter().enumerate().rev() {
+        let release = catalog::ModuleRelease {
+            version: v.clone(),
+            file: catalog::StoredFile {
+                filename: padding.clone(),
+                sha256: format!("{n:064}"),
+                size: 1,
+                key: BlobKey::parse("archives/k.tar.gz").unwrap(),
+            },
+            published_at: 0,
+        };
+        catalog::put_module_release(
+            r.registry.items.as_ref(),
+            &module,
+            &tfreg::version::Version::parse(v).unwrap(),
+            &release,
+        )
+        .await
+        .unwrap();
+    }
+    let resp = r.get("/v1/modules/acme/many/aws/versions").await;
+    assert_eq!(resp.status, StatusCode::OK);
+    let listed: Vec<String> = resp.json()["modules"][0]["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["version"].as_str().unwrap().to_string())
+        .collect();
+    let mut expected = versions.clone();
+    expected.sort_by(|a, b| {
+        semver::Version::parse(a)
+            .unwrap()
+            .cmp_precedence(&semver::Version::parse(b).unwrap())
+    });
+    assert_eq!(
+        listed.len(),
+        versions.len(),
+        "{}: every version, across pages",
+        r.name
+    );
+    assert_eq!(listed, expected, "{}: in semver order", r.name);
+    assert_eq!(
+        listed.iter().position(|v| v == "1.0.0-rc.1").unwrap() + 1,
+        listed.iter().position(|v| v == "1.0.0").unwrap()
+    );
+}
+
+async fn download_urls_answer_head_and_get_and_refuse_tampering(r: TestRegistry) {
+    let token = r.token(Scope::Publish, None).await;
+    let archive = marker("download");
+    let resp = publish_module(&r, &token, "acme/dl/aws", "1.0.0", &archive).await;
+    assert_eq!(
+        resp.status,
+        StatusCode::CREATED,
+        "{}: {}",
+        r.name,
+        resp.text()
+    );
+    let resp = r.get("/v1/modules/acme/dl/aws/1.0.0/download").await;
+    assert_eq!(resp.status, StatusCode::NO_CONTENT);
+    let url = resp.headers["x-terraform-get"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(url.split('?').next().unwrap().ends_with(".tar.gz"));
+
+    let head = r.send_url(Method::HEAD, &url, &[], Bytes::new()).await;
+    assert_eq!(head.status, StatusCode::OK, "{}: HEAD", r.name);
+    assert!(head.body.is_empty());
+    assert_eq!(
+        head.headers["content-length"].to_str().unwrap(),
+        archive.len().to_string()
+    );
+    let got = r.download(&url).await;
+    assert_eq!(got.status, StatusCode::OK, "{}: GET", r.name);
+    assert_eq!(got.body.as_ref(), archive.as_slice());
+
+    for bad in [
+        url.replace("expires=", "expires=1"),
+        url.replace(".tar.gz?", ".zip?"),
+        format!("{url}x"),
+    ] {
+        for method in [Method::HEAD, Method::GET] {
+            let resp = r.send_url(method.clone(), &bad, &[], Bytes::new()).await;
+            assert_eq!(
+                resp.status,
+                StatusCode::FORBIDDEN,
+                "{}: {method} {bad}",
+                r.name
+            );
+        }
+    }
+    // The same URL, checked an hour later, has expired.
+    let later = r.reconfigure(|reg: Registry| reg.with_clock(|| unix_now() + 3600));
+    let resp = later.send_url(Method::GET, &url, &[], Bytes::new()).await;
+    assert_eq!(resp.status, StatusCode::FORBIDDEN, "{}", r.name);
+    assert!(resp.error().contains("expired"), "{}", resp.error());
+    let resp = later.send_url(Method::HEAD, &url, &[], Bytes::new()).await;
+    assert_eq!(resp.status, StatusCode::FORBIDDEN, "{}", r.name);
+    assert!(resp.body.is_empty(), "HEAD answers carry no body");
+
+    if r.name == "aws" {
+        // Where GET is redirected to S3: the presigned URL works for GET only,
+        // which is why the registry answers HEAD itself; tampering is refused by S3.
+        let resp = r.send_url(Method::GET, &url, &[], Bytes::new()).await;
+        assert_eq!(resp.status, StatusCode::TEMPORARY_REDIRECT);
+        let presigned = resp.headers["location"].to_str().unwrap().to_string();
+        let head = r
+            .send_url(Method::HEAD, &presigned, &[], Bytes::new())
+            .await;
+        assert_eq!(
+            head.status,
+            StatusCode::FORBIDDEN,
+            "S3 answers HEAD on a GET-presigned URL with 403"
+        );
+        // Change one hex digit of the signature.
+        let at = presigned.find("X-Amz-Signature=").unwrap() + "X-Amz-Signature=".len();
+        let digit = if &presigned[at..at + 1] == "0" {
+            "1"
+        } else {
+            "0"
+        };
+        let tampered = format!("{}{digit}{}", &presigned[..at], &presigned[at + 1..]);
+        let resp = r.send_url(Method::GET, &tampered, &[], Bytes::new()).await;
+        assert_eq!(resp.status, StatusCode::FORBIDDEN);
+    }
+}
+
+/// Read-only functions may not write the table: they never create the URL
+/// secret, refuse every archive URL until a writer made it, then use it.
+async fn readers_never_make_the_url_secret(writer: TestRegistry) {
+    // A reader on a new table (the writer's holds its secret already), built
+    // as the read-only Lambda functions build it.
+    let items = writer.fresh_items().await;
+    let reader = Registry::with_stored_signer(
+        items.clone(),
+        writer.registry.blobs.clone(),
+        tfreg::testing::test_config(),
+    );
+    let reader = writer.reconfigure(|_| reader);
+    let forged =
+        format!("{PUBLIC_URL}/v1/blobs/archives/abc/m.tar.gz?expires=99999999999&signature=AAAA");
+    let resp = reader
+        .send_url(Method::GET, &forged, &[], Bytes::new())
+        .await;
+    assert_eq!(resp.status, StatusCode::FORBIDDEN, "{}", writer.name);
+    assert!(resp.error().contains("no archive URLs"), "{}", resp.error());
+    let resp = reader
+        .send_url(Method::HEAD, &forged, &[], Bytes::new())
+        .await;
+    assert_eq!(resp.status, StatusCode::FORBIDDEN, "{}", writer.name);
+    let download = "/v1/modules/acme/ro/aws/1.0.0/download";
+    assert_eq!(reader.get(download).await.status, StatusCode::NOT_FOUND);
+    assert!(
+        tfreg::signed_url::read_signer(items.as_ref())
+            .await
+            .unwrap()
+            .is_none(),
+        "{}: a reader created the secret",
+        writer.name
+    );
+
+    // A writer on the reader's table publishes (and so makes the secret).
+    let signer = tfreg::signed_url::load_signer(items.as_ref())
+        .await
+        .unwrap();
+    let writer = writer.reconfigure(|_| {
+        Registry::new(
+            items.clone(),
+            reader.registry.blobs.clone(),
+            signer,
+            tfreg::testing::test_config(),
+        )
+    });
+    let token = writer.token(Scope::Publish, None).await;
+    let archive = marker("read-only");
+    let resp = publish_module(&writer, &token, "acme/ro/aws", "1.0.0", &archive).await;
+    assert_eq!(
+        resp.status,
+        StatusCode::CREATED,
+        "{}: {}",
+        writer.name,
+        resp.text()
+    );
+    // The same reader (its missing secret was not cached) now issues URLs the
+    // writer's secret signs, and serves them.
+    let resp = reader.get(download).await;
+    assert_eq!(resp.status, StatusCode::NO_CONTENT, "{}", writer.name);
+    let url = resp.headers["x-terraform-get"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let got = reader.download(&url).await;
+    assert_eq!(got.status, StatusCode::OK, "{}", writer.name);
+    assert_eq!(got.body.as_ref(), archive.as_slice());
+    let got = writer.download(&url).await;
+    assert_eq!(
+        got.status,
+        StatusCode::OK,
+        "{}: one secret for all",
+        writer.name
+    );
+    assert_eq!(got.body.as_ref(), archive.as_slice());
+}
+
+/// Run each contract test against both backends.
+macro_rules! contract {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name(tfreg::testing::TestRegistry::embedded().await).await }) *
+        }
+        mod aws {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name(tfreg::testing::TestRegistry::aws().await).await }) *
+        }
+    };
+}
+pub(crate) use contract;
+
+contract!(
+    items_get_put_take_and_conditions,
+    queries_page_and_return_everything,
+    blobs_receive_claim_keep_close,
+    concurrent_publishes_have_one_winner_and_leave_no_orphans,
+    version_lists_are_complete_and_in_semver_order,
+    download_urls_answer_head_and_get_and_refuse_tampering,
+    readers_never_make_the_url_secret,
+);

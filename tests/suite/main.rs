@@ -1,0 +1,20 @@
+//! tfreg's integration suite, one test binary (one link) for all of it:
+//!
+//! - `e2e_terraform`, `e2e_lambda`: the real Terraform CLI over real HTTPS against
+//!   `tfreg serve` and against the Lambda functions on the DynamoDB and S3 emulators.
+//! - `bad_input`: refusals through the real server and the real `tfreg` CLI.
+//! - `backend_contract`: the storage contract and the publish path, in-process,
+//!   on both backends (embedded, and DynamoDB + S3 on the emulators).
+//! - `publish_attacks`: the attacks found by probing a release build, each
+//!   refused, on both backends.
+//! - `handlers`: bad input and access rules, in-process.
+//!
+//! `support` is the harness, split by job.
+
+mod backend_contract;
+mod bad_input;
+mod e2e_lambda;
+mod e2e_terraform;
+mod handlers;
+mod publish_attacks;
+mod support;

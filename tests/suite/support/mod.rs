@@ -1,0 +1,19 @@
+//! The suite's harness, by job: the installed tools, a registry over real
+//! HTTPS, gpg, release files, Terraform, commands, request logs, and the
+//! fixture the end-to-end tests publish.
+
+pub mod command;
+pub mod dist;
+pub mod fixtures;
+pub mod gpg;
+pub mod log;
+pub mod server;
+pub mod terraform;
+pub mod tools;
+
+pub use command::{fails, ok};
+pub use dist::{provider_dist, provider_zip, write_tree};
+pub use gpg::Gpg;
+pub use server::Server;
+pub use terraform::Terraform;
+pub use tools::Tools;

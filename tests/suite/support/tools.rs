@@ -1,0 +1,68 @@
+//! The real tools the suite drives, installed by `.ci/install-tools`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// Paths of the external tools, from `.tools/env` (written by `.ci/install-tools`)
+/// or the same variables in the environment. Missing tools fail the test.
+pub struct Tools {
+    vars: HashMap<String, String>,
+}
+
+impl Tools {
+    pub fn get() -> &'static Tools {
+        static TOOLS: OnceLock<Tools> = OnceLock::new();
+        TOOLS.get_or_init(|| {
+            let mut vars = HashMap::new();
+            let env_file = Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools/env");
+            if let Ok(text) = std::fs::read_to_string(&env_file) {
+                for line in text.lines() {
+                    if let Some((k, v)) =
+                        line.strip_prefix("export ").and_then(|l| l.split_once('='))
+                    {
+                        vars.insert(k.to_string(), v.trim_matches('"').to_string());
+                    }
+                }
+            }
+            for (k, v) in std::env::vars() {
+                if k.starts_with("TFREG_") {
+                    vars.insert(k, v);
+                }
+            }
+            Tools { vars }
+        })
+    }
+
+    /// A tool's path; panics (failing the test) when it is not installed.
+    pub fn path(&self, var: &str) -> PathBuf {
+        let p = self.vars.get(var).map(PathBuf::from).unwrap_or_else(|| {
+            panic!("{var} is not set: run .ci/install-tools (scripts/test does) to install the test tools")
+        });
+        assert!(
+            p.exists(),
+            "{var}={} does not exist: run .ci/install-tools",
+            p.display()
+        );
+        p
+    }
+}
+
+/// Fail (never skip) when the DynamoDB and S3 emulators are not configured.
+pub fn require_emulators() {
+    for var in [
+        "AWS_ENDPOINT_URL_DYNAMODB",
+        "AWS_ENDPOINT_URL_S3",
+        "AWS_REGION",
+    ] {
+        assert!(
+            std::env::var(var).is_ok(),
+            "{var} is not set: run scripts/test, which starts the DynamoDB and S3 emulators (.ci/emulators start) and exports them"
+        );
+    }
+}
+
+/// Path of the `tfreg` binary under test.
+pub fn tfreg_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_tfreg"))
+}
