@@ -121,9 +121,12 @@ impl PublishClient {
             .http
             .put(&target.url)
             .header(reqwest::header::CONTENT_LENGTH, file.size);
-        // A presigned URL signs these (length, checksum, create-only): send them as given.
+        // A presigned URL signs these (checksum, create-only, and the length,
+        // which is already set): send them as given.
         for (name, value) in &target.headers {
-            put = put.header(name, value);
+            if !name.eq_ignore_ascii_case("content-length") {
+                put = put.header(name, value);
+            }
         }
         let resp = put
             .body(reqwest::Body::wrap_stream(stream))

@@ -31,6 +31,30 @@ async fn archive_contents(r: &TestRegistry) -> Vec<Vec<u8>> {
     out
 }
 
+/// A publish answered 400 naming `needle`, with no version visible at
+/// `versions` and no archive kept.
+async fn refused_leaving_nothing(
+    r: &TestRegistry,
+    resp: &TestResponse,
+    needle: &str,
+    versions: &str,
+) {
+    assert_eq!(
+        resp.status,
+        StatusCode::BAD_REQUEST,
+        "{}: {}",
+        r.name,
+        resp.text()
+    );
+    assert!(resp.error().contains(needle), "{}", resp.error());
+    assert_eq!(r.get(versions).await.status, StatusCode::NOT_FOUND);
+    assert!(
+        archive_contents(r).await.is_empty(),
+        "{}: nothing kept",
+        r.name
+    );
+}
+
 /// begin, returning the parsed answer.
 async fn begin(
     r: &TestRegistry,
@@ -249,11 +273,12 @@ async fn upload_slots_take_the_declared_bytes_once(r: TestRegistry) {
         r.name,
         done.text()
     );
-    let msg = done.error();
-    assert!(
-        msg.contains("was not uploaded") || msg.contains("sha256"),
-        "{msg}"
-    );
+    // Locally the refused upload left nothing; on s3s-fs it left the bad bytes.
+    let why = match r.name {
+        "embedded" => "was not uploaded",
+        _ => "sha256",
+    };
+    assert!(done.error().contains(why), "{}", done.error());
     let versions = r.get("/v1/modules/acme/slots/aws/versions").await.json();
     assert_eq!(
         versions["modules"][0]["versions"].as_array().unwrap().len(),
@@ -304,23 +329,7 @@ async fn a_second_gzip_member_is_read_and_refused(r: TestRegistry) {
     let token = r.token(Scope::Publish, None).await;
     let evil = two_member_gzip();
     let resp = publish_module(&r, &token, "acme/gz/aws", "1.0.0", &evil).await;
-    assert_eq!(
-        resp.status,
-        StatusCode::BAD_REQUEST,
-        "{}: {}",
-        r.name,
-        resp.text()
-    );
-    assert!(resp.error().contains("m.tar.gz"), "{}", resp.error());
-    assert_eq!(
-        r.get("/v1/modules/acme/gz/aws/versions").await.status,
-        StatusCode::NOT_FOUND
-    );
-    assert!(
-        archive_contents(&r).await.is_empty(),
-        "{}: nothing kept",
-        r.name
-    );
+    refused_leaving_nothing(&r, &resp, "m.tar.gz", "/v1/modules/acme/gz/aws/versions").await;
 }
 
 /// Provider zips were not inspected: paths out of the archive, symlinks, a
@@ -383,24 +392,9 @@ async fn dangerous_provider_zips_are_refused(r: TestRegistry) {
                 provider_request(&signer),
             )
             .await;
-        assert_eq!(
-            resp.status,
-            StatusCode::BAD_REQUEST,
-            "{}: {what}: {}",
-            r.name,
-            resp.text()
-        );
-        assert!(resp.error().contains(&name), "{what}: {}", resp.error());
+        eprintln!("{what}: {}", resp.text());
+        refused_leaving_nothing(&r, &resp, &name, "/v1/providers/acme/zips/versions").await;
     }
-    assert_eq!(
-        r.get("/v1/providers/acme/zips/versions").await.status,
-        StatusCode::NOT_FOUND
-    );
-    assert!(
-        archive_contents(&r).await.is_empty(),
-        "{}: nothing kept",
-        r.name
-    );
 }
 
 /// A complete for another publish's upload id, or with other files, is refused.

@@ -270,3 +270,39 @@ impl BlobStore for FsBlobStore {
         Ok(UploadVia::Registry)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blob_key::{FileName, UploadId};
+
+    #[tokio::test]
+    async fn sweeping_removes_only_old_upload_slots() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FsBlobStore::open(dir.path()).unwrap();
+        let name = FileName::parse("m.tar.gz").unwrap();
+        let (old, new) = (UploadId::random(), UploadId::random());
+        for id in [&old, &new] {
+            store
+                .close_upload(&BlobKey::upload(id, &name))
+                .await
+                .unwrap();
+        }
+        let archive = BlobKey::archive(&old, &name);
+        std::fs::create_dir_all(dir.path().join("archives").join(old.as_str())).unwrap();
+        std::fs::write(dir.path().join(archive.as_str()), b"kept").unwrap();
+        let past = SystemTime::now() - Duration::from_secs(7200);
+        std::fs::File::open(dir.path().join("uploads").join(old.as_str()))
+            .unwrap()
+            .set_modified(past)
+            .unwrap();
+        assert_eq!(store.sweep_uploads(Duration::from_secs(3600)).unwrap(), 1);
+        let left = store.list("uploads/").await.unwrap();
+        assert_eq!(left, [BlobKey::upload(&new, &name)]);
+        assert_eq!(
+            store.list("archives/").await.unwrap(),
+            [archive],
+            "archives are never swept"
+        );
+    }
+}

@@ -88,23 +88,30 @@ impl SqliteStore {
         .await
         .map_err(StoreError::internal)?
     }
+
+    /// The one item `sql` (with `pk`, `sk` as ?1, ?2) returns as `data`.
+    async fn one_item(
+        &self,
+        sql: &'static str,
+        pk: &str,
+        sk: &str,
+    ) -> Result<Option<Item>, StoreError> {
+        let (pk, sk) = (pk.to_string(), sk.to_string());
+        self.with_conn(move |c| {
+            c.query_row(sql, params![pk, sk], |row| row.get::<_, Vec<u8>>(0))
+                .optional()
+                .map_err(sqlite_error)
+                .map(|data| data.map(|data| Item { pk, sk, data }))
+        })
+        .await
+    }
 }
 
 #[async_trait]
 impl ItemStore for SqliteStore {
     async fn get(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
-        let (pk, sk) = (pk.to_string(), sk.to_string());
-        self.with_conn(move |c| {
-            c.query_row(
-                "SELECT data FROM items WHERE pk = ?1 AND sk = ?2",
-                params![pk, sk],
-                |row| row.get::<_, Vec<u8>>(0),
-            )
-            .optional()
-            .map_err(sqlite_error)
-            .map(|data| data.map(|data| Item { pk, sk, data }))
-        })
-        .await
+        self.one_item("SELECT data FROM items WHERE pk = ?1 AND sk = ?2", pk, sk)
+            .await
     }
 
     async fn query_page(
@@ -175,17 +182,11 @@ impl ItemStore for SqliteStore {
     }
 
     async fn take(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
-        let (pk, sk) = (pk.to_string(), sk.to_string());
-        self.with_conn(move |c| {
-            c.query_row(
-                "DELETE FROM items WHERE pk = ?1 AND sk = ?2 RETURNING data",
-                params![pk, sk],
-                |row| row.get::<_, Vec<u8>>(0),
-            )
-            .optional()
-            .map_err(sqlite_error)
-            .map(|data| data.map(|data| Item { pk, sk, data }))
-        })
+        self.one_item(
+            "DELETE FROM items WHERE pk = ?1 AND sk = ?2 RETURNING data",
+            pk,
+            sk,
+        )
         .await
     }
 }

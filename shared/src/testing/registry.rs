@@ -305,6 +305,20 @@ impl TestRegistry {
     }
 }
 
+/// Fail (never skip) when the DynamoDB and S3 emulators are not configured.
+pub fn require_emulators() {
+    for var in [
+        "AWS_ENDPOINT_URL_DYNAMODB",
+        "AWS_ENDPOINT_URL_S3",
+        "AWS_REGION",
+    ] {
+        assert!(
+            std::env::var(var).is_ok(),
+            "{var} is not set: run scripts/test, which starts the DynamoDB and S3 emulators (.ci/emulators start) and exports them"
+        );
+    }
+}
+
 /// A request to a URL outside the registry (a presigned S3 URL).
 async fn remote(method: Method, url: &str, headers: &[(&str, &str)], body: Bytes) -> TestResponse {
     let client = reqwest::Client::builder()

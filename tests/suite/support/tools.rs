@@ -48,19 +48,7 @@ impl Tools {
     }
 }
 
-/// Fail (never skip) when the DynamoDB and S3 emulators are not configured.
-pub fn require_emulators() {
-    for var in [
-        "AWS_ENDPOINT_URL_DYNAMODB",
-        "AWS_ENDPOINT_URL_S3",
-        "AWS_REGION",
-    ] {
-        assert!(
-            std::env::var(var).is_ok(),
-            "{var} is not set: run scripts/test, which starts the DynamoDB and S3 emulators (.ci/emulators start) and exports them"
-        );
-    }
-}
+pub use tfreg::testing::require_emulators;
 
 /// Path of the `tfreg` binary under test.
 pub fn tfreg_bin() -> PathBuf {

@@ -1,11 +1,11 @@
 //! Importing provider packages of another registry for the network mirror.
 
 use crate::address::{Hostname, ProviderName};
-use crate::catalog::{self, Origin, ProviderPackage, ProviderRelease};
+use crate::catalog::{self, Origin, ProviderRelease};
 use crate::error::Error;
 use crate::protocol::FileDecl;
 use crate::registry::Registry;
-use crate::release_check::{self, StagedPackage};
+use crate::release_check;
 use crate::release_files::{self, ProviderFiles};
 use crate::version::Version;
 
@@ -59,37 +59,17 @@ pub(super) async fn complete(
     version: &Version,
     files: &ProviderFiles,
 ) -> Result<Recorded, Error> {
-    let mut zips = Vec::with_capacity(files.zips.len());
-    let mut packages = Vec::with_capacity(files.zips.len());
-    for (platform, decl) in &files.zips {
-        let claimed = staging
-            .claim(decl, registry.config.max_archive_bytes)
-            .await?;
-        packages.push(StagedPackage {
-            platform: platform.clone(),
-            decl: decl.clone(),
-            reader: claimed.file.try_clone().map_err(Error::internal)?,
-        });
-        zips.push(claimed);
-    }
+    let (claims, packages) = staging.claim_zips(&files.zips).await?;
     let provider_type = provider.r#type.clone();
     let verified = tokio::task::spawn_blocking(move || {
         release_check::verify_packages(&provider_type, packages)
     })
     .await??;
-    let mut kept = Vec::with_capacity(zips.len());
-    for (package, claimed) in verified.iter().zip(&zips) {
-        kept.push(ProviderPackage {
-            os: package.platform.os.clone(),
-            arch: package.platform.arch.clone(),
-            file: staging.keep(claimed, &package.decl.name).await?,
-            h1: package.h1.clone(),
-        });
-    }
+    let packages = staging.keep_packages(&verified, &claims).await?;
     let release = ProviderRelease {
         version: version.to_string(),
         protocols: vec!["5.0".into()],
-        packages: kept,
+        packages,
         shasums: None,
         shasums_signature: None,
         signing_key: None,

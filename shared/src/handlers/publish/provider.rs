@@ -1,11 +1,11 @@
 //! Publishing a signed provider release of this registry.
 
 use crate::address::ProviderName;
-use crate::catalog::{self, Origin, ProviderPackage, ProviderRelease, SigningKey};
+use crate::catalog::{self, Origin, ProviderRelease, SigningKey};
 use crate::error::Error;
 use crate::protocol::{FileDecl, PublishRequest};
 use crate::registry::Registry;
-use crate::release_check::{self, StagedPackage, StagedProviderRelease};
+use crate::release_check::{self, StagedProviderRelease};
 use crate::release_files::{self, ProviderFiles, ReleaseError};
 use crate::signing::PublicKey;
 use crate::version::Version;
@@ -83,21 +83,7 @@ pub(super) async fn complete(
         Some(decl) => Some(staging.claim(decl, MAX_SMALL_FILE).await?.read_all()?),
         None => None,
     };
-    let mut zips = Vec::with_capacity(files.zips.len());
-    for (platform, decl) in &files.zips {
-        let claimed = staging
-            .claim(decl, registry.config.max_archive_bytes)
-            .await?;
-        zips.push((platform.clone(), decl.clone(), claimed));
-    }
-    let mut packages = Vec::with_capacity(zips.len());
-    for (platform, decl, claimed) in &zips {
-        packages.push(StagedPackage {
-            platform: platform.clone(),
-            decl: decl.clone(),
-            reader: claimed.file.try_clone().map_err(Error::internal)?,
-        });
-    }
+    let (claims, packages) = staging.claim_zips(&files.zips).await?;
     let staged = StagedProviderRelease {
         provider_type: provider.r#type.clone(),
         version: version.clone(),
@@ -113,19 +99,11 @@ pub(super) async fn complete(
     })
     .await??;
 
-    let mut kept = Vec::with_capacity(zips.len());
-    for (package, (_, decl, claimed)) in verified.packages.iter().zip(&zips) {
-        kept.push(ProviderPackage {
-            os: package.platform.os.clone(),
-            arch: package.platform.arch.clone(),
-            file: staging.keep(claimed, &decl.name).await?,
-            h1: package.h1.clone(),
-        });
-    }
+    let packages = staging.keep_packages(&verified.packages, &claims).await?;
     let release = ProviderRelease {
         version: version.to_string(),
         protocols: verified.protocols,
-        packages: kept,
+        packages,
         shasums: Some(staging.keep(&sums, &sums_decl.name).await?),
         shasums_signature: Some(staging.keep(&sig, &sig_decl.name).await?),
         signing_key: Some(SigningKey {

@@ -1,10 +1,12 @@
 //! The uploads of one publish, from claiming them to keeping them.
 
+use crate::address::Platform;
 use crate::blob_key::{BlobKey, FileName, UploadId};
-use crate::catalog::StoredFile;
+use crate::catalog::{ProviderPackage, StoredFile};
 use crate::error::Error;
 use crate::protocol::FileDecl;
 use crate::registry::Registry;
+use crate::release_check::{StagedPackage, VerifiedPackage};
 use crate::storage::{Claimed, StoreError};
 
 /// One publish's upload slots and the files it kept so far.
@@ -60,6 +62,44 @@ impl<'r> Staging<'r> {
             other => other.into(),
         })?;
         Ok(claimed)
+    }
+
+    /// Claim every zip of a provider release: the claims (to keep later) and
+    /// what verification reads.
+    pub(super) async fn claim_zips(
+        &self,
+        zips: &[(Platform, FileDecl)],
+    ) -> Result<(Vec<Claimed>, Vec<StagedPackage<std::fs::File>>), Error> {
+        let max = self.registry.config.max_archive_bytes;
+        let (mut claims, mut staged) = (Vec::new(), Vec::new());
+        for (platform, decl) in zips {
+            let claimed = self.claim(decl, max).await?;
+            staged.push(StagedPackage {
+                platform: platform.clone(),
+                decl: decl.clone(),
+                reader: claimed.file.try_clone().map_err(Error::internal)?,
+            });
+            claims.push(claimed);
+        }
+        Ok((claims, staged))
+    }
+
+    /// Keep the verified zips (in the order they were claimed) as a release's packages.
+    pub(super) async fn keep_packages(
+        &mut self,
+        verified: &[VerifiedPackage],
+        claims: &[Claimed],
+    ) -> Result<Vec<ProviderPackage>, Error> {
+        let mut kept = Vec::with_capacity(claims.len());
+        for (package, claimed) in verified.iter().zip(claims) {
+            kept.push(ProviderPackage {
+                os: package.platform.os.clone(),
+                arch: package.platform.arch.clone(),
+                file: self.keep(claimed, &package.decl.name).await?,
+                h1: package.h1.clone(),
+            });
+        }
+        Ok(kept)
     }
 
     /// Keep exactly the claimed bytes as `filename` under a key of this publish's own.
