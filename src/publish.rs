@@ -169,7 +169,11 @@ pub async fn provider(args: ProviderArgs) -> Result<()> {
 pub async fn module(args: ModuleArgs) -> Result<()> {
     let name = ModuleName::parse(&args.namespace, &args.name, &args.system)?;
     let version = Version::parse(&args.version)?;
-    let filename = format!("{}-{}-{version}.tar.gz", name.name, name.system);
+    // The name the archive is kept under; a plain one when the long form is
+    // not a valid file name (more than 128 characters).
+    let filename = Some(format!("{}-{}-{version}.tar.gz", name.name, name.system))
+        .filter(|n| tfreg::blob_key::FileName::parse(n).is_ok())
+        .unwrap_or_else(|| "module.tar.gz".to_string());
     let packed;
     let archive = if args.src.is_dir() {
         let tmp = tempfile::NamedTempFile::new().map_err(|e| format!("temporary file: {e}"))?;

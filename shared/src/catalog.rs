@@ -169,7 +169,7 @@ pub enum PutOutcome {
     Unchanged,
 }
 
-async fn put_new<T: Serialize + for<'de> Deserialize<'de>, C: PartialEq>(
+async fn put_new<T: Serialize + for<'de> Deserialize<'de> + PartialEq, C: PartialEq>(
     store: &dyn ItemStore,
     pk: String,
     version: &Version,
@@ -187,6 +187,8 @@ async fn put_new<T: Serialize + for<'de> Deserialize<'de>, C: PartialEq>(
         Err(StoreError::ConditionFailed) => {
             let existing: Option<T> = get(store, &pk, version).await?;
             match existing {
+                // Our own item: a retried put whose first attempt landed.
+                Some(existing) if existing == *release => Ok(PutOutcome::Created),
                 Some(existing) if content(&existing) == content(release) => {
                     Ok(PutOutcome::Unchanged)
                 }
@@ -195,6 +197,43 @@ async fn put_new<T: Serialize + for<'de> Deserialize<'de>, C: PartialEq>(
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// Every blob key the stored release of `target` refers to (none if there is
+/// no such release).
+pub async fn release_keys(
+    store: &dyn ItemStore,
+    target: &crate::router::PublishTarget,
+) -> Result<Vec<BlobKey>, Error> {
+    use crate::router::PublishTarget;
+    let provider_keys = |r: Option<ProviderRelease>| -> Vec<BlobKey> {
+        r.map(|r| {
+            r.packages
+                .iter()
+                .map(|p| &p.file)
+                .chain(r.shasums.iter())
+                .chain(r.shasums_signature.iter())
+                .map(|f| f.key.clone())
+                .collect()
+        })
+        .unwrap_or_default()
+    };
+    Ok(match target {
+        PublishTarget::Provider { provider, version } => {
+            provider_keys(provider_release(store, &Origin::Registry, provider, version).await?)
+        }
+        PublishTarget::Mirror {
+            hostname,
+            provider,
+            version,
+        } => provider_keys(
+            provider_release(store, &Origin::Mirror(hostname.clone()), provider, version).await?,
+        ),
+        PublishTarget::Module { module, version } => module_release(store, module, version)
+            .await?
+            .map(|r| vec![r.file.key])
+            .unwrap_or_default(),
+    })
 }
 
 /// The 409 for a version that exists with other content.
@@ -315,8 +354,10 @@ mod tests {
                 let (store, module, version) = (store.clone(), module.clone(), version.clone());
                 let sha = if i % 2 == 0 { 'a' } else { 'b' };
                 tokio::spawn(async move {
-                    put_module_release(store.as_ref(), &module, &version, &release("1.0.0", sha))
-                        .await
+                    // Each publish keeps its files under keys of its own.
+                    let mut ours = release("1.0.0", sha);
+                    ours.file.key = BlobKey::parse(&format!("archives/{i}/m.tar.gz")).unwrap();
+                    put_module_release(store.as_ref(), &module, &version, &ours).await
                 })
             })
             .collect();
@@ -341,6 +382,30 @@ mod tests {
                 .len(),
             1
         );
+    }
+
+    #[tokio::test]
+    async fn a_retried_put_of_the_same_item_is_its_creation() {
+        // A store call retried after its first attempt landed finds our own
+        // item: that is "created", not "unchanged" (whose files would be
+        // deleted as unused).
+        let store = SqliteStore::in_memory().unwrap();
+        let module = ModuleName::parse("ns", "m", "aws").unwrap();
+        let version = Version::parse("1.0.0").unwrap();
+        let ours = release("1.0.0", 'a');
+        let put = |r: ModuleRelease| {
+            let (store, module, version) = (&store, &module, &version);
+            async move {
+                put_module_release(store, module, version, &r)
+                    .await
+                    .unwrap()
+            }
+        };
+        assert_eq!(put(ours.clone()).await, PutOutcome::Created);
+        assert_eq!(put(ours.clone()).await, PutOutcome::Created);
+        let mut same_content = ours.clone();
+        same_content.file.key = BlobKey::parse("archives/other/m.tar.gz").unwrap();
+        assert_eq!(put(same_content).await, PutOutcome::Unchanged);
     }
 
     #[tokio::test]

@@ -1,6 +1,7 @@
 //! Publishes in progress. `begin` records what will be uploaded and where it
-//! will be published; `complete` takes the record, atomically, so exactly one
-//! complete runs per publish and an upload id cannot finish another publish.
+//! will be published; `complete` checks the record against its own target and
+//! files, then takes it, atomically, so exactly one complete runs per publish
+//! and a complete for another target neither finishes nor spoils it.
 //!
 //! Item: pk `UPLOAD#<upload id>`, sk `UPLOAD` (see [`crate::catalog`]).
 
@@ -74,6 +75,15 @@ pub async fn open(
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// A publish's record, if it exists.
+pub async fn get(store: &dyn ItemStore, id: &UploadId) -> Result<Option<UploadSession>, Error> {
+    store
+        .get(&pk(id), SK)
+        .await?
+        .map(|item| crate::catalog::decode(&item))
+        .transpose()
 }
 
 /// Take a publish's record: `None` if it never existed or was already taken.

@@ -188,11 +188,31 @@ async fn blobs_receive_claim_keep_close(r: TestRegistry) {
     assert_eq!(claimed.read_all().unwrap(), b"hello");
     let archive = BlobKey::archive(&id, &FileName::parse("x.zip").unwrap());
     s.keep(&claimed, &archive).await.unwrap();
+    let again = s.keep(&claimed, &archive).await;
     assert!(
-        s.keep(&claimed, &archive).await.is_err(),
-        "{}: a kept archive is never replaced",
+        matches!(again, Err(StoreError::AlreadyExists(_))),
+        "{}: a kept archive is never replaced: {again:?}",
         r.name
     );
+    // Once claimed, changing the upload changes nothing that is kept: keep
+    // stores the claimed bytes, or refuses (S3: the ETag no longer matches).
+    let other = UploadId::random();
+    let slot2 = BlobKey::upload(&other, &FileName::parse("y.zip").unwrap());
+    s.receive(&slot2, body(b"hello"), &digest(b"hello"))
+        .await
+        .unwrap();
+    let claimed2 = s.claim(&slot2, 100).await.unwrap();
+    s.close_upload(&slot2).await.unwrap(); // replaces the slot's bytes
+    let archive2 = BlobKey::archive(&other, &FileName::parse("y.zip").unwrap());
+    match s.keep(&claimed2, &archive2).await {
+        Ok(()) => {
+            let url = r.registry.read_url(&archive2).await.unwrap();
+            assert_eq!(r.download(&url).await.body.as_ref(), b"hello", "{}", r.name);
+            s.delete(&archive2).await.unwrap();
+        }
+        Err(StoreError::Mismatch { .. }) => {}
+        Err(e) => panic!("{}: {e}", r.name),
+    }
     s.close_upload(&slot).await.unwrap();
     let late = s.receive(&slot, body(b"hello"), &digest(b"hello")).await;
     assert!(
@@ -214,27 +234,37 @@ async fn blobs_receive_claim_keep_close(r: TestRegistry) {
 async fn concurrent_publishes_have_one_winner_and_leave_no_orphans(r: TestRegistry) {
     let r = Arc::new(r);
     let token = r.token(Scope::Publish, None).await;
+    // Half the contenders publish the same content (they may end "unchanged"),
+    // the others each their own (they lose with 409).
     let tasks: Vec<_> = (0..20)
         .map(|i| {
             let (r, token) = (r.clone(), token.clone());
             tokio::spawn(async move {
-                let archive = marker(&format!("contender-{i}"));
+                let m = if i % 2 == 0 { 0 } else { i };
+                let archive = marker(&format!("contender-{m}"));
                 let resp = publish_module(&r, &token, "acme/race/aws", "1.0.0", &archive).await;
                 (resp, sha256_hex(&archive))
             })
         })
         .collect();
-    let mut winners = Vec::new();
+    let (mut winners, mut unchanged) = (Vec::new(), Vec::new());
     for t in tasks {
         let (resp, sha) = t.await.unwrap();
         match resp.status {
             StatusCode::CREATED => winners.push(sha),
-            // Begin after the winner's complete, or complete after its put.
+            // The winner's content again, at begin or at complete.
+            StatusCode::OK => unchanged.push(sha),
+            // Other content: begin after the winner's complete, or complete after its put.
             StatusCode::CONFLICT => {}
             other => panic!("{}: unexpected {other}: {}", r.name, resp.text()),
         }
     }
     assert_eq!(winners.len(), 1, "{}: exactly one publish wins", r.name);
+    assert!(
+        unchanged.iter().all(|sha| *sha == winners[0]),
+        "{}: only the winner's content is unchanged",
+        r.name
+    );
     let module = ModuleName::parse("acme", "race", "aws").unwrap();
     let releases = catalog::module_releases(r.registry.items.as_ref(), &module)
         .await
@@ -249,7 +279,7 @@ async fn concurrent_publishes_have_one_winner_and_leave_no_orphans(r: TestRegist
     let got = r.download(&url).await;
     assert_eq!(got.status, StatusCode::OK);
     assert_eq!(sha256_hex(&got.body), winners[0]);
-    // The losers removed what they kept: the only archive is the winner's.
+    // The losers and the no-ops removed what they kept: the only archive is the winner's.
     let archives = r.registry.blobs.list("archives/").await.unwrap();
     assert_eq!(
         archives,

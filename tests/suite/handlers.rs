@@ -313,3 +313,28 @@ async fn publishing_honours_the_registry_clock() {
         .await;
     assert_eq!(resp.status, StatusCode::CREATED, "{}", resp.text());
 }
+
+/// The longest addresses and versions publish (nothing derived from them must
+/// outgrow a key).
+#[tokio::test]
+async fn the_longest_module_addresses_publish() {
+    let r = TestRegistry::embedded().await;
+    let token = r.token(Scope::Publish, None).await;
+    let address = format!("{}/{}/aws", "n".repeat(64), "m".repeat(64));
+    let version = format!("1.0.0-{}", "r".repeat(100));
+    let target = PublishTarget::try_from(format!("modules/{address}/{version}")).unwrap();
+    let archive = tfreg::testing::module_archive(&[("main.tf", "")]);
+    let resp = r
+        .publish(
+            &target,
+            &token,
+            &[("module.tar.gz".to_string(), archive)],
+            Default::default(),
+        )
+        .await;
+    assert_eq!(resp.status, StatusCode::CREATED, "{}", resp.text());
+    let resp = r
+        .get(&format!("/v1/modules/{address}/{version}/download"))
+        .await;
+    assert_eq!(resp.status, StatusCode::NO_CONTENT);
+}

@@ -429,7 +429,23 @@ async fn an_upload_id_finishes_only_its_own_publish(r: TestRegistry) {
         r.get("/v1/modules/acme/other/aws/versions").await.status,
         StatusCode::NOT_FOUND
     );
-    assert!(archive_contents(&r).await.is_empty(), "{}", r.name);
+    // The refused complete spoiled nothing: the publish it named still completes.
+    let own = r
+        .publish_step(
+            &module("acme/one/aws", "1.0.0"),
+            PublishStep::Complete,
+            &token,
+            &request,
+        )
+        .await;
+    assert_eq!(
+        own.status,
+        StatusCode::CREATED,
+        "{}: {}",
+        r.name,
+        own.text()
+    );
+    assert_eq!(archive_contents(&r).await, [archive], "{}", r.name);
 }
 
 /// Two gzip members: the first a tar of `main.tf` without its end marker, the

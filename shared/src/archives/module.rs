@@ -195,7 +195,7 @@ impl Scan {
                 self.seen.insert(&name)?;
                 self.summary.files += 1;
                 self.summary.unpacked_bytes += size;
-                self.has_tf |= name.ends_with(".tf") || name.ends_with(".json");
+                self.has_tf |= name.ends_with(".tf") || name.ends_with(".tf.json");
             }
             tar::EntryType::Directory => {
                 if size != 0 {

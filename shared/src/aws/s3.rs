@@ -12,7 +12,8 @@ use aws_sdk_s3::primitives::ByteStream as S3Body;
 
 use super::{HttpResponse, sdk_error as backend};
 use crate::storage::{
-    BlobKey, BlobStore, ByteStream, ClaimSource, Claimed, Digest, Download, StoreError, UploadVia,
+    BlobKey, BlobStore, ByteStream, ClaimSource, Claimed, Digest, Download, StoreError, StreamFrom,
+    UploadVia,
 };
 
 /// The S3 blob store.
@@ -96,8 +97,14 @@ impl BlobStore for S3BlobStore {
         // Buffer to a temporary file: the bytes are checked before S3 sees them.
         let tmp = tempfile::NamedTempFile::new().map_err(StoreError::unavailable)?;
         let mut writer = tokio::fs::File::from_std(tmp.reopen().map_err(StoreError::unavailable)?);
-        let got =
-            crate::storage::write_hashed(body, &mut writer, key.as_str(), expected.size).await?;
+        let got = crate::storage::write_hashed(
+            body,
+            StreamFrom::Client,
+            &mut writer,
+            key.as_str(),
+            expected.size,
+        )
+        .await?;
         crate::storage::check_digest(key, &got, expected)?;
         let body = S3Body::from_path(tmp.path())
             .await
@@ -146,7 +153,9 @@ impl BlobStore for S3BlobStore {
         let mut writer =
             tokio::fs::File::from_std(file.try_clone().map_err(StoreError::unavailable)?);
         let body = tokio_util::io::ReaderStream::new(out.body.into_async_read());
-        let digest = crate::storage::write_hashed(body, &mut writer, key.as_str(), max).await?;
+        let digest =
+            crate::storage::write_hashed(body, StreamFrom::Backend, &mut writer, key.as_str(), max)
+                .await?;
         drop(writer);
         // The clone shares the file offset: rewind so the caller reads from the start.
         let mut file = file;
@@ -185,10 +194,16 @@ impl BlobStore for S3BlobStore {
             .await
         {
             Ok(_) => Ok(()),
-            Err(e) if is_precondition_failed(&e) => Err(StoreError::Mismatch {
-                key: key.to_string(),
-                reason: "the upload changed after it was verified; publish again".into(),
-            }),
+            // The destination is this publish's own key and was absent above:
+            // if it exists now, a retry of this very copy found it (the first
+            // attempt landed, with the ETag checked). Else the source changed.
+            Err(e) if is_precondition_failed(&e) => match self.head(dest).await? {
+                Some(_) => Ok(()),
+                None => Err(StoreError::Mismatch {
+                    key: key.to_string(),
+                    reason: "the upload changed after it was verified; publish again".into(),
+                }),
+            },
             Err(e) if is_not_found(&e) => Err(StoreError::NotFound(key.to_string())),
             Err(e) => Err(backend(e)),
         }

@@ -151,7 +151,14 @@ impl BlobStore for FsBlobStore {
             let mut file = tokio::fs::File::create(&tmp)
                 .await
                 .map_err(StoreError::unavailable)?;
-            let got = super::write_hashed(body, &mut file, key.as_str(), expected.size).await?;
+            let got = super::write_hashed(
+                body,
+                super::StreamFrom::Client,
+                &mut file,
+                key.as_str(),
+                expected.size,
+            )
+            .await?;
             super::check_digest(key, &got, expected)?;
             file.sync_all().await.map_err(StoreError::unavailable)?;
             self.link_new(&tmp, key).await

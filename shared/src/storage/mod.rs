@@ -130,10 +130,20 @@ pub struct Digest {
     pub sha256: String,
 }
 
+/// Who a stream's failure is blamed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamFrom {
+    /// A client's upload: a cut-short body is its fault ([`StoreError::Mismatch`]).
+    Client,
+    /// A backend (an S3 GET): a broken stream is [`StoreError::Unavailable`].
+    Backend,
+}
+
 /// Copy a stream of chunks into `file`, hashing it on the way and refusing
 /// more than `max` bytes ([`StoreError::TooLarge`] for `key`).
 pub async fn write_hashed<S, B, E>(
     mut body: S,
+    from: StreamFrom,
     file: &mut tokio::fs::File,
     key: &str,
     max: u64,
@@ -149,9 +159,12 @@ where
     let mut hasher = sha2::Sha256::new();
     let mut size = 0u64;
     while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| StoreError::Mismatch {
-            key: key.to_string(),
-            reason: format!("the upload was cut short: {e}"),
+        let chunk = chunk.map_err(|e| match from {
+            StreamFrom::Client => StoreError::Mismatch {
+                key: key.to_string(),
+                reason: format!("the upload was cut short: {e}"),
+            },
+            StreamFrom::Backend => StoreError::Unavailable(format!("reading {key}: {e}")),
         })?;
         let chunk = chunk.as_ref();
         size += chunk.len() as u64;

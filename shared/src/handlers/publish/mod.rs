@@ -45,40 +45,64 @@ pub async fn handle(
     let body = read_body(headers, body, MAX_BODY).await?;
     let req: PublishRequest = serde_json::from_slice(&body)
         .map_err(|e| Error::bad(format!("invalid publish request: {e}")))?;
-    let target = &route.target;
-    let (step, max) = (route.step, registry.config.max_archive_bytes);
-    match target {
+    match route.step {
+        PublishStep::Begin => begin_step(registry, &route.target, &req).await,
+        PublishStep::Complete => {
+            // Run to the end even if the client goes away: what complete keeps
+            // is either recorded or deleted, never abandoned half-way.
+            let (registry, target) = (registry.clone(), route.target);
+            tokio::spawn(async move { complete_step(&registry, &target, &req).await }).await?
+        }
+    }
+}
+
+async fn begin_step(
+    registry: &Registry,
+    target: &PublishTarget,
+    req: &PublishRequest,
+) -> Result<Response, Error> {
+    let max = registry.config.max_archive_bytes;
+    let same = match target {
         PublishTarget::Provider { provider, version } => {
-            let files = provider::declared(provider, version, &req.files, max)?;
-            match step {
-                PublishStep::Begin => {
-                    let same = provider::same_as_published(registry, provider, version, &req.files)
-                        .await?;
-                    begin(registry, target, &req.files, same).await
-                }
-                PublishStep::Complete => {
-                    complete(registry, target, &req, async |staging| {
-                        provider::complete(registry, staging, provider, version, &files, &req).await
-                    })
-                    .await
-                }
-            }
+            provider::declared(provider, version, &req.files, max)?;
+            provider::same_as_published(registry, provider, version, &req.files).await?
         }
         PublishTarget::Module { module, version } => {
             let archive = module::declared(&req.files, max)?;
-            match step {
-                PublishStep::Begin => {
-                    let same =
-                        module::same_as_published(registry, module, version, archive).await?;
-                    begin(registry, target, &req.files, same).await
-                }
-                PublishStep::Complete => {
-                    complete(registry, target, &req, async |staging| {
-                        module::complete(registry, staging, module, version, archive).await
-                    })
-                    .await
-                }
-            }
+            module::same_as_published(registry, module, version, archive).await?
+        }
+        PublishTarget::Mirror {
+            hostname,
+            provider,
+            version,
+        } => {
+            mirror::declared(registry, hostname, provider, version, &req.files, max)?;
+            mirror::same_as_published(registry, hostname, provider, version, &req.files).await?
+        }
+    };
+    begin(registry, target, &req.files, same).await
+}
+
+async fn complete_step(
+    registry: &Registry,
+    target: &PublishTarget,
+    req: &PublishRequest,
+) -> Result<Response, Error> {
+    let max = registry.config.max_archive_bytes;
+    match target {
+        PublishTarget::Provider { provider, version } => {
+            let files = provider::declared(provider, version, &req.files, max)?;
+            complete(registry, target, req, async |staging| {
+                provider::complete(registry, staging, provider, version, &files, req).await
+            })
+            .await
+        }
+        PublishTarget::Module { module, version } => {
+            let archive = module::declared(&req.files, max)?;
+            complete(registry, target, req, async |staging| {
+                module::complete(registry, staging, module, version, archive).await
+            })
+            .await
         }
         PublishTarget::Mirror {
             hostname,
@@ -86,22 +110,10 @@ pub async fn handle(
             version,
         } => {
             let files = mirror::declared(registry, hostname, provider, version, &req.files, max)?;
-            match step {
-                PublishStep::Begin => {
-                    let same = mirror::same_as_published(
-                        registry, hostname, provider, version, &req.files,
-                    )
-                    .await?;
-                    begin(registry, target, &req.files, same).await
-                }
-                PublishStep::Complete => {
-                    complete(registry, target, &req, async |staging| {
-                        mirror::complete(registry, staging, hostname, provider, version, &files)
-                            .await
-                    })
-                    .await
-                }
-            }
+            complete(registry, target, req, async |staging| {
+                mirror::complete(registry, staging, hostname, provider, version, &files).await
+            })
+            .await
         }
     }
 }
@@ -176,9 +188,10 @@ struct Recorded {
     warnings: Vec<String>,
 }
 
-/// Run `f` on the publish `req.upload_id` names, which it takes: whatever
-/// happens, the upload slots are closed afterwards, and the files `f` kept
-/// are deleted unless its release became visible.
+/// Run `f` on the publish `req.upload_id` names, after checking it is this
+/// target's with these files, and taking it. Whatever happens, the upload
+/// slots are closed afterwards, and the files `f` kept are deleted unless a
+/// stored release refers to them.
 async fn complete<F>(
     registry: &Registry,
     target: &PublishTarget,
@@ -188,30 +201,45 @@ async fn complete<F>(
 where
     F: AsyncFnOnce(&mut Staging<'_>) -> Result<Recorded, Error>,
 {
+    let items = registry.items.as_ref();
     let id = req
         .upload_id
         .clone()
         .ok_or_else(|| Error::bad("upload_id is missing: call begin first"))?;
-    let session = upload_session::take(registry.items.as_ref(), &id)
-        .await?
-        .ok_or_else(|| {
-            Error::bad(format!(
-                "upload {id} is unknown or already completed: call begin again"
-            ))
-        })?;
-    let mut staging = Staging::new(registry, id, &session.files);
-    let result = match session.check(target, &req.files, registry.now()) {
-        Ok(()) => f(&mut staging).await,
-        Err(e) => Err(e),
+    let unknown = || {
+        Error::bad(format!(
+            "upload {id} is unknown or already completed: call begin again"
+        ))
     };
-    let visible = matches!(
-        result,
+    // Checked before it is taken: a complete for another target spoils nothing.
+    let session = upload_session::get(items, &id).await?.ok_or_else(unknown)?;
+    session.check(target, &req.files, registry.now())?;
+    upload_session::take(items, &id)
+        .await?
+        .ok_or_else(unknown)?;
+    let mut staging = Staging::new(registry, id.clone(), &session.files);
+    let result = f(&mut staging).await;
+    let unused = match &result {
         Ok(Recorded {
             outcome: PutOutcome::Created,
             ..
-        })
-    );
-    staging.finish(visible).await;
+        }) => vec![],
+        // Refused, lost, or an error after a write that may have landed: delete
+        // only what no stored release refers to.
+        _ => match crate::catalog::release_keys(items, target).await {
+            Ok(referenced) => staging
+                .kept()
+                .iter()
+                .filter(|k| !referenced.contains(k))
+                .cloned()
+                .collect(),
+            Err(e) => {
+                tracing::warn!(upload = %id, error = %e, "cannot tell which kept files a release refers to: keeping them");
+                vec![]
+            }
+        },
+    };
+    staging.finish(&unused).await;
     let recorded = result?;
     let (code, status) = match recorded.outcome {
         PutOutcome::Created => (StatusCode::CREATED, PublishStatus::Published),

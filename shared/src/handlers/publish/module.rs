@@ -59,13 +59,11 @@ pub(super) async fn complete(
             .map_err(|source| ReleaseError::Archive { file, source })
     })
     .await??;
-    let filename = format!(
-        "{}-{}-{}-{version}.tar.gz",
-        module.namespace, module.name, module.system
-    );
+    // Kept under the name the publisher declared (checked at begin; it ends
+    // in .tar.gz, which go-getter needs) in a key of this publish's own.
     let release = ModuleRelease {
         version: version.to_string(),
-        file: staging.keep(&claimed, &filename).await?,
+        file: staging.keep(&claimed, &archive.name).await?,
         published_at: registry.now(),
     };
     let outcome =

@@ -110,8 +110,9 @@ impl<'r> Staging<'r> {
     ) -> Result<StoredFile, Error> {
         let name = FileName::parse(filename).map_err(Error::internal)?;
         let key = BlobKey::archive(&self.upload_id, &name);
-        self.registry.blobs.keep(claimed, &key).await?;
+        // Recorded first: a keep that fails half-way is cleaned up too.
         self.kept.push(key.clone());
+        self.registry.blobs.keep(claimed, &key).await?;
         Ok(StoredFile {
             filename: filename.to_string(),
             sha256: claimed.digest.sha256.clone(),
@@ -120,21 +121,24 @@ impl<'r> Staging<'r> {
         })
     }
 
-    /// Close every upload slot (a late upload is refused) and, unless the
-    /// release became visible, delete what was kept. Failures are logged: the
-    /// publish's answer is already decided.
-    pub(super) async fn finish(self, visible: bool) {
+    /// What this publish kept so far.
+    pub(super) fn kept(&self) -> &[BlobKey] {
+        &self.kept
+    }
+
+    /// Close every upload slot (a late upload is refused) and delete `unused`
+    /// (kept files no release refers to). Failures are logged: the publish's
+    /// answer is already decided.
+    pub(super) async fn finish(self, unused: &[BlobKey]) {
         let blobs = &self.registry.blobs;
         for slot in &self.slots {
             if let Err(e) = blobs.close_upload(slot).await {
                 tracing::warn!(key = %slot, error = %e, "could not close an upload slot");
             }
         }
-        if !visible {
-            for key in &self.kept {
-                if let Err(e) = blobs.delete(key).await {
-                    tracing::warn!(key = %key, error = %e, "could not delete an unused archive");
-                }
+        for key in unused {
+            if let Err(e) = blobs.delete(key).await {
+                tracing::warn!(key = %key, error = %e, "could not delete an unused archive");
             }
         }
     }
