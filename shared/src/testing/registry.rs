@@ -86,16 +86,7 @@ impl TestRegistry {
     /// Panics (failing the test, never skipping it) when they are not configured.
     #[cfg(feature = "aws")]
     pub async fn aws() -> TestRegistry {
-        for var in [
-            "AWS_ENDPOINT_URL_DYNAMODB",
-            "AWS_ENDPOINT_URL_S3",
-            "AWS_REGION",
-        ] {
-            assert!(
-                std::env::var(var).is_ok(),
-                "{var} is not set: run scripts/test, which starts the DynamoDB and S3 emulators"
-            );
-        }
+        require_emulators();
         let id = format!("tfreg-test-{:016x}", rand::random::<u64>());
         let (dynamodb, s3) = crate::aws::lambda::clients(true)
             .await
