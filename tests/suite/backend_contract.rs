@@ -349,13 +349,7 @@ async fn download_urls_answer_head_and_get_and_refuse_tampering(r: TestRegistry)
     let token = r.token(Scope::Publish, None).await;
     let archive = marker("download");
     let resp = publish_module(&r, &token, "acme/dl/aws", "1.0.0", &archive).await;
-    assert_eq!(
-        resp.status,
-        StatusCode::CREATED,
-        "{}: {}",
-        r.name,
-        resp.text()
-    );
+    resp.expect(StatusCode::CREATED, r.name);
     let resp = r.get("/v1/modules/acme/dl/aws/1.0.0/download").await;
     assert_eq!(resp.status, StatusCode::NO_CONTENT);
     let url = resp.headers["x-terraform-get"]
@@ -475,13 +469,7 @@ async fn readers_never_make_the_url_secret(writer: TestRegistry) {
     let token = writer.token(Scope::Publish, None).await;
     let archive = marker("read-only");
     let resp = publish_module(&writer, &token, "acme/ro/aws", "1.0.0", &archive).await;
-    assert_eq!(
-        resp.status,
-        StatusCode::CREATED,
-        "{}: {}",
-        writer.name,
-        resp.text()
-    );
+    resp.expect(StatusCode::CREATED, writer.name);
     // The same reader (its missing secret was not cached) now issues URLs the
     // writer's secret signs, and serves them.
     let resp = reader.get(download).await;

@@ -39,13 +39,7 @@ async fn refused_leaving_nothing(
     needle: &str,
     versions: &str,
 ) {
-    assert_eq!(
-        resp.status,
-        StatusCode::BAD_REQUEST,
-        "{}: {}",
-        r.name,
-        resp.text()
-    );
+    resp.expect(StatusCode::BAD_REQUEST, r.name);
     assert!(resp.error().contains(needle), "{}", resp.error());
     assert_eq!(r.get(versions).await.status, StatusCode::NOT_FOUND);
     assert!(
@@ -106,13 +100,7 @@ async fn cross_namespace_overwrite_is_refused(r: TestRegistry) {
             provider_request(&signer),
         )
         .await;
-    assert_eq!(
-        resp.status,
-        StatusCode::CREATED,
-        "{}: {}",
-        r.name,
-        resp.text()
-    );
+    resp.expect(StatusCode::CREATED, r.name);
     let zip_name = "terraform-provider-victim_1.0.0_linux_amd64.zip";
     let genuine = files.iter().find(|(n, _)| n == zip_name).unwrap().1.clone();
     let evil = provider_zip("victim", "1.0.0", "EVIL");
@@ -157,13 +145,7 @@ async fn cross_namespace_overwrite_is_refused(r: TestRegistry) {
         "{}: every re-sent upload is refused: {statuses:?}",
         r.name
     );
-    assert_eq!(
-        completed.status,
-        StatusCode::CREATED,
-        "{}: {}",
-        r.name,
-        completed.text()
-    );
+    completed.expect(StatusCode::CREATED, r.name);
     // And after complete.
     let late = put(&r, &answer, zip_name, &evil).await;
     assert!(late.status.is_client_error(), "{}: {}", r.name, late.status);
@@ -206,7 +188,7 @@ async fn upload_slots_take_the_declared_bytes_once(r: TestRegistry) {
     let resp = put(&r, &answer, "m.tar.gz", &big).await;
     assert!(resp.status.is_client_error(), "{}: {}", r.name, resp.status);
     let resp = put(&r, &answer, "m.tar.gz", &archive).await;
-    assert_eq!(resp.status, StatusCode::OK, "{}: {}", r.name, resp.text());
+    resp.expect(StatusCode::OK, r.name);
     let twice = put(&r, &answer, "m.tar.gz", &archive).await;
     assert!(
         twice.status.is_client_error(),
@@ -222,13 +204,7 @@ async fn upload_slots_take_the_declared_bytes_once(r: TestRegistry) {
     let done = r
         .publish_step(&target, PublishStep::Complete, &token, &request)
         .await;
-    assert_eq!(
-        done.status,
-        StatusCode::CREATED,
-        "{}: {}",
-        r.name,
-        done.text()
-    );
+    done.expect(StatusCode::CREATED, r.name);
     // After complete the slot refuses uploads, and the publish cannot be completed again.
     let late = put(&r, &answer, "m.tar.gz", &archive).await;
     assert!(late.status.is_client_error(), "{}: {}", r.name, late.status);
@@ -253,26 +229,14 @@ async fn upload_slots_take_the_declared_bytes_once(r: TestRegistry) {
     let mut other = archive.clone();
     other[10] ^= 1;
     let resp = put(&r, &answer, "m.tar.gz", &other).await;
-    assert_eq!(
-        resp.status,
-        StatusCode::BAD_REQUEST,
-        "{}: {}",
-        r.name,
-        resp.text()
-    );
+    resp.expect(StatusCode::BAD_REQUEST, r.name);
     request.upload_id = answer.upload_id.clone();
     let done = r
         .publish_step(&target, PublishStep::Complete, &token, &request)
         .await;
     // (s3s-fs keeps an object it answered BadDigest for, real S3 does not:
     // complete re-hashes what it claims either way.)
-    assert_eq!(
-        done.status,
-        StatusCode::BAD_REQUEST,
-        "{}: {}",
-        r.name,
-        done.text()
-    );
+    done.expect(StatusCode::BAD_REQUEST, r.name);
     // Locally the refused upload left nothing; on s3s-fs it left the bad bytes.
     let why = match r.name {
         "embedded" => "was not uploaded",
@@ -438,13 +402,7 @@ async fn an_upload_id_finishes_only_its_own_publish(r: TestRegistry) {
             &request,
         )
         .await;
-    assert_eq!(
-        own.status,
-        StatusCode::CREATED,
-        "{}: {}",
-        r.name,
-        own.text()
-    );
+    own.expect(StatusCode::CREATED, r.name);
     assert_eq!(archive_contents(&r).await, [archive], "{}", r.name);
 }
 

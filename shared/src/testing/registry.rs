@@ -47,6 +47,12 @@ impl TestResponse {
         errors[0].as_str().expect("a message").to_string()
     }
 
+    /// Fail unless the status is `status`, showing `context` and the body.
+    pub fn expect(&self, status: StatusCode, context: &str) -> &Self {
+        assert_eq!(self.status, status, "{context}: {}", self.text());
+        self
+    }
+
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
