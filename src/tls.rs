@@ -100,3 +100,30 @@ pub fn dev_certificate(dir: &Path, host: &str) -> Result<TlsFiles> {
         ca: Some(ca_pem),
     })
 }
+
+/// The server's TLS configuration from a PEM certificate chain and key
+/// (HTTP/2 and HTTP/1.1 offered by ALPN).
+pub fn server_config(cert: &Path, key: &Path) -> Result<std::sync::Arc<rustls::ServerConfig>> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let chain = CertificateDer::pem_file_iter(cert)
+        .and_then(|certs| certs.collect::<std::result::Result<Vec<_>, _>>())
+        .map_err(|e| format!("reading the TLS certificate {}: {e}", cert.display()))?;
+    if chain.is_empty() {
+        return Err(format!("no certificate in {}", cert.display()).into());
+    }
+    let key_der = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| format!("reading the TLS key {}: {e}", key.display()))?;
+    let mut config = rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(chain, key_der)
+        .map_err(|e| {
+            format!(
+                "the TLS certificate {} and key {} do not fit: {e}",
+                cert.display(),
+                key.display()
+            )
+        })?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(std::sync::Arc::new(config))
+}

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use http::Method;
+use http::{HeaderMap, HeaderValue, Method};
 
 use crate::auth;
 use crate::error::Error;
@@ -14,6 +14,35 @@ use crate::handlers;
 use crate::http_types::{Body, Request, Response, authorization, error_response};
 use crate::registry::Registry;
 use crate::router::{Endpoint, Route, route};
+
+/// Most header lines a request may have (real clients send about ten).
+pub const MAX_HEADERS: usize = 100;
+/// Largest total size of a request's header names and values. Terraform sends
+/// a few hundred bytes; a bearer token is under 100.
+pub const MAX_HEADER_BYTES: usize = 32 * 1024;
+
+/// The response header that names a request's log line.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// Refuse a request with too many or too large headers (431).
+fn check_headers(headers: &HeaderMap) -> Result<(), Error> {
+    if headers.len() > MAX_HEADERS {
+        return Err(Error::HeadersTooLarge(format!(
+            "{} header lines; at most {MAX_HEADERS} are accepted",
+            headers.len()
+        )));
+    }
+    let bytes: usize = headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len())
+        .sum();
+    if bytes > MAX_HEADER_BYTES {
+        return Err(Error::HeadersTooLarge(format!(
+            "{bytes} bytes of headers; at most {MAX_HEADER_BYTES} are accepted"
+        )));
+    }
+    Ok(())
+}
 
 /// The registry's service: every route, or only `only`'s (one Lambda function
 /// serves one endpoint; other paths get a JSON 404).
@@ -27,15 +56,18 @@ pub fn app(registry: Arc<Registry>, only: Option<Endpoint>) -> axum::Router {
 /// Route and answer one request, logging one line with route, status and latency.
 pub async fn handle(registry: &Registry, only: Option<Endpoint>, req: Request) -> Response {
     let started = Instant::now();
+    let request_id = format!("{:016x}", rand::random::<u64>());
     let (parts, body) = req.into_parts();
     let path = parts.uri.path();
-    let routed = route(&parts.method, path).and_then(|r| match only {
-        Some(e) if r.endpoint() != e => Err(Error::not_found(format!(
-            "no such endpoint here: this function serves {}",
-            e.name()
-        ))),
-        _ => Ok(r),
-    });
+    let routed = check_headers(&parts.headers)
+        .and_then(|()| route(&parts.method, path))
+        .and_then(|r| match only {
+            Some(e) if r.endpoint() != e => Err(Error::not_found(format!(
+                "no such endpoint here: this function serves {}",
+                e.name()
+            ))),
+            _ => Ok(r),
+        });
     let endpoint = routed.as_ref().ok().map(Route::endpoint);
     let result = match routed {
         Ok(r) => dispatch(registry, r, &parts, body).await,
@@ -43,8 +75,11 @@ pub async fn handle(registry: &Registry, only: Option<Endpoint>, req: Request) -
     };
     let (mut resp, error) = match result {
         Ok(resp) => (resp, None),
-        Err(e) => (error_response(&e), Some(e)),
+        Err(e) => (error_response(&e, &request_id), Some(e)),
     };
+    if let Ok(id) = HeaderValue::from_str(&request_id) {
+        resp.headers_mut().insert(REQUEST_ID_HEADER, id);
+    }
     if parts.method == Method::HEAD {
         // Keep the headers (Content-Length included), drop the body.
         *resp.body_mut() = Body::empty();
@@ -56,9 +91,9 @@ pub async fn handle(registry: &Registry, only: Option<Endpoint>, req: Request) -
     match error {
         // Our fault or the store's: the detail the client did not get.
         Some(e) if status >= 500 => {
-            tracing::error!(%method, path, endpoint, status, latency_ms, error = %e, "request")
+            tracing::error!(%method, path, endpoint, status, latency_ms, request_id, error = %e, "request")
         }
-        _ => tracing::info!(%method, path, endpoint, status, latency_ms, "request"),
+        _ => tracing::info!(%method, path, endpoint, status, latency_ms, request_id, "request"),
     }
     resp
 }

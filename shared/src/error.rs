@@ -49,6 +49,12 @@ pub enum Error {
     /// A body or archive larger than the registry accepts.
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// Request headers larger or more numerous than the registry accepts.
+    #[error("{0}")]
+    HeadersTooLarge(String),
+    /// The client stopped sending its request body.
+    #[error("{0}")]
+    Timeout(String),
     /// A store is unavailable or throttled; the request may be retried.
     #[error("store unavailable: {0}")]
     Unavailable(String),
@@ -71,19 +77,24 @@ impl Error {
             Error::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            Error::Timeout(_) => StatusCode::REQUEST_TIMEOUT,
             Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
-    /// What the client is told: the whole message for its own mistakes, a short
-    /// fixed text for ours (the detail is in the log line of the request).
-    pub fn public_message(&self) -> String {
+    /// What the client is told: the whole message for its own mistakes; for
+    /// ours a short fixed text with the request id, which names the log line
+    /// that holds the detail.
+    pub fn public_message(&self, request_id: &str) -> String {
         match self {
-            Error::Unavailable(_) => {
-                "the registry's storage is unavailable or throttled; retry later".into()
+            Error::Unavailable(_) => format!(
+                "the registry's storage is unavailable or throttled; retry later (request id {request_id})"
+            ),
+            Error::Internal(_) => {
+                format!("internal error (request id {request_id}); the registry logged the details")
             }
-            Error::Internal(_) => "internal error; the registry logged the details".into(),
             other => other.to_string(),
         }
     }
@@ -139,16 +150,20 @@ mod tests {
     fn server_faults_never_reach_the_client() {
         let unavailable = Error::Unavailable("dynamodb: ThrottlingException on table t".into());
         assert_eq!(unavailable.status(), StatusCode::SERVICE_UNAVAILABLE);
-        assert!(!unavailable.public_message().contains("ThrottlingException"));
+        let told = unavailable.public_message("r1");
+        assert!(!told.contains("ThrottlingException"), "{told}");
+        assert!(told.contains("request id r1"), "{told}");
         let internal = Error::internal("corrupt item PROVIDER#a/b VERSION#1");
         assert_eq!(internal.status(), StatusCode::INTERNAL_SERVER_ERROR);
-        assert!(!internal.public_message().contains("PROVIDER#"));
+        let told = internal.public_message("r2");
+        assert!(!told.contains("PROVIDER#"), "{told}");
+        assert!(told.contains("request id r2"), "{told}");
         assert!(
             internal.to_string().contains("PROVIDER#"),
             "the log keeps it"
         );
         let bad = Error::bad("invalid version \"x\"");
-        assert_eq!(bad.public_message(), "invalid version \"x\"");
+        assert_eq!(bad.public_message("r3"), "invalid version \"x\"");
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //! reading a body within a limit. Handlers import from here, never from
 //! [`crate::app`], so the request path has no cycle.
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 
@@ -44,11 +46,12 @@ pub fn header_value(text: &str) -> Result<HeaderValue, Error> {
 
 /// The one mapping from [`Error`] to an HTTP response: `{"errors": ["..."]}`,
 /// plus `WWW-Authenticate` on 401, `Allow` on 405 and `Retry-After` on 503.
-pub fn error_response(err: &Error) -> Response {
+/// `request_id` names the request's log line in what a 5xx tells the client.
+pub fn error_response(err: &Error, request_id: &str) -> Response {
     let mut resp = json(
         err.status(),
         &ErrorBody {
-            errors: vec![err.public_message()],
+            errors: vec![err.public_message(request_id)],
         },
     );
     let headers = resp.headers_mut();
@@ -87,6 +90,50 @@ pub fn content_length(headers: &HeaderMap) -> Option<u64> {
         .ok()
 }
 
+/// Why a request body stopped: the client sent nothing for too long (408), or
+/// the body broke off (400).
+fn body_error(e: axum::Error) -> Error {
+    if timed_out(&e) {
+        Error::Timeout(e.to_string())
+    } else {
+        Error::bad(format!("reading the request body: {e}"))
+    }
+}
+
+/// Whether a body error is (or wraps) [`BodyTimedOut`].
+fn timed_out(e: &axum::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if c.is::<BodyTimedOut>() {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
+}
+
+/// The error of a request body that sent nothing for too long.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body sent no data for {0:?}")]
+pub struct BodyTimedOut(pub Duration);
+
+/// `body`, failing with [`BodyTimedOut`] when no data arrives for `idle` (a
+/// slow or stalled client must not hold a request, and its memory, forever).
+pub fn with_idle_timeout(body: Body, idle: Duration) -> Body {
+    use futures_util::StreamExt;
+    let chunks = body.into_data_stream();
+    let timed = futures_util::stream::unfold(Some(chunks), move |chunks| async move {
+        let mut chunks = chunks?;
+        match tokio::time::timeout(idle, chunks.next()).await {
+            Ok(Some(Ok(chunk))) => Some((Ok(chunk), Some(chunks))),
+            Ok(Some(Err(e))) => Some((Err(e.into_inner()), None)),
+            Ok(None) => None,
+            Err(_) => Some((Err(BodyTimedOut(idle).into()), None)),
+        }
+    });
+    Body::from_stream(timed)
+}
+
 /// The whole body, up to `max` bytes: a declared or actual length above it is a 413.
 pub async fn read_body(headers: &HeaderMap, body: Body, max: usize) -> Result<Bytes, Error> {
     use futures_util::StreamExt;
@@ -97,7 +144,7 @@ pub async fn read_body(headers: &HeaderMap, body: Body, max: usize) -> Result<By
     let mut stream = body.into_data_stream();
     let mut buf = Vec::new();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| Error::bad(format!("reading the request body: {e}")))?;
+        let chunk = chunk.map_err(body_error)?;
         if buf.len() + chunk.len() > max {
             return Err(too_large());
         }
@@ -109,5 +156,12 @@ pub async fn read_body(headers: &HeaderMap, body: Body, max: usize) -> Result<By
 /// The body as a stream of byte chunks (uploads).
 pub fn into_stream(body: Body) -> ByteStream {
     use futures_util::TryStreamExt;
-    Box::pin(body.into_data_stream().map_err(std::io::Error::other))
+    Box::pin(body.into_data_stream().map_err(|e| {
+        let kind = if timed_out(&e) {
+            std::io::ErrorKind::TimedOut
+        } else {
+            std::io::ErrorKind::Other
+        };
+        std::io::Error::new(kind, e)
+    }))
 }

@@ -8,6 +8,8 @@
 //! - `publish_attacks`: the attacks found by probing a release build, each
 //!   refused, on both backends.
 //! - `handlers`: bad input and access rules, in-process.
+//! - `hardening`: hostile and slow clients, a broken database or disk, killed
+//!   processes, against the real `tfreg serve`.
 //!
 //! `support` is the harness, split by job.
 
@@ -16,5 +18,6 @@ mod bad_input;
 mod e2e_lambda;
 mod e2e_terraform;
 mod handlers;
+mod hardening;
 mod publish_attacks;
 mod support;

@@ -52,6 +52,13 @@ impl FsBlobStore {
             .join(format!("{:032x}", rand::random::<u128>()))
     }
 
+    /// A fresh temporary file's path, removed when the guard drops: when the
+    /// write fails, and when the request is cancelled half-way (the client
+    /// went away) too.
+    fn temp_file(&self) -> Result<tempfile::TempPath, StoreError> {
+        tempfile::TempPath::try_from_path(self.temp_path()).map_err(StoreError::unavailable)
+    }
+
     /// Link `from` to the key's path, creating its directory; fails with
     /// [`StoreError::AlreadyExists`] rather than replace anything.
     async fn link_new(&self, from: &Path, key: &BlobKey) -> Result<(), StoreError> {
@@ -78,25 +85,88 @@ impl FsBlobStore {
 
     /// Delete upload directories (slots and their tombstones) untouched for
     /// longer than `max_age`: every URL that could write them has expired.
-    pub fn sweep_uploads(&self, max_age: Duration) -> Result<usize, StoreError> {
-        let uploads = self.root.join(crate::blob_key::UPLOADS);
-        let entries = match std::fs::read_dir(&uploads) {
+    pub fn sweep_uploads(&self, max_age: Duration) -> Result<Swept, StoreError> {
+        self.sweep(&self.root.join(crate::blob_key::UPLOADS), max_age, modified)
+    }
+
+    /// Delete temporary files whose inode has not changed for longer than
+    /// `max_age` (a write or a new link changes it): left by a process that
+    /// died half-way. With zero, all of them: only for a process that knows
+    /// no other one is writing (`tfreg serve` holds the data directory's lock).
+    pub fn sweep_temp(&self, max_age: Duration) -> Result<Swept, StoreError> {
+        self.sweep(&self.root.join(TMP), max_age, changed)
+    }
+
+    /// Remove the entries of `dir` (files or whole directories) not changed for `max_age`.
+    fn sweep(
+        &self,
+        dir: &Path,
+        max_age: Duration,
+        stamp: fn(&std::fs::Metadata) -> SystemTime,
+    ) -> Result<Swept, StoreError> {
+        let entries = match std::fs::read_dir(dir) {
             Ok(entries) => entries,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(0),
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Swept::default()),
             Err(e) => return Err(StoreError::unavailable(e)),
         };
         let now = SystemTime::now();
-        let mut removed = 0;
+        let mut swept = Swept::default();
         for entry in entries.flatten() {
-            let old = entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| now.duration_since(t).unwrap_or_default() > max_age);
-            if old && std::fs::remove_dir_all(entry.path()).is_ok() {
-                removed += 1;
+            let path = entry.path();
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            if now.duration_since(stamp(&meta)).unwrap_or_default() < max_age {
+                continue;
+            }
+            let bytes = disk_usage(&path);
+            let removed = if meta.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+            if removed.is_ok() {
+                swept.entries += 1;
+                swept.bytes += bytes;
             }
         }
-        Ok(removed)
+        Ok(swept)
+    }
+}
+
+/// What a sweep removed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Swept {
+    pub entries: usize,
+    pub bytes: u64,
+}
+
+/// When a file's data last changed (an upload slot's directory: when a file was added).
+fn modified(meta: &std::fs::Metadata) -> SystemTime {
+    meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)
+}
+
+/// When an inode last changed: its ctime on Unix (data written, or a link
+/// added or removed), else its mtime.
+fn changed(meta: &std::fs::Metadata) -> SystemTime {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let secs = u64::try_from(meta.ctime()).unwrap_or(0);
+        SystemTime::UNIX_EPOCH + Duration::new(secs, meta.ctime_nsec().clamp(0, 999_999_999) as u32)
+    }
+    #[cfg(not(unix))]
+    modified(meta)
+}
+
+/// Bytes of the files under `path`.
+fn disk_usage(path: &Path) -> u64 {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => std::fs::read_dir(path)
+            .map(|entries| entries.flatten().map(|e| disk_usage(&e.path())).sum())
+            .unwrap_or(0),
+        Ok(m) => m.len(),
+        Err(_) => 0,
     }
 }
 
@@ -146,7 +216,7 @@ impl BlobStore for FsBlobStore {
         body: ByteStream,
         expected: &Digest,
     ) -> Result<(), StoreError> {
-        let tmp = self.temp_path();
+        let tmp = self.temp_file()?;
         let result = async {
             let mut file = tokio::fs::File::create(&tmp)
                 .await
@@ -164,7 +234,10 @@ impl BlobStore for FsBlobStore {
             self.link_new(&tmp, key).await
         }
         .await;
-        let _ = tokio::fs::remove_file(&tmp).await;
+        if result.is_err() {
+            // The slot's directory, if this receive made it and nothing else is in it.
+            self.prune_dirs(key).await;
+        }
         result
     }
 
@@ -211,22 +284,15 @@ impl BlobStore for FsBlobStore {
                 .await
                 .map_err(StoreError::unavailable)?;
         }
-        let tmp = self.temp_path();
-        let result = async {
-            tokio::fs::File::create(&tmp)
-                .await
-                .map_err(StoreError::unavailable)?;
-            // Replaces the upload (if any) with an empty file: the slot stays
-            // taken, so a late upload is refused.
-            tokio::fs::rename(&tmp, &dest)
-                .await
-                .map_err(StoreError::unavailable)
-        }
-        .await;
-        if result.is_err() {
-            let _ = tokio::fs::remove_file(&tmp).await;
-        }
-        result
+        let tmp = self.temp_file()?;
+        tokio::fs::File::create(&tmp)
+            .await
+            .map_err(StoreError::unavailable)?;
+        // Replaces the upload (if any) with an empty file: the slot stays
+        // taken, so a late upload is refused.
+        tokio::fs::rename(&tmp, &dest)
+            .await
+            .map_err(StoreError::unavailable)
     }
 
     async fn delete(&self, key: &BlobKey) -> Result<(), StoreError> {
@@ -303,7 +369,13 @@ mod tests {
             .unwrap()
             .set_modified(past)
             .unwrap();
-        assert_eq!(store.sweep_uploads(Duration::from_secs(3600)).unwrap(), 1);
+        assert_eq!(
+            store
+                .sweep_uploads(Duration::from_secs(3600))
+                .unwrap()
+                .entries,
+            1
+        );
         let left = store.list("uploads/").await.unwrap();
         assert_eq!(left, [BlobKey::upload(&new, &name)]);
         assert_eq!(
@@ -311,5 +383,65 @@ mod tests {
             [archive],
             "archives are never swept"
         );
+    }
+
+    fn temp_files(dir: &Path) -> Vec<PathBuf> {
+        std::fs::read_dir(dir.join(TMP))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn temp_files_are_swept_by_inode_age() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FsBlobStore::open(dir.path()).unwrap();
+        let old = dir.path().join(TMP).join("old");
+        std::fs::write(&old, vec![0u8; 1000]).unwrap();
+        std::thread::sleep(Duration::from_millis(1100));
+        let new = dir.path().join(TMP).join("new");
+        std::fs::write(&new, b"x").unwrap();
+        let swept = store.sweep_temp(Duration::from_secs(1)).unwrap();
+        assert_eq!(
+            swept,
+            Swept {
+                entries: 1,
+                bytes: 1000
+            }
+        );
+        assert_eq!(temp_files(dir.path()), [new]);
+        assert_eq!(store.sweep_temp(Duration::ZERO).unwrap().entries, 1);
+        assert!(temp_files(dir.path()).is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_or_failed_upload_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FsBlobStore::open(dir.path()).unwrap();
+        let key = BlobKey::upload(&UploadId::random(), &FileName::parse("m.tar.gz").unwrap());
+        let expected = Digest {
+            size: 10,
+            sha256: "0".repeat(64),
+        };
+        // A client that sends 4 bytes and then goes silent; the request is dropped.
+        use futures_util::StreamExt;
+        let silent = futures_util::stream::iter([Ok(bytes::Bytes::from_static(b"abcd"))])
+            .chain(futures_util::stream::pending());
+        let receive = store.receive(&key, Box::pin(silent), &expected);
+        let cancelled = tokio::time::timeout(Duration::from_millis(200), receive).await;
+        assert!(cancelled.is_err(), "the upload waits for more data");
+        assert!(
+            temp_files(dir.path()).is_empty(),
+            "a cancelled upload leaves no temp file"
+        );
+        // Wrong bytes: refused, and neither the temp file nor the slot's directory stays.
+        let body = futures_util::stream::iter([Ok(bytes::Bytes::from_static(b"0123456789"))]);
+        let refused = store.receive(&key, Box::pin(body), &expected).await;
+        assert!(
+            matches!(refused, Err(StoreError::Mismatch { .. })),
+            "{refused:?}"
+        );
+        assert!(temp_files(dir.path()).is_empty());
+        assert!(!dir.path().join(key.as_str()).parent().unwrap().exists());
     }
 }

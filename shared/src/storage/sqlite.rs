@@ -1,7 +1,14 @@
 //! The embedded item store: SQLite (ACID, and several processes can share one
 //! data directory, so `tfreg token create` works while `tfreg serve` runs).
+//!
+//! A database that is locked, read-only, full or failing answers
+//! [`StoreError::Unavailable`] (503), never crashes the server, and is used
+//! again as soon as it works: after such an error the connection is closed
+//! and the next request opens a new one. The rollback journal, not WAL: WAL
+//! maps its `-shm` index into memory, and a write to that mapping on a file
+//! made read-only or a full disk kills the process with SIGBUS.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -34,56 +41,73 @@ fn sqlite_error(e: rusqlite::Error) -> StoreError {
     }
 }
 
+/// How long a request waits for another process's lock before the database
+/// counts as unavailable (503): short, the client retries.
+pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Items per query page. Small on purpose, so paging is exercised as it is on DynamoDB.
 pub const PAGE_SIZE: usize = 100;
 
 /// [`ItemStore`] on one SQLite file.
 #[derive(Clone)]
 pub struct SqliteStore {
-    conn: Arc<Mutex<Connection>>,
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// The file; `None` for an in-memory database (never reopened: it would be empty).
+    path: Option<PathBuf>,
+    /// The open connection; `None` after a failure that a new one may not have.
+    conn: Mutex<Option<Connection>>,
 }
 
 impl SqliteStore {
     /// Open (creating if needed) the database at `path`.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let conn = Connection::open(path).map_err(sqlite_error)?;
-        Self::init(conn)
+        let conn = Self::connect(path)?;
+        Ok(Self::with(Some(path.to_path_buf()), conn))
     }
 
     /// An in-memory store, for tests.
     pub fn in_memory() -> Result<Self, StoreError> {
-        Self::init(Connection::open_in_memory().map_err(sqlite_error)?)
+        let conn = Connection::open_in_memory().map_err(sqlite_error)?;
+        Ok(Self::with(None, init(conn)?))
     }
 
-    fn init(conn: Connection) -> Result<Self, StoreError> {
-        conn.busy_timeout(std::time::Duration::from_secs(10))
-            .map_err(sqlite_error)?;
-        conn.execute_batch(
-            "PRAGMA journal_mode=WAL;
-             PRAGMA synchronous=FULL;
-             CREATE TABLE IF NOT EXISTS items (
-                 pk TEXT NOT NULL,
-                 sk TEXT NOT NULL,
-                 data BLOB NOT NULL,
-                 PRIMARY KEY (pk, sk)
-             ) WITHOUT ROWID;",
-        )
-        .map_err(sqlite_error)?;
-        Ok(Self {
-            conn: Arc::new(Mutex::new(conn)),
-        })
+    fn with(path: Option<PathBuf>, conn: Connection) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                path,
+                conn: Mutex::new(Some(conn)),
+            }),
+        }
+    }
+
+    fn connect(path: &Path) -> Result<Connection, StoreError> {
+        init(Connection::open(path).map_err(sqlite_error)?)
     }
 
     async fn with_conn<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let conn = self.conn.clone();
+        let inner = self.inner.clone();
         tokio::task::spawn_blocking(move || {
-            let mut guard = conn
+            let mut guard = inner
+                .conn
                 .lock()
                 .map_err(|_| StoreError::internal("database lock poisoned"))?;
-            f(&mut guard)
+            let conn = match (guard.as_mut(), &inner.path) {
+                (Some(conn), _) => conn,
+                (None, Some(path)) => guard.insert(Self::connect(path)?),
+                (None, None) => return Err(StoreError::internal("in-memory database closed")),
+            };
+            let result = f(conn);
+            if matches!(result, Err(StoreError::Unavailable(_))) && inner.path.is_some() {
+                // Read-only, full, locked or failing: the next request starts afresh.
+                *guard = None;
+            }
+            result
         })
         .await
         .map_err(StoreError::internal)?
@@ -105,6 +129,23 @@ impl SqliteStore {
         })
         .await
     }
+}
+
+/// Settings and schema of a new connection.
+fn init(conn: Connection) -> Result<Connection, StoreError> {
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(sqlite_error)?;
+    conn.execute_batch(
+        "PRAGMA journal_mode=DELETE;
+         PRAGMA synchronous=FULL;
+         CREATE TABLE IF NOT EXISTS items (
+             pk TEXT NOT NULL,
+             sk TEXT NOT NULL,
+             data BLOB NOT NULL,
+             PRIMARY KEY (pk, sk)
+         ) WITHOUT ROWID;",
+    )
+    .map_err(sqlite_error)?;
+    Ok(conn)
 }
 
 #[async_trait]

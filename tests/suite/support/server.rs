@@ -300,6 +300,11 @@ impl Server {
         }
     }
 
+    /// The process id of `tfreg serve` (the Lambda stack: of `cargo lambda watch`).
+    pub fn pid(&self) -> u32 {
+        self._group.leader.id()
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("https://{}{path}", self.host)
     }

@@ -1,0 +1,176 @@
+//! The HTTPS listener of `tfreg serve`, with every resource a client can hold
+//! bounded: connections (a limit; past it new connections wait in the kernel's
+//! backlog), the TLS handshake, the request head (time and size) and each wait
+//! for request body data. TCP_NODELAY is set: a small response on a reused
+//! connection must not wait for Nagle and a delayed ACK.
+//!
+//! Sizes a request may use *before* anything checks its token: hyper's read
+//! buffer ([`MAX_HEAD_BYTES`]) per connection, times [`Limits::max_connections`].
+//! Handlers read no body before authorising it.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tfreg::http_types::with_idle_timeout;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tower::ServiceExt as _;
+
+/// The hard bound of a request head, in bytes: hyper's HTTP/1 read buffer and
+/// the HTTP/2 header list. The registry's own limit
+/// ([`tfreg::app::MAX_HEADER_BYTES`], answered with a JSON 431) is below it; a
+/// head over this bound gets hyper's bare 431 (HTTP/1) or h2's (HTTP/2).
+pub const MAX_HEAD_BYTES: usize = 128 * 1024;
+
+/// Header lines hyper parses before answering 431 itself (above the
+/// registry's own [`tfreg::app::MAX_HEADERS`], so that limit answers first).
+const MAX_HEADER_LINES: usize = 2 * tfreg::app::MAX_HEADERS;
+
+/// HTTP/2 streams one connection may have open at once.
+const MAX_STREAMS_PER_CONNECTION: u32 = 128;
+
+/// Connections served at once by default (`tfreg serve --max-connections`).
+pub const DEFAULT_MAX_CONNECTIONS: std::num::NonZeroUsize =
+    std::num::NonZeroUsize::new(1024).expect("not zero");
+
+/// What one client may hold, and for how long.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Connections served at once; more wait in the listen backlog.
+    pub max_connections: usize,
+    /// From TCP accept to a finished TLS handshake.
+    pub handshake_timeout: Duration,
+    /// From a connection's start (or its previous response) to a whole request head.
+    pub header_read_timeout: Duration,
+    /// Longest wait for the next piece of a request body.
+    pub body_idle_timeout: Duration,
+    /// How long a stop waits for requests in flight.
+    pub drain_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_connections: DEFAULT_MAX_CONNECTIONS.get(),
+            handshake_timeout: Duration::from_secs(10),
+            header_read_timeout: Duration::from_secs(10),
+            body_idle_timeout: Duration::from_secs(30),
+            drain_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+fn http_builder(limits: &Limits) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_buf_size(MAX_HEAD_BYTES)
+        .max_headers(MAX_HEADER_LINES);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_header_list_size(MAX_HEAD_BYTES as u32)
+        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
+        .keep_alive_interval(Duration::from_secs(30))
+        .keep_alive_timeout(Duration::from_secs(20));
+    builder
+}
+
+/// Serve `app` on `listener` over TLS until `stop` resolves; then stop
+/// accepting, let requests in flight finish for up to `drain_timeout`, and return.
+pub async fn serve(
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    app: axum::Router,
+    limits: Limits,
+    stop: impl Future<Output = ()>,
+) {
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    let builder = http_builder(&limits);
+    let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let graceful = GracefulShutdown::new();
+    let mut warned_full = false;
+    tokio::pin!(stop);
+    loop {
+        let permit = tokio::select! {
+            biased;
+            () = &mut stop => break,
+            permit = permits.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break, // never closed
+            },
+        };
+        let (tcp, peer) = tokio::select! {
+            biased;
+            () = &mut stop => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off, keep serving.
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        if permits.available_permits() == 0 {
+            if !warned_full {
+                tracing::warn!(
+                    max_connections = limits.max_connections,
+                    "connection limit reached: new connections wait until one closes"
+                );
+            }
+            warned_full = true;
+        } else {
+            warned_full = false;
+        }
+        let _ = tcp.set_nodelay(true);
+        let acceptor = acceptor.clone();
+        let builder = builder.clone();
+        let idle = limits.body_idle_timeout;
+        let service = TowerToHyperService::new(app.clone().map_request(
+            move |req: http::Request<hyper::body::Incoming>| {
+                req.map(|body| with_idle_timeout(axum::body::Body::new(body), idle))
+            },
+        ));
+        let watcher = graceful.watcher();
+        let handshake_timeout = limits.handshake_timeout;
+        tokio::spawn(async move {
+            let _permit = permit;
+            let tls = match tokio::time::timeout(handshake_timeout, acceptor.accept(tcp)).await {
+                Ok(Ok(tls)) => tls,
+                Ok(Err(e)) => {
+                    tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!(%peer, "TLS handshake timed out");
+                    return;
+                }
+            };
+            let conn = builder
+                .serve_connection_with_upgrades(TokioIo::new(tls), service)
+                .into_owned();
+            if let Err(e) = watcher.watch(conn).await {
+                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(limits.drain_timeout, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "requests still in flight after {:?}: stopping anyway",
+            limits.drain_timeout
+        );
+    }
+}

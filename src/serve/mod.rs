@@ -1,0 +1,218 @@
+//! `tfreg serve`: every endpoint in one HTTPS server on the embedded store.
+//!
+//! Start-up either serves or fails with one line and a non-zero exit; SIGTERM
+//! or Ctrl-C stops it at any moment, start-up included. One `tfreg serve` per
+//! data directory (a lock file says which process has it).
+
+mod housekeeping;
+pub mod listener;
+mod signals;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+use tfreg::address::Hostname;
+use tfreg::registry::{DEFAULT_URL_TTL_SECS, MAX_URL_TTL_SECS};
+use tfreg::{Config, Registry};
+
+use crate::cli_error::Result;
+use crate::data_dir::{self, DataDir, ServeLock};
+use crate::tls;
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Where the database, archives, URL-signing secret and dev certificate live.
+    #[arg(long, default_value = data_dir::DEFAULT)]
+    data_dir: PathBuf,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8443")]
+    listen: SocketAddr,
+    /// The hostname users write in addresses (HOST[:PORT]); default 127.0.0.1:<listen port> (module addresses need a hostname with a dot).
+    #[arg(long)]
+    hostname: Option<String>,
+    /// PEM certificate chain (with --tls-key); default: a development certificate in the data dir.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key for --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Lifetime of archive download and upload URLs, in seconds.
+    #[arg(long, default_value_t = DEFAULT_URL_TTL_SECS, value_parser = clap::value_parser!(u64).range(1..=MAX_URL_TTL_SECS))]
+    url_ttl: u64,
+    /// Require a token (read or publish scope) for every read endpoint.
+    #[arg(long)]
+    require_read_token: bool,
+    /// Connections served at once; more wait until one closes.
+    #[arg(long, default_value_t = listener::DEFAULT_MAX_CONNECTIONS)]
+    max_connections: std::num::NonZeroUsize,
+    /// Seconds a client has to send a whole request head (also after the
+    /// previous response on a kept-alive connection).
+    #[arg(long, default_value_t = listener::Limits::default().header_read_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
+    header_read_timeout: u64,
+    /// Seconds a request body may go without sending data.
+    #[arg(long, default_value_t = listener::Limits::default().body_idle_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
+    body_idle_timeout: u64,
+}
+
+fn print_welcome(
+    hostname: &Hostname,
+    listen: SocketAddr,
+    ca: Option<&std::path::Path>,
+    data_dir: &std::path::Path,
+) {
+    let host = hostname.as_str();
+    let env_host = host.replace('-', "__").replace(['.', ':'], "_");
+    let mut out = format!("\ntfreg is serving https://{host}/ (listening on {listen})\n");
+    out += &format!("  discovery:  https://{host}/.well-known/terraform.json\n");
+    if let Some(ca) = ca {
+        out += &format!(
+            "\nThe certificate is tfreg's development CA. Trust it in the shell that runs terraform/tofu:\n  export SSL_CERT_FILE={}\n",
+            ca.display()
+        );
+    }
+    out += &format!(
+        r#"
+Create a token (printed once) and publish:
+  export TFREG_TOKEN=$(tfreg token create --data-dir {dir} --scope publish)
+  tfreg publish provider ./dist --registry https://{host} --namespace NS --signing-key key.asc
+  tfreg publish module ./my-module --registry https://{host} --namespace NS --name NAME --system SYSTEM --version 1.0.0
+
+CLI configuration (~/.terraformrc or TF_CLI_CONFIG_FILE), ready to paste:
+  credentials "{host}" {{
+    token = "<a token from tfreg token create>"
+  }}
+  # or: export TF_TOKEN_{env_host}=<token>
+
+  # Optional: fetch providers of any origin through this registry's network mirror
+  provider_installation {{
+    network_mirror {{
+      url = "https://{host}/v1/mirror/"
+    }}
+  }}
+
+Use it in configurations as source = "{host}/NS/NAME" (providers) and "{host}/NS/NAME/SYSTEM" (modules).
+"#,
+        dir = data_dir.display()
+    );
+    eprintln!("{out}");
+}
+
+/// Everything start-up prepared: ready to serve.
+struct Ready {
+    listener: tokio::net::TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    registry: Arc<Registry>,
+    blobs: tfreg::storage::fs::FsBlobStore,
+    hostname: Hostname,
+    ca: Option<PathBuf>,
+    dir: DataDir,
+    _lock: ServeLock,
+}
+
+pub async fn run(args: ServeArgs) -> Result<()> {
+    // Signals first: a stop during start-up (a locked database, a slow disk) is honoured.
+    let mut stop = signals::Stop::install()?;
+    let limits = listener::Limits {
+        max_connections: args.max_connections.get(),
+        header_read_timeout: std::time::Duration::from_secs(args.header_read_timeout),
+        body_idle_timeout: std::time::Duration::from_secs(args.body_idle_timeout),
+        ..listener::Limits::default()
+    };
+    let ready = tokio::select! {
+        ready = start(&args) => ready?,
+        () = stop.wait() => {
+            tracing::info!("stopped during start-up");
+            return Ok(());
+        }
+    };
+    let addr = ready
+        .listener
+        .local_addr()
+        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    print_welcome(&ready.hostname, addr, ready.ca.as_deref(), &ready.dir.root);
+    housekeeping::spawn(ready.blobs.clone(), args.url_ttl);
+    let app = tfreg::app::app(ready.registry.clone(), None);
+    listener::serve(ready.listener, ready.tls, app, limits, stop.wait()).await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn start(args: &ServeArgs) -> Result<Ready> {
+    let dir = DataDir::open(&args.data_dir)?;
+    let lock = dir.lock_for_serving()?;
+    let hostname = Hostname::parse(
+        &args
+            .hostname
+            .clone()
+            .unwrap_or_else(|| format!("127.0.0.1:{}", args.listen.port())),
+    )?;
+    if !hostname
+        .as_str()
+        .split(':')
+        .next()
+        .unwrap_or("")
+        .contains('.')
+    {
+        tracing::warn!(
+            hostname = hostname.as_str(),
+            "Terraform accepts module addresses only on hostnames with a dot; use e.g. --hostname 127.0.0.1:{} for modules",
+            args.listen.port()
+        );
+    }
+    let mut config = Config::new(hostname.clone());
+    config.url_ttl_secs = args.url_ttl;
+    config.require_read_token = args.require_read_token;
+    // Opening waits for a lock another process holds: off the async threads,
+    // so that a stop signal is still heard meanwhile.
+    let opening = dir.clone();
+    let items = Arc::new(
+        tokio::task::spawn_blocking(move || opening.item_store())
+            .await
+            .map_err(|e| format!("opening the database: {e}"))??,
+    );
+    let signer = tfreg::signed_url::load_signer(items.as_ref())
+        .await
+        .map_err(|e| {
+            format!(
+                "reading the URL-signing secret from {}: {e}",
+                dir.db_path().display()
+            )
+        })?;
+    let blobs = dir.blob_store()?;
+    // This process holds the data directory: whatever is in the temp area
+    // was left by one that died (kill -9, power loss).
+    housekeeping::sweep_temp(&blobs, std::time::Duration::ZERO).await;
+    let registry = Arc::new(Registry::new(
+        items,
+        Arc::new(blobs.clone()),
+        signer,
+        config,
+    ));
+
+    let (tls, ca) = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => (tls::server_config(cert, key)?, None),
+        _ => {
+            let host_only = hostname
+                .as_str()
+                .rsplit_once(':')
+                .map_or(hostname.as_str(), |(h, _)| h);
+            let files = tls::dev_certificate(&dir.root, host_only)?;
+            (tls::server_config(&files.cert, &files.key)?, files.ca)
+        }
+    };
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    Ok(Ready {
+        listener,
+        tls,
+        registry,
+        blobs,
+        hostname,
+        ca,
+        dir,
+        _lock: lock,
+    })
+}

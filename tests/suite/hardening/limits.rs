@@ -1,0 +1,302 @@
+//! What one client may hold of `tfreg serve`: memory (a hostile archive,
+//! unauthenticated bodies), time (slow heads and bodies), connections, and
+//! the answers every limit gets.
+
+use std::io::Write;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+
+use super::{Tls, connect, memory_kib, publish_module_bytes, read_all, send, status_of};
+use crate::support::Server;
+
+const MIB: u64 = 1024;
+
+/// A `.tar.gz` whose first header is a GNU long name declaring 1 GiB of
+/// name, all of it there (zeros, about 1 MiB compressed).
+fn long_name_bomb() -> Vec<u8> {
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(tar::EntryType::GNULongName);
+    header.set_size(1 << 30);
+    header.as_gnu_mut().unwrap().name[..13].copy_from_slice(b"././@LongLink");
+    header.set_cksum();
+    let mut gz = GzEncoder::new(Vec::new(), Compression::best());
+    gz.write_all(header.as_bytes()).unwrap();
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..1024 {
+        gz.write_all(&zeros).unwrap();
+    }
+    gz.finish().unwrap()
+}
+
+#[test]
+fn a_hostile_archive_or_unauthenticated_bodies_cannot_take_the_servers_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = Server::start(&tmp.path().join("data"), &[]);
+    let token = server.token("publish", None);
+    let (_, before) = memory_kib(server.pid());
+
+    // 1. A 1 MiB archive holding a 1 GiB GNU long name (tar reads those into memory).
+    let bomb = long_name_bomb();
+    assert!(bomb.len() < 2 << 20, "{} bytes", bomb.len());
+    let (status, body) = publish_module_bytes(&server, &token, "hard/bomb/null", "1.0.0", &bomb);
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains("bytes unpacked"),
+        "refused from its header: {body}"
+    );
+    let (peak_bomb, _) = memory_kib(server.pid());
+
+    // 2. 300 connections POSTing 1 MiB each with no token, all at once.
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let clients: Vec<_> = (0..300)
+        .map(|_| {
+            let mut tls = connect(&server);
+            let host = server.host.clone();
+            let ready = ready_tx.clone();
+            std::thread::spawn(move || {
+                let head = format!(
+                    "POST /v1/publish/modules/hard/x/null/1.0.0/begin HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                    1 << 20
+                );
+                send(&mut tls, head.as_bytes());
+                send(&mut tls, &vec![b' '; 1 << 20]);
+                let _ = ready.send(());
+                status_of(&read_all(&mut tls))
+            })
+        })
+        .collect();
+    drop(ready_tx);
+    assert_eq!(ready_rx.iter().count(), 300);
+    let statuses: Vec<u16> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    // 401 before the body is read; a client still sending when the server
+    // closes may see the connection reset instead of the answer (0).
+    assert!(
+        statuses.iter().all(|s| *s == 401 || *s == 0) && statuses.contains(&401),
+        "every unauthenticated publish is refused: {statuses:?}"
+    );
+    let (peak, _) = memory_kib(server.pid());
+    eprintln!(
+        "FIGURE tfreg serve memory: {} MiB at start; peak {} MiB after the archive bomb, {} MiB after 300 unauthenticated 1 MiB bodies",
+        before / MIB,
+        peak_bomb / MIB,
+        peak / MIB
+    );
+    // Before the fix: 2,129 MB for the bomb, 455 MB for the bodies.
+    assert!(
+        peak_bomb < before + 64 * MIB,
+        "the archive bomb took the server from {before} KiB to {peak_bomb} KiB"
+    );
+    assert!(
+        peak < before + 160 * MIB,
+        "300 unauthenticated bodies took the server from {before} KiB to {peak} KiB"
+    );
+}
+
+/// A client that sends part of a request head and then nothing.
+fn slow_head(server: &Server) -> Tls {
+    let mut tls = connect(server);
+    send(
+        &mut tls,
+        format!(
+            "GET /.well-known/terraform.json HTTP/1.1\r\nHost: {}\r\n",
+            server.host
+        )
+        .as_bytes(),
+    );
+    tls
+}
+
+/// A client that sends a publish request's head and 10 of its 1,000 bytes.
+fn slow_body(server: &Server, token: &str) -> Tls {
+    let mut tls = connect(server);
+    let head = format!(
+        "POST /v1/publish/modules/hard/slow/null/1.0.0/begin HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"files\": ",
+        server.host
+    );
+    send(&mut tls, head.as_bytes());
+    tls
+}
+
+#[test]
+fn slow_clients_are_timed_out_and_stall_nobody() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        &tmp.path().join("data"),
+        &["--header-read-timeout", "2", "--body-idle-timeout", "2"],
+    );
+    let token = server.token("publish", None);
+    let opened = Instant::now();
+    let heads: Vec<Tls> = (0..200).map(|_| slow_head(&server)).collect();
+    let bodies: Vec<Tls> = (0..200).map(|_| slow_body(&server, &token)).collect();
+    // Meanwhile everybody else is served.
+    for _ in 0..20 {
+        let resp = server.get("/.well-known/terraform.json");
+        assert_eq!(resp.status(), 200);
+    }
+    let readers: Vec<_> = heads
+        .into_iter()
+        .map(|t| (false, t))
+        .chain(bodies.into_iter().map(|t| (true, t)))
+        .map(|(is_body, mut tls)| std::thread::spawn(move || (is_body, read_all(&mut tls))))
+        .collect();
+    let mut closed_heads = 0;
+    for reader in readers {
+        let (is_body, response) = reader.join().unwrap();
+        if is_body {
+            assert_eq!(status_of(&response), 408, "a stalled body: {response}");
+            assert!(response.contains(r#"{"errors":["#), "{response}");
+        } else {
+            // hyper closes a connection whose head is late, without an answer.
+            assert_eq!(status_of(&response), 0, "a stalled head: {response}");
+            closed_heads += 1;
+        }
+    }
+    assert_eq!(closed_heads, 200);
+    eprintln!(
+        "FIGURE 400 slow clients all cut off {:.1} s after they connected (timeouts 2 s)",
+        opened.elapsed().as_secs_f64()
+    );
+    let resp = server.get("/.well-known/terraform.json");
+    assert_eq!(resp.status(), 200);
+}
+
+#[test]
+fn past_the_connection_limit_clients_wait_for_a_free_slot() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = Server::start(&tmp.path().join("data"), &["--max-connections", "8"]);
+    // Eight connections that never even start TLS hold every slot (the
+    // harness's own client may hold one of them) until the handshake timeout.
+    let idle: Vec<std::net::TcpStream> = (0..8)
+        .map(|_| std::net::TcpStream::connect(&server.host).unwrap())
+        .collect();
+    let (tx, rx) = mpsc::channel();
+    let ca = server.ca.clone();
+    let url = server.url("/.well-known/terraform.json");
+    std::thread::spawn(move || {
+        let client = reqwest::blocking::Client::builder()
+            .add_root_certificate(
+                reqwest::Certificate::from_pem(&std::fs::read(ca).unwrap()).unwrap(),
+            )
+            .build()
+            .unwrap();
+        let _ = tx.send(client.get(url).send().map(|r| r.status().as_u16()));
+    });
+    assert!(
+        rx.recv_timeout(Duration::from_millis(1500)).is_err(),
+        "a ninth connection is not served while eight hold every slot"
+    );
+    let status = rx.recv_timeout(Duration::from_secs(30)).unwrap().unwrap();
+    assert_eq!(status, 200, "served once the idle connections timed out");
+    drop(idle);
+    let log = std::fs::read_to_string(&server.log).unwrap();
+    assert!(log.contains("connection limit reached"), "{log}");
+}
+
+#[test]
+fn every_limit_answers_with_a_status_and_a_json_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = Server::start(&tmp.path().join("data"), &[]);
+    let raw = |request: String| {
+        let mut tls = connect(&server);
+        send(&mut tls, request.as_bytes());
+        read_all(&mut tls)
+    };
+    let host = &server.host;
+    let get = |extra: &str| {
+        format!(
+            "GET /.well-known/terraform.json HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n{extra}\r\n"
+        )
+    };
+    let json_error = |response: &str, status: u16| {
+        assert_eq!(status_of(response), status, "{response}");
+        assert!(response.contains(r#"{"errors":["#), "{response}");
+    };
+    // Headers: too large, too many (the registry's limits, with a JSON body).
+    json_error(
+        &raw(get(&format!("X-Big: {}\r\n", "x".repeat(40_000)))),
+        431,
+    );
+    let many: String = (0..150).map(|i| format!("X-H{i}: v\r\n")).collect();
+    json_error(&raw(get(&many)), 431);
+    // Past what the HTTP parser buffers at all (128 KiB): still a 431, no hang.
+    let huge = raw(get(&format!("X-Big: {}\r\n", "x".repeat(200_000))));
+    assert_eq!(status_of(&huge), 431, "{huge}");
+    // A wrong method, an unknown route, a malformed body, an oversize body.
+    let delete = raw(format!(
+        "DELETE /.well-known/terraform.json HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    ));
+    json_error(&delete, 405);
+    assert!(
+        delete.to_ascii_lowercase().contains("allow: get, head"),
+        "{delete}"
+    );
+    json_error(
+        &raw(format!(
+            "GET /nope HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        )),
+        404,
+    );
+    let token = server.token("publish", None);
+    let post = |body: &str, length: usize| {
+        format!(
+            "POST /v1/publish/modules/hard/x/null/1.0.0/begin HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\nContent-Length: {length}\r\n\r\n{body}"
+        )
+    };
+    json_error(&raw(post("{not json", 9)), 400);
+    json_error(&raw(post("", 2 << 20)), 413);
+    // Over HTTP/2 too: a 64 KiB header gets the JSON 431, not a dropped connection.
+    let resp = server
+        .http
+        .get(server.url("/.well-known/terraform.json"))
+        .header("x-big", "x".repeat(64_000))
+        .send()
+        .unwrap();
+    assert_eq!(resp.version(), reqwest::Version::HTTP_2);
+    assert_eq!(resp.status(), 431);
+    assert!(resp.text().unwrap().contains(r#"{"errors":["#));
+}
+
+#[test]
+fn a_small_archive_on_a_reused_connection_is_as_quick_as_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = Server::start(&tmp.path().join("data"), &[]);
+    let token = server.token("publish", None);
+    let archive = tfreg::testing::module_archive(&[("main.tf", "# small\n")]);
+    assert!(archive.len() < 400, "{} bytes", archive.len());
+    let (status, body) =
+        publish_module_bytes(&server, &token, "hard/small/null", "1.0.0", &archive);
+    assert_eq!(status, 201, "{body}");
+    let download = server.get("/v1/modules/hard/small/null/1.0.0/download");
+    let url = download.headers()["x-terraform-get"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let time = |url: &str| {
+        let started = Instant::now();
+        let resp = server.http.get(url).send().unwrap();
+        assert_eq!(resp.status(), 200);
+        resp.bytes().unwrap();
+        started.elapsed()
+    };
+    let json_url = server.url("/v1/modules/hard/small/null/versions");
+    let (mut json, mut blob) = (Vec::new(), Vec::new());
+    for _ in 0..30 {
+        json.push(time(&json_url));
+        blob.push(time(&url));
+    }
+    json.sort();
+    blob.sort();
+    let (json_ms, blob_ms) = (json[15].as_secs_f64() * 1e3, blob[15].as_secs_f64() * 1e3);
+    eprintln!(
+        "FIGURE reused connection, medians of 30: versions JSON {json_ms:.2} ms, {} B archive {blob_ms:.2} ms",
+        archive.len()
+    );
+    // Nagle plus a delayed ACK made it 44-48 ms against 0.3 ms for JSON.
+    assert!(
+        blob_ms < json_ms * 10.0 + 5.0,
+        "a small archive took {blob_ms:.2} ms against {json_ms:.2} ms for JSON"
+    );
+}
