@@ -13,6 +13,7 @@ use tfreg::protocol::{
 use tfreg::router::{PublishRoute, PublishStep, PublishTarget};
 
 use crate::cli_error::Result;
+use crate::net_error::NetError;
 
 /// A file on disk to upload under `name`.
 pub struct LocalFile {
@@ -55,8 +56,9 @@ pub struct PublishClient {
 }
 
 impl PublishClient {
-    /// `registry` is the registry's base URL (`https://registry.example.com`).
-    pub fn new(registry: &str, token: Option<String>) -> Result<Self> {
+    /// `registry` is the registry's base URL (`https://registry.example.com`);
+    /// `ca_cert` a certificate to trust besides the system's (see [`crate::trust`]).
+    pub fn new(registry: &str, token: Option<String>, ca_cert: Option<&Path>) -> Result<Self> {
         let token = token.filter(|t| !t.is_empty()).ok_or(
             "no token: pass --token or set TFREG_TOKEN (create one with `tfreg token create --scope publish`)",
         )?;
@@ -70,6 +72,8 @@ impl PublishClient {
         }
         let http = reqwest::Client::builder()
             .user_agent(concat!("tfreg/", env!("CARGO_PKG_VERSION")))
+            .use_preconfigured_tls(crate::trust::client_config(ca_cert)?)
+            .connect_timeout(std::time::Duration::from_secs(30))
             .build()
             .map_err(|e| format!("building HTTP client: {e}"))?;
         Ok(Self { http, base, token })
@@ -101,7 +105,7 @@ impl PublishClient {
             .json(body)
             .send()
             .await
-            .map_err(|e| format!("cannot reach {url}: {e}"))?;
+            .map_err(|e| NetError::new(format!("cannot reach {url}"), e))?;
         Self::check(resp, &path).await
     }
 
@@ -132,7 +136,7 @@ impl PublishClient {
             .body(reqwest::Body::wrap_stream(stream))
             .send()
             .await
-            .map_err(|e| format!("uploading {}: {e}", file.name))?;
+            .map_err(|e| NetError::new(format!("uploading {}", file.name), e))?;
         Self::check(resp, &format!("uploading {}", file.name)).await?;
         Ok(())
     }
@@ -154,7 +158,7 @@ impl PublishClient {
             .await?
             .json()
             .await
-            .map_err(|e| format!("unexpected answer from the registry: {e}"))?;
+            .map_err(|e| NetError::new("unexpected answer from the registry", e))?;
         if begin.status == BeginStatus::Unchanged {
             return Ok(PublishResult {
                 status: PublishStatus::Unchanged,
@@ -185,6 +189,6 @@ impl PublishClient {
             .await?
             .json()
             .await
-            .map_err(|e| format!("unexpected answer from the registry: {e}").into())
+            .map_err(|e| NetError::new("unexpected answer from the registry", e).into())
     }
 }

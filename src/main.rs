@@ -4,9 +4,11 @@
 mod aws;
 mod client;
 mod data_dir;
+mod net_error;
 mod publish;
 mod serve;
 mod tls;
+mod trust;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

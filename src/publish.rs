@@ -21,6 +21,16 @@ pub struct RegistryArgs {
     /// A token with publish rights.
     #[arg(long, env = "TFREG_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// A PEM certificate to trust for the registry: its own (even self-signed)
+    /// or the CA that signed it; the system's roots and SSL_CERT_FILE stay trusted.
+    #[arg(long, env = "TFREG_CA_CERT")]
+    ca_cert: Option<PathBuf>,
+}
+
+impl RegistryArgs {
+    fn client(self) -> Result<PublishClient> {
+        PublishClient::new(&self.registry, self.token, self.ca_cert.as_deref())
+    }
 }
 
 #[derive(Args)]
@@ -150,7 +160,7 @@ pub async fn provider(args: ProviderArgs) -> Result<()> {
     }
     let signing_key = std::fs::read_to_string(&args.signing_key)
         .map_err(|e| format!("reading --signing-key {}: {e}", args.signing_key.display()))?;
-    let client = PublishClient::new(&args.registry.registry, args.registry.token)?;
+    let client = args.registry.client()?;
     let request = PublishRequest {
         signing_key: Some(signing_key),
         protocols: args.protocols,
@@ -193,7 +203,7 @@ pub async fn module(args: ModuleArgs) -> Result<()> {
         .into());
     };
     let file = LocalFile::hash(filename, &archive)?;
-    let client = PublishClient::new(&args.registry.registry, args.registry.token)?;
+    let client = args.registry.client()?;
     let target = PublishTarget::Module {
         module: name.clone(),
         version: version.clone(),
@@ -252,7 +262,7 @@ pub async fn mirror_import(args: MirrorImportArgs) -> Result<()> {
         )
         .into());
     }
-    let client = PublishClient::new(&args.registry.registry, args.registry.token)?;
+    let client = args.registry.client()?;
     for ((host, ns, ty, version), files) in releases {
         let host = Hostname::parse(&host)?;
         let name = ProviderName::parse(&ns, &ty)?;

@@ -3,6 +3,8 @@
 //! - `e2e_terraform`, `e2e_lambda`: the real Terraform CLI over real HTTPS against
 //!   `tfreg serve` and against the Lambda functions on the DynamoDB and S3 emulators.
 //! - `bad_input`: refusals through the real server and the real `tfreg` CLI.
+//! - `cli_network`: whom the CLI trusts over TLS, and its network errors, with
+//!   real `tfreg serve`, openssl, curl and `tfreg publish` processes.
 //! - `backend_contract`: the storage contract and the publish path, in-process,
 //!   on both backends (embedded, and DynamoDB + S3 on the emulators).
 //! - `publish_attacks`: the attacks found by probing a release build, each
@@ -15,6 +17,7 @@
 
 mod backend_contract;
 mod bad_input;
+mod cli_network;
 mod e2e_lambda;
 mod e2e_terraform;
 mod handlers;

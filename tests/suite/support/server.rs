@@ -53,11 +53,25 @@ impl Drop for Group {
     }
 }
 
-/// Wait until `https://host/.well-known/terraform.json` answers 200, trusting `ca`;
-/// on timeout, fail with the last answer or error and the contents of `logs`.
+/// The suite's HTTP client: no redirects, a generous timeout.
+fn client() -> reqwest::blocking::ClientBuilder {
+    reqwest::blocking::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(300))
+}
+
+/// A client trusting the CA in `ca`, once that file holds one.
+fn client_trusting(ca: &Path) -> Option<reqwest::blocking::Client> {
+    let cert = reqwest::Certificate::from_pem(&std::fs::read(ca).ok()?).ok()?;
+    Some(client().add_root_certificate(cert).build().unwrap())
+}
+
+/// Wait until `https://host/.well-known/terraform.json` answers 200 to the
+/// client `client` makes; on timeout, fail with the last answer or error and
+/// the contents of `logs`.
 fn wait_for_discovery(
     host: &str,
-    ca: &Path,
+    client: &dyn Fn() -> Option<reqwest::blocking::Client>,
     logs: &[&Path],
     limit: Duration,
     what: &str,
@@ -65,15 +79,7 @@ fn wait_for_discovery(
     let started = Instant::now();
     let mut last = String::from("no CA certificate yet");
     loop {
-        if let Ok(pem) = std::fs::read(ca)
-            && let Ok(cert) = reqwest::Certificate::from_pem(&pem)
-        {
-            let client = reqwest::blocking::Client::builder()
-                .add_root_certificate(cert)
-                .redirect(reqwest::redirect::Policy::none())
-                .timeout(Duration::from_secs(300))
-                .build()
-                .unwrap();
+        if let Some(client) = client() {
             match client
                 .get(format!("https://{host}/.well-known/terraform.json"))
                 .timeout(Duration::from_secs(10))
@@ -110,6 +116,35 @@ impl Server {
 
     /// A server on `listen` (`IP:PORT`); its hostname is `IP`, or `IP:PORT` unless the port is 443.
     pub fn start_at(data_dir: &Path, listen: &str, extra: &[&str]) -> Server {
+        let ca = data_dir.join("tls/ca.pem");
+        Self::serve(data_dir, listen, extra, &ca, &|| client_trusting(&ca))
+    }
+
+    /// A server on a free port of 127.0.0.1 with the operator's own
+    /// certificate (`--tls-cert CERT --tls-key KEY`); its `ca` is `cert`. Its
+    /// `http` client does not check the certificate: reqwest (webpki) refuses
+    /// the classic self-signed `CA:TRUE` certificate as a server's own, and
+    /// whether the tfreg CLI trusts it is what tests using this check.
+    pub fn start_with_cert(data_dir: &Path, cert: &Path, key: &Path) -> Server {
+        let listen = format!("127.0.0.1:{}", free_port());
+        let (cert_arg, key_arg) = (cert.to_str().unwrap(), key.to_str().unwrap());
+        Self::serve(
+            data_dir,
+            &listen,
+            &["--tls-cert", cert_arg, "--tls-key", key_arg],
+            cert,
+            &|| Some(client().danger_accept_invalid_certs(true).build().unwrap()),
+        )
+    }
+
+    /// `tfreg serve` on `listen`, ready once `client` gets discovery's answer.
+    fn serve(
+        data_dir: &Path,
+        listen: &str,
+        extra: &[&str],
+        ca: &Path,
+        client: &dyn Fn() -> Option<reqwest::blocking::Client>,
+    ) -> Server {
         let (ip, port) = listen.rsplit_once(':').unwrap();
         let port: u16 = port.parse().unwrap();
         let host = if port == 443 {
@@ -134,14 +169,19 @@ impl Server {
             leader: child,
             members: vec![],
         };
-        let ca = data_dir.join("tls/ca.pem");
-        let http = wait_for_discovery(&host, &ca, &[&log], Duration::from_secs(30), "tfreg serve");
+        let http = wait_for_discovery(
+            &host,
+            client,
+            &[&log],
+            Duration::from_secs(30),
+            "tfreg serve",
+        );
         let store_args = vec!["--data-dir".to_string(), data_dir.display().to_string()];
         Server {
             _group: group,
             host,
             store_args,
-            ca,
+            ca: ca.to_path_buf(),
             log,
             http,
         }
@@ -284,7 +324,7 @@ impl Server {
         let ca = dir.join("tls/ca.pem");
         let http = wait_for_discovery(
             &host,
-            &ca,
+            &|| client_trusting(&ca),
             &[&log, &watch_log],
             Duration::from_secs(60),
             "the Lambda functions",
