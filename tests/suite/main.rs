@@ -8,13 +8,19 @@
 //! - `publish_attacks`: the attacks found by probing a release build, each
 //!   refused, on both backends.
 //! - `handlers`: bad input and access rules, in-process.
+//! - `concurrent_publish`: many publishes at once, on both backends: every
+//!   version whole, one winner per contested version, no orphan.
+//! - `load`: h2load over HTTPS against `tfreg serve` and the Lambda functions,
+//!   bounded in count and time; zero errors, figures printed.
 //!
 //! `support` is the harness, split by job.
 
 mod backend_contract;
 mod bad_input;
+mod concurrent_publish;
 mod e2e_lambda;
 mod e2e_terraform;
 mod handlers;
+mod load;
 mod publish_attacks;
 mod support;
