@@ -12,15 +12,21 @@
 //! - `handlers`: bad input and access rules, in-process.
 //! - `hardening`: hostile and slow clients, a broken database or disk, killed
 //!   processes, against the real `tfreg serve`.
+//! - `concurrent_publish`: many publishes at once, on both backends: every
+//!   version whole, one winner per contested version, no orphan.
+//! - `load`: h2load over HTTPS against `tfreg serve` and the Lambda functions,
+//!   bounded in count and time; zero errors, figures printed.
 //!
 //! `support` is the harness, split by job.
 
 mod backend_contract;
 mod bad_input;
 mod cli_network;
+mod concurrent_publish;
 mod e2e_lambda;
 mod e2e_terraform;
 mod handlers;
 mod hardening;
+mod load;
 mod publish_attacks;
 mod support;

@@ -28,8 +28,20 @@ pub fn provider_dist(
     platforms: &[&str],
     gpg: &Gpg,
 ) -> Vec<PathBuf> {
-    std::fs::create_dir_all(dist).unwrap();
     let binary = Tools::get().path("TFREG_NULL_PROVIDER");
+    provider_dist_of(&binary, dist, ty, version, platforms, gpg)
+}
+
+/// [`provider_dist`] with zips holding `binary` instead of the null provider.
+pub fn provider_dist_of(
+    binary: &Path,
+    dist: &Path,
+    ty: &str,
+    version: &str,
+    platforms: &[&str],
+    gpg: &Gpg,
+) -> Vec<PathBuf> {
+    std::fs::create_dir_all(dist).unwrap();
     let mut sums = String::new();
     let mut zips = Vec::new();
     for platform in platforms {
@@ -37,7 +49,7 @@ pub fn provider_dist(
         let path = dist.join(&name);
         provider_zip(
             &path,
-            &binary,
+            binary,
             &format!("terraform-provider-{ty}_v{version}_x4"),
         );
         sums += &format!(

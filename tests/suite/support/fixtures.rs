@@ -14,15 +14,16 @@ pub struct Published {
 /// A directory laid out for `tfreg mirror import`: hashicorp/null 2.1.2
 /// (linux_amd64) of registry.terraform.io. Returns the directory and the zip.
 pub fn mirror_import_dir(tmp: &Path, tools: &Tools) -> (PathBuf, PathBuf) {
+    mirror_import_dir_of(tmp, &tools.path("TFREG_NULL_PROVIDER"))
+}
+
+/// [`mirror_import_dir`] with a zip holding `binary` instead of the null provider.
+pub fn mirror_import_dir_of(tmp: &Path, binary: &Path) -> (PathBuf, PathBuf) {
     let dir = tmp.join("mirror");
     let zip = dir
         .join("registry.terraform.io/hashicorp/null/terraform-provider-null_2.1.2_linux_amd64.zip");
     std::fs::create_dir_all(zip.parent().unwrap()).unwrap();
-    provider_zip(
-        &zip,
-        &tools.path("TFREG_NULL_PROVIDER"),
-        "terraform-provider-null_v2.1.2_x4",
-    );
+    provider_zip(&zip, binary, "terraform-provider-null_v2.1.2_x4");
     (dir, zip)
 }
 
@@ -60,9 +61,16 @@ output "sub" {{ value = module.sub.message }}
 
 /// Publish null 2.1.2 (linux_amd64, darwin_arm64) and 3.0.0, and module versions 1.0.0, 1.1.0, 2.0.0.
 pub fn publish_fixture(server: &Server, token: &str, tmp: &Path) -> Published {
+    let binary = Tools::get().path("TFREG_NULL_PROVIDER");
+    publish_fixture_of(server, token, tmp, &binary)
+}
+
+/// [`publish_fixture`] with provider zips holding `binary` instead of the null provider.
+pub fn publish_fixture_of(server: &Server, token: &str, tmp: &Path, binary: &Path) -> Published {
     let gpg = Gpg::new("rsa2048");
     let dist = tmp.join("dist-2.1.2");
-    let zips_2_1_2 = provider_dist(
+    let zips_2_1_2 = provider_dist_of(
+        binary,
         &dist,
         "null",
         "2.1.2",
@@ -76,7 +84,7 @@ pub fn publish_fixture(server: &Server, token: &str, tmp: &Path) -> Published {
     );
     assert!(out.contains("published"), "{out}");
     let dist3 = tmp.join("dist-3.0.0");
-    provider_dist(&dist3, "null", "3.0.0", &["linux_amd64"], &gpg);
+    provider_dist_of(binary, &dist3, "null", "3.0.0", &["linux_amd64"], &gpg);
     ok(
         server.publish_provider_with_key(token, &dist3, &key, NS, &[]),
         "publish provider 3.0.0",

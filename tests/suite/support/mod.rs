@@ -12,7 +12,7 @@ pub mod terraform;
 pub mod tools;
 
 pub use command::{fails, ok};
-pub use dist::{provider_dist, provider_zip, write_tree};
+pub use dist::{provider_dist, provider_dist_of, provider_zip, write_tree};
 pub use gpg::Gpg;
 pub use server::Server;
 pub use terraform::Terraform;

@@ -193,6 +193,12 @@ impl Server {
     /// binary, built by this same `cargo test`, runs as its own process polling
     /// the runtime API, as on Lambda. A fresh table and bucket are made for it.
     pub fn start_lambda(dir: &Path) -> Server {
+        Self::start_lambda_with(dir, &[])
+    }
+
+    /// Like [`Server::start_lambda`], with more of the functions' settings
+    /// (`tfreg::aws::config`: `TFREG_REQUIRE_READ_TOKEN`, `TFREG_URL_TTL`, ...).
+    pub fn start_lambda_with(dir: &Path, settings: &[(&str, &str)]) -> Server {
         require_emulators();
         let tools = Tools::get();
         let port = free_port();
@@ -314,6 +320,7 @@ impl Server {
                 .env("TFREG_HOSTNAME", &host)
                 .env("TFREG_S3_FORCE_PATH_STYLE", "true")
                 .env("TFREG_LOG", "info")
+                .envs(settings.iter().copied())
                 .stdout(function_log.try_clone().unwrap())
                 .stderr(function_log.try_clone().unwrap())
                 .process_group(group.leader.id() as i32)
