@@ -8,9 +8,12 @@
 //! - `publish_attacks`: the attacks found by probing a release build, each
 //!   refused, on both backends.
 //! - `handlers`: bad input and access rules, in-process.
+//! - `aws_outage`: DynamoDB and S3 stopped and restarted under an in-process
+//!   registry (emulators of its own): 503 with `Retry-After`, then recovery.
 //!
 //! `support` is the harness, split by job.
 
+mod aws_outage;
 mod backend_contract;
 mod bad_input;
 mod e2e_lambda;
