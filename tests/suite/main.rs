@@ -16,9 +16,12 @@
 //!   version whole, one winner per contested version, no orphan.
 //! - `load`: h2load over HTTPS against `tfreg serve` and the Lambda functions,
 //!   bounded in count and time; zero errors, figures printed.
+//! - `aws_outage`: DynamoDB and S3 stopped and restarted under an in-process
+//!   registry (emulators of its own): 503 with `Retry-After`, then recovery.
 //!
 //! `support` is the harness, split by job.
 
+mod aws_outage;
 mod backend_contract;
 mod bad_input;
 mod cli_network;

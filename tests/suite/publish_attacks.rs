@@ -15,7 +15,7 @@ use tfreg::testing::{
 
 use crate::backend_contract::{contract, module, publish_module};
 
-fn provider(address: &str, version: &str) -> PublishTarget {
+pub fn provider(address: &str, version: &str) -> PublishTarget {
     PublishTarget::try_from(format!("providers/{address}/{version}")).unwrap()
 }
 
@@ -50,7 +50,7 @@ async fn refused_leaving_nothing(
 }
 
 /// begin, returning the parsed answer.
-async fn begin(
+pub async fn begin(
     r: &TestRegistry,
     target: &PublishTarget,
     token: &str,
@@ -71,7 +71,12 @@ async fn begin(
     answer
 }
 
-async fn put(r: &TestRegistry, answer: &PublishBegin, name: &str, bytes: &[u8]) -> TestResponse {
+pub async fn put(
+    r: &TestRegistry,
+    answer: &PublishBegin,
+    name: &str,
+    bytes: &[u8],
+) -> TestResponse {
     let upload = answer.uploads.iter().find(|u| u.name == name).unwrap();
     r.send_url(
         Method::PUT,

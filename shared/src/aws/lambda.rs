@@ -3,6 +3,7 @@
 //! ([`crate::app`]); `lambda_http` adapts the events.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use aws_config::BehaviorVersion;
 
@@ -27,23 +28,62 @@ pub struct Function {
     endpoint: Endpoint,
 }
 
+/// DynamoDB answers in milliseconds. After connecting, the SDK waits for an
+/// answer without limit: a store that accepts connections but does not answer
+/// would hold a request until Lambda ends the function (a gateway error, no
+/// `Retry-After`). Bounded here, retries included, well within the read
+/// functions' 10 s, so the client gets a 503 with `Retry-After` instead.
+const DYNAMODB_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);
+const DYNAMODB_OPERATION_TIMEOUT: Duration = Duration::from_secs(7);
+
+/// Where the AWS SDK clients send their requests: `None` is the standard
+/// resolution (`AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_S3`, else AWS).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Endpoints {
+    pub dynamodb: Option<String>,
+    pub s3: Option<String>,
+}
+
 /// AWS SDK clients built from the standard environment (`AWS_REGION`,
 /// `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_S3`, credentials chain);
 /// path-style S3 addressing for emulators.
 pub async fn clients(
     s3_force_path_style: bool,
 ) -> Result<(aws_sdk_dynamodb::Client, aws_sdk_s3::Client), ConfigError> {
+    clients_at(&Endpoints::default(), s3_force_path_style).await
+}
+
+/// [`clients`], sending to `endpoints` where they name a URL (tests run
+/// emulators of their own); region and credentials from the environment.
+pub async fn clients_at(
+    endpoints: &Endpoints,
+    s3_force_path_style: bool,
+) -> Result<(aws_sdk_dynamodb::Client, aws_sdk_s3::Client), ConfigError> {
     let sdk = aws_config::load_defaults(BehaviorVersion::latest()).await;
     if sdk.region().is_none() {
         return Err(ConfigError::Missing("AWS_REGION"));
     }
-    let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
-    let s3_config = aws_sdk_s3::config::Builder::from(&sdk)
+    let mut dynamodb_config = aws_sdk_dynamodb::config::Builder::from(&sdk).timeout_config(
+        aws_config::timeout::TimeoutConfig::builder()
+            .operation_attempt_timeout(DYNAMODB_ATTEMPT_TIMEOUT)
+            .operation_timeout(DYNAMODB_OPERATION_TIMEOUT)
+            .build(),
+    );
+    // Set only when given: `from(&sdk)` holds the environment's URL already.
+    if let Some(url) = &endpoints.dynamodb {
+        dynamodb_config.set_endpoint_url(Some(url.clone()));
+    }
+    let mut s3_config = aws_sdk_s3::config::Builder::from(&sdk)
         .force_path_style(s3_force_path_style)
         // Presigned PUTs must not demand checksum headers the uploader does not send.
-        .request_checksum_calculation(aws_sdk_s3::config::RequestChecksumCalculation::WhenRequired)
-        .build();
-    Ok((dynamodb, aws_sdk_s3::Client::from_conf(s3_config)))
+        .request_checksum_calculation(aws_sdk_s3::config::RequestChecksumCalculation::WhenRequired);
+    if let Some(url) = &endpoints.s3 {
+        s3_config.set_endpoint_url(Some(url.clone()));
+    }
+    Ok((
+        aws_sdk_dynamodb::Client::from_conf(dynamodb_config.build()),
+        aws_sdk_s3::Client::from_conf(s3_config.build()),
+    ))
 }
 
 impl Function {

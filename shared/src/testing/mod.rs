@@ -6,6 +6,7 @@
 //! - [`TestRegistry::embedded`]: SQLite and a directory in a temp dir.
 //! - [`TestRegistry::aws`] (feature `aws`): DynamoDB and S3 on the emulators
 //!   named by the standard `AWS_ENDPOINT_URL_*` variables, a fresh table and bucket.
+//!   [`TestRegistry::aws_at`]: the same on emulators at given URLs (a test's own).
 //! - [`TestSigner`]: throwaway OpenPGP keys (committed fixtures) that sign
 //!   SHA256SUMS in-process.
 //! - [`provider_release`], [`provider_zip`], [`module_archive`]: files to publish.

@@ -64,6 +64,9 @@ pub struct TestRegistry {
     pub name: &'static str,
     pub registry: Arc<Registry>,
     dir: tempfile::TempDir,
+    /// Where an `aws` registry's stores are (for [`TestRegistry::fresh_items`]).
+    #[cfg(feature = "aws")]
+    endpoints: crate::aws::lambda::Endpoints,
 }
 
 /// The configuration every test registry starts with.
@@ -92,9 +95,26 @@ impl TestRegistry {
     /// Panics (failing the test, never skipping it) when they are not configured.
     #[cfg(feature = "aws")]
     pub async fn aws() -> TestRegistry {
+        Self::aws_on(Default::default()).await
+    }
+
+    /// DynamoDB and S3 at these URLs (emulators a test runs itself, with the
+    /// region and credentials of the environment's), with a fresh table and
+    /// bucket.
+    #[cfg(feature = "aws")]
+    pub async fn aws_at(dynamodb_endpoint: &str, s3_endpoint: &str) -> TestRegistry {
+        Self::aws_on(crate::aws::lambda::Endpoints {
+            dynamodb: Some(dynamodb_endpoint.into()),
+            s3: Some(s3_endpoint.into()),
+        })
+        .await
+    }
+
+    #[cfg(feature = "aws")]
+    async fn aws_on(endpoints: crate::aws::lambda::Endpoints) -> TestRegistry {
         require_emulators();
         let id = format!("tfreg-test-{:016x}", rand::random::<u64>());
-        let (dynamodb, s3) = crate::aws::lambda::clients(true)
+        let (dynamodb, s3) = crate::aws::lambda::clients_at(&endpoints, true)
             .await
             .expect("AWS clients");
         let items = crate::aws::dynamodb::DynamoStore::new(dynamodb, &id);
@@ -103,7 +123,9 @@ impl TestRegistry {
         let blobs = crate::aws::s3::S3BlobStore::new(s3, &id, ttl);
         blobs.create_bucket().await.expect("create bucket");
         let dir = tempfile::tempdir().expect("temp dir");
-        Self::with_stores("aws", Arc::new(items), Arc::new(blobs), dir).await
+        let mut registry = Self::with_stores("aws", Arc::new(items), Arc::new(blobs), dir).await;
+        registry.endpoints = endpoints;
+        registry
     }
 
     async fn with_stores(
@@ -125,6 +147,8 @@ impl TestRegistry {
             name,
             registry: Arc::new(registry),
             dir,
+            #[cfg(feature = "aws")]
+            endpoints: Default::default(),
         }
     }
 
@@ -134,7 +158,7 @@ impl TestRegistry {
         match self.name {
             #[cfg(feature = "aws")]
             "aws" => {
-                let (dynamodb, _) = crate::aws::lambda::clients(true)
+                let (dynamodb, _) = crate::aws::lambda::clients_at(&self.endpoints, true)
                     .await
                     .expect("AWS clients");
                 let items = crate::aws::dynamodb::DynamoStore::new(dynamodb, &name);
@@ -154,6 +178,8 @@ impl TestRegistry {
             name: self.name,
             registry: Arc::new(f((*self.registry).clone())),
             dir: tempfile::tempdir().expect("temp dir"),
+            #[cfg(feature = "aws")]
+            endpoints: self.endpoints.clone(),
         }
     }
 

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use super::command::ok;
 use super::tools::{Tools, require_emulators, tfreg_bin};
 
-fn free_port() -> u16 {
+/// A loopback port that was free a moment ago.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
