@@ -541,6 +541,12 @@ fn table_and_bucket_match_what_the_code_uses() {
         tagged(&table["DeletionProtectionEnabled"], "!If").is_some(),
         "deletion protection is a parameter"
     );
+    let ttl = &table["TimeToLiveSpecification"];
+    assert_eq!(
+        (ttl["AttributeName"].as_str(), ttl["Enabled"].as_bool()),
+        (Some(tfreg::aws::dynamodb::EXPIRES_AT), Some(true)),
+        "unfinished publishes expire"
+    );
 
     let bucket = &resources(&t)["Bucket"]["Properties"];
     let block = &bucket["PublicAccessBlockConfiguration"];

@@ -68,11 +68,7 @@ pub async fn create_token(store: &dyn ItemStore, record: TokenRecord) -> Result<
     let data = serde_json::to_vec(&record).map_err(Error::internal)?;
     store
         .put(
-            Item {
-                pk: token_pk(&token),
-                sk: TOKEN_SK.into(),
-                data,
-            },
+            Item::new(token_pk(&token), TOKEN_SK, data),
             Condition::IfAbsent,
         )
         .await?;

@@ -177,11 +177,11 @@ async fn put_new<T: Serialize + for<'de> Deserialize<'de> + PartialEq, C: Partia
     content: impl Fn(&T) -> C,
     what: &str,
 ) -> Result<PutOutcome, Error> {
-    let item = Item {
-        pk: pk.clone(),
-        sk: version_sk(version),
-        data: serde_json::to_vec(release).map_err(Error::internal)?,
-    };
+    let item = Item::new(
+        pk.clone(),
+        version_sk(version),
+        serde_json::to_vec(release).map_err(Error::internal)?,
+    );
     match store.put(item, Condition::IfAbsent).await {
         Ok(()) => Ok(PutOutcome::Created),
         Err(StoreError::ConditionFailed) => {

@@ -182,13 +182,13 @@ pub async fn load_signer(items: &dyn ItemStore) -> Result<UrlSigner, StoreError>
         return Ok(signer);
     }
     let secret: [u8; 32] = rand::random();
-    let item = Item {
-        pk: SECRET_PK.into(),
-        sk: SECRET_SK.into(),
-        data: base64::engine::general_purpose::STANDARD
+    let item = Item::new(
+        SECRET_PK,
+        SECRET_SK,
+        base64::engine::general_purpose::STANDARD
             .encode(secret)
             .into_bytes(),
-    };
+    );
     match items.put(item.clone(), Condition::IfAbsent).await {
         Ok(()) => decode_secret(item),
         Err(StoreError::ConditionFailed) => read_signer(items)

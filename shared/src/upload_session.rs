@@ -63,11 +63,13 @@ pub async fn open(
     id: &UploadId,
     session: &UploadSession,
 ) -> Result<(), Error> {
-    let item = Item {
-        pk: pk(id),
-        sk: SK.into(),
-        data: serde_json::to_vec(session).map_err(Error::internal)?,
-    };
+    // Gone from the store a while after nobody can complete it.
+    let item = Item::new(
+        pk(id),
+        SK,
+        serde_json::to_vec(session).map_err(Error::internal)?,
+    )
+    .expiring_at(session.expires_at + GRACE_SECS);
     match store.put(item, Condition::IfAbsent).await {
         Ok(()) => Ok(()),
         Err(StoreError::ConditionFailed) => {

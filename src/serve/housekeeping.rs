@@ -1,11 +1,12 @@
 //! What `tfreg serve` cleans up by itself: at start and then every hour,
-//! upload slots no URL can write any more, and temporary files no request is
-//! writing (an upload or copy cut off by a crash; a cancelled one removes its
-//! own at once).
+//! upload slots no URL can write any more, records of publishes nobody can
+//! complete any more, and temporary files no request is writing (an upload or
+//! copy cut off by a crash; a cancelled one removes its own at once).
 
 use std::time::Duration;
 
 use tfreg::storage::fs::FsBlobStore;
+use tfreg::storage::sqlite::SqliteStore;
 
 /// A temporary file untouched this long belongs to no request: a request
 /// writing one gets data at least every body idle timeout, and a publish
@@ -15,7 +16,7 @@ const TEMP_MAX_AGE: Duration = Duration::from_secs(3600);
 const EVERY: Duration = Duration::from_secs(3600);
 
 /// Sweep now and then every hour, in the background.
-pub fn spawn(blobs: FsBlobStore, url_ttl_secs: u64) {
+pub fn spawn(blobs: FsBlobStore, items: SqliteStore, url_ttl_secs: u64) {
     let uploads_max_age = Duration::from_secs(url_ttl_secs + tfreg::upload_session::GRACE_SECS);
     tokio::spawn(async move {
         let mut every = tokio::time::interval(EVERY);
@@ -23,6 +24,11 @@ pub fn spawn(blobs: FsBlobStore, url_ttl_secs: u64) {
             every.tick().await;
             sweep_uploads(&blobs, uploads_max_age).await;
             sweep_temp(&blobs, TEMP_MAX_AGE).await;
+            match items.sweep_expired(tfreg::registry::unix_now()).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(removed = n, "swept expired publish records"),
+                Err(e) => tracing::warn!(error = %e, "sweeping expired publish records failed"),
+            }
         }
     });
 }

@@ -105,6 +105,7 @@ struct Ready {
     tls: Arc<rustls::ServerConfig>,
     registry: Arc<Registry>,
     blobs: tfreg::storage::fs::FsBlobStore,
+    items: tfreg::storage::sqlite::SqliteStore,
     hostname: Hostname,
     ca: Option<PathBuf>,
     dir: DataDir,
@@ -132,7 +133,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         .local_addr()
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     print_welcome(&ready.hostname, addr, ready.ca.as_deref(), &ready.dir.root);
-    housekeeping::spawn(ready.blobs.clone(), args.url_ttl);
+    housekeeping::spawn(ready.blobs.clone(), ready.items.clone(), args.url_ttl);
     let app = tfreg::app::app(ready.registry.clone(), None);
     listener::serve(ready.listener, ready.tls, app, limits, stop.wait()).await;
     tracing::info!("stopped");
@@ -185,7 +186,7 @@ async fn start(args: &ServeArgs) -> Result<Ready> {
     // was left by one that died (kill -9, power loss).
     housekeeping::sweep_temp(&blobs, std::time::Duration::ZERO).await;
     let registry = Arc::new(Registry::new(
-        items,
+        items.clone(),
         Arc::new(blobs.clone()),
         signer,
         config,
@@ -210,6 +211,7 @@ async fn start(args: &ServeArgs) -> Result<Ready> {
         tls,
         registry,
         blobs,
+        items: items.as_ref().clone(),
         hostname,
         ca,
         dir,

@@ -289,6 +289,10 @@ async fn unavailable(what: &str, request: impl Future<Output = TestResponse>) {
     let resp = answers_503(what, request).await;
     resp.error();
     let body = resp.text().to_lowercase();
+    assert!(
+        body.contains("request id"),
+        "{what}: the body names the log line: {body}"
+    );
     for internal in INTERNALS {
         assert!(
             !body.contains(internal),
@@ -381,6 +385,16 @@ async fn the_registry_answers_503_while_dynamodb_or_s3_is_down_and_recovers() {
     dynalite.thaw();
     assert_eq!(read_all(&r, "DynamoDB thawed").await, before);
 
+    // S3 hung: what reads it (a HEAD of an archive) is a 503 as well.
+    s3s.freeze();
+    let hung = tokio::time::timeout(HANG_GUARD, head_zip());
+    answers_503("S3 hung", async {
+        hung.await
+            .unwrap_or_else(|_| panic!("no answer within {HANG_GUARD:?} from a hung S3"))
+    })
+    .await;
+    s3s.thaw();
+
     // S3 down, with an upload made before.
     let request = begin_and_upload(&r, &token, "1.1.0", &archive).await;
     s3s.stop();
@@ -408,9 +422,10 @@ async fn the_registry_answers_503_while_dynamodb_or_s3_is_down_and_recovers() {
         .unwrap()
         .1;
     assert_eq!(got.body.as_ref(), genuine.as_slice());
-    publish_module(&r, &token, "outage/net/aws", "1.1.0", &archive)
+    // The same complete, retried as its 503 asked: the publish was kept for it.
+    r.publish_step(&target, PublishStep::Complete, &token, &request)
         .await
-        .expect(StatusCode::CREATED, "publish, S3 back");
+        .expect(StatusCode::CREATED, "complete retried, S3 back");
     let versions = r.get(READS[2]).await.json();
     assert_eq!(
         versions["modules"][0]["versions"].as_array().unwrap().len(),

@@ -18,11 +18,7 @@ use tfreg::storage::{ByteStream, Condition, Digest, Item, StoreError, query_all}
 use tfreg::testing::{PUBLIC_URL, TestRegistry, module_archive};
 
 fn item(pk: &str, sk: &str, data: &[u8]) -> Item {
-    Item {
-        pk: pk.into(),
-        sk: sk.into(),
-        data: data.to_vec(),
-    }
+    Item::new(pk, sk, data.to_vec())
 }
 
 pub fn module(address: &str, version: &str) -> PublishTarget {
@@ -98,6 +94,19 @@ async fn items_get_put_take_and_conditions(r: TestRegistry) {
     );
     assert!(s.get("Q", "VERSION#1").await.unwrap().is_none());
     assert!(s.take("NONE", "X").await.unwrap().is_none());
+    // An expiry time comes back from get, query and take.
+    s.put(
+        item("E", "UPLOAD", b"e").expiring_at(1_700_000_000),
+        Condition::IfAbsent,
+    )
+    .await
+    .unwrap();
+    let expiry = |i: Option<Item>| i.unwrap().expires_at;
+    assert_eq!(expiry(s.get("E", "UPLOAD").await.unwrap()), Some(1_700_000_000));
+    let page = s.query_page("E", "", None).await.unwrap();
+    assert_eq!(page.items[0].expires_at, Some(1_700_000_000), "{}", r.name);
+    assert_eq!(expiry(s.take("E", "UPLOAD").await.unwrap()), Some(1_700_000_000));
+    assert_eq!(s.get("P", "VERSION#1").await.unwrap().unwrap().expires_at, None);
 }
 
 async fn queries_page_and_return_everything(r: TestRegistry) {

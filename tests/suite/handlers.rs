@@ -273,11 +273,7 @@ async fn store_faults_are_503_or_500_without_detail() {
     r.registry
         .items
         .put(
-            Item {
-                pk: "PROVIDER#acme/null".into(),
-                sk: "VERSION#1.0.0".into(),
-                data: b"{not json".to_vec(),
-            },
+            Item::new("PROVIDER#acme/null", "VERSION#1.0.0", b"{not json".to_vec()),
             Condition::Always,
         )
         .await

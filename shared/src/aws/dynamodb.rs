@@ -23,6 +23,8 @@ pub const PK: &str = "pk";
 /// Sort key attribute (string) of the table.
 pub const SK: &str = "sk";
 const DATA: &str = "data";
+/// The table's TTL attribute (number, unix seconds; template.yaml enables it).
+pub const EXPIRES_AT: &str = "expires_at";
 const ABSENT: &str = "attribute_not_exists(pk)";
 
 /// The DynamoDB item store.
@@ -33,14 +35,18 @@ pub struct DynamoStore {
 }
 
 fn to_attrs(item: &Item) -> HashMap<String, AttributeValue> {
-    HashMap::from([
+    let mut attrs = HashMap::from([
         (PK.to_string(), AttributeValue::S(item.pk.clone())),
         (SK.to_string(), AttributeValue::S(item.sk.clone())),
         (
             DATA.to_string(),
             AttributeValue::B(Blob::new(item.data.clone())),
         ),
-    ])
+    ]);
+    if let Some(at) = item.expires_at {
+        attrs.insert(EXPIRES_AT.to_string(), AttributeValue::N(at.to_string()));
+    }
+    attrs
 }
 
 fn from_attrs(attrs: &HashMap<String, AttributeValue>) -> Result<Item, StoreError> {
@@ -58,10 +64,17 @@ fn from_attrs(attrs: &HashMap<String, AttributeValue>) -> Result<Item, StoreErro
             ));
         }
     };
+    let expires_at = match attrs.get(EXPIRES_AT) {
+        Some(AttributeValue::N(n)) => Some(n.parse().map_err(|_| {
+            StoreError::Internal(format!("item with a bad {EXPIRES_AT}: {n}"))
+        })?),
+        _ => None,
+    };
     Ok(Item {
         pk: s(PK)?,
         sk: s(SK)?,
         data,
+        expires_at,
     })
 }
 

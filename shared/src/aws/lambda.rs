@@ -35,6 +35,9 @@ pub struct Function {
 /// functions' 10 s, so the client gets a 503 with `Retry-After` instead.
 const DYNAMODB_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);
 const DYNAMODB_OPERATION_TIMEOUT: Duration = Duration::from_secs(7);
+/// Longest silence from S3 within a response (its first byte included): large
+/// archives stream for as long as they need, a hung S3 is given up on.
+const S3_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Where the AWS SDK clients send their requests: `None` is the standard
 /// resolution (`AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_S3`, else AWS).
@@ -76,7 +79,12 @@ pub async fn clients_at(
     let mut s3_config = aws_sdk_s3::config::Builder::from(&sdk)
         .force_path_style(s3_force_path_style)
         // Presigned PUTs must not demand checksum headers the uploader does not send.
-        .request_checksum_calculation(aws_sdk_s3::config::RequestChecksumCalculation::WhenRequired);
+        .request_checksum_calculation(aws_sdk_s3::config::RequestChecksumCalculation::WhenRequired)
+        .timeout_config(
+            aws_config::timeout::TimeoutConfig::builder()
+                .read_timeout(S3_READ_TIMEOUT)
+                .build(),
+        );
     if let Some(url) = &endpoints.s3 {
         s3_config.set_endpoint_url(Some(url.clone()));
     }

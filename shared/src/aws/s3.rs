@@ -16,6 +16,23 @@ use crate::storage::{
     UploadVia,
 };
 
+/// The small S3 calls (HEAD, DELETE, the empty PUT that closes a slot) answer
+/// in milliseconds; one that hangs is given up on well within a read
+/// function's time, so the client gets a 503 with `Retry-After`, not a
+/// gateway error. (GETs and copies of large archives are bounded by the
+/// client's read timeout instead: silence, not length.)
+const QUICK_ATTEMPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+const QUICK_OPERATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(7);
+
+fn quick() -> aws_sdk_s3::config::Builder {
+    aws_sdk_s3::config::Builder::default().timeout_config(
+        aws_config::timeout::TimeoutConfig::builder()
+            .operation_attempt_timeout(QUICK_ATTEMPT_TIMEOUT)
+            .operation_timeout(QUICK_OPERATION_TIMEOUT)
+            .build(),
+    )
+}
+
 /// The S3 blob store.
 #[derive(Clone, Debug)]
 pub struct S3BlobStore {
@@ -76,6 +93,8 @@ impl S3BlobStore {
             .head_object()
             .bucket(&self.bucket)
             .key(key.as_str())
+            .customize()
+            .config_override(quick())
             .send()
             .await
         {
@@ -218,6 +237,8 @@ impl BlobStore for S3BlobStore {
             .bucket(&self.bucket)
             .key(key.as_str())
             .body(S3Body::from_static(b""))
+            .customize()
+            .config_override(quick())
             .send()
             .await
             .map_err(backend)?;
@@ -229,6 +250,8 @@ impl BlobStore for S3BlobStore {
             .delete_object()
             .bucket(&self.bucket)
             .key(key.as_str())
+            .customize()
+            .config_override(quick())
             .send()
             .await
             .map_err(backend)?;

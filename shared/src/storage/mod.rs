@@ -64,6 +64,30 @@ pub struct Item {
     pub pk: String,
     pub sk: String,
     pub data: Vec<u8>,
+    /// When (unix seconds) the store may delete the item by itself: DynamoDB's
+    /// TTL, the embedded store's hourly sweep. Deletion is lazy (DynamoDB takes
+    /// up to days): whoever reads such an item checks its time itself.
+    pub expires_at: Option<u64>,
+}
+
+impl Item {
+    /// An item kept until deleted.
+    pub fn new(pk: impl Into<String>, sk: impl Into<String>, data: Vec<u8>) -> Self {
+        Self {
+            pk: pk.into(),
+            sk: sk.into(),
+            data,
+            expires_at: None,
+        }
+    }
+
+    /// The item, deletable by the store after `at` (unix seconds).
+    pub fn expiring_at(self, at: u64) -> Self {
+        Self {
+            expires_at: Some(at),
+            ..self
+        }
+    }
 }
 
 /// One page of a partition query, in ascending sort-key order.

@@ -113,7 +113,20 @@ impl SqliteStore {
         .map_err(StoreError::internal)?
     }
 
-    /// The one item `sql` (with `pk`, `sk` as ?1, ?2) returns as `data`.
+    /// Delete the items whose `expires_at` is before `now` (unix seconds);
+    /// how many went.
+    pub async fn sweep_expired(&self, now: u64) -> Result<usize, StoreError> {
+        self.with_conn(move |c| {
+            c.execute(
+                "DELETE FROM items WHERE expires_at IS NOT NULL AND expires_at < ?1",
+                params![now as i64],
+            )
+            .map_err(sqlite_error)
+        })
+        .await
+    }
+
+    /// The one item `sql` (with `pk`, `sk` as ?1, ?2) returns as `data, expires_at`.
     async fn one_item(
         &self,
         sql: &'static str,
@@ -122,10 +135,19 @@ impl SqliteStore {
     ) -> Result<Option<Item>, StoreError> {
         let (pk, sk) = (pk.to_string(), sk.to_string());
         self.with_conn(move |c| {
-            c.query_row(sql, params![pk, sk], |row| row.get::<_, Vec<u8>>(0))
-                .optional()
-                .map_err(sqlite_error)
-                .map(|data| data.map(|data| Item { pk, sk, data }))
+            c.query_row(sql, params![pk, sk], |row| {
+                Ok((row.get::<_, Vec<u8>>(0)?, row.get::<_, Option<i64>>(1)?))
+            })
+            .optional()
+            .map_err(sqlite_error)
+            .map(|found| {
+                found.map(|(data, expires_at)| Item {
+                    pk,
+                    sk,
+                    data,
+                    expires_at: expires_at.map(|t| t.max(0) as u64),
+                })
+            })
         })
         .await
     }
@@ -141,17 +163,31 @@ fn init(conn: Connection) -> Result<Connection, StoreError> {
              pk TEXT NOT NULL,
              sk TEXT NOT NULL,
              data BLOB NOT NULL,
+             expires_at INTEGER,
              PRIMARY KEY (pk, sk)
          ) WITHOUT ROWID;",
     )
     .map_err(sqlite_error)?;
+    // A database made before items could expire: add the column.
+    let has_expiry: bool = conn
+        .query_row(
+            "SELECT COUNT(*) FROM pragma_table_info('items') WHERE name = 'expires_at'",
+            [],
+            |row| row.get::<_, i64>(0),
+        )
+        .map_err(sqlite_error)?
+        > 0;
+    if !has_expiry {
+        conn.execute_batch("ALTER TABLE items ADD COLUMN expires_at INTEGER;")
+            .map_err(sqlite_error)?;
+    }
     Ok(conn)
 }
 
 #[async_trait]
 impl ItemStore for SqliteStore {
     async fn get(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
-        self.one_item("SELECT data FROM items WHERE pk = ?1 AND sk = ?2", pk, sk)
+        self.one_item("SELECT data, expires_at FROM items WHERE pk = ?1 AND sk = ?2", pk, sk)
             .await
     }
 
@@ -166,7 +202,7 @@ impl ItemStore for SqliteStore {
         self.with_conn(move |c| {
             let mut stmt = c
                 .prepare_cached(
-                    "SELECT sk, data FROM items
+                    "SELECT sk, data, expires_at FROM items
                      WHERE pk = ?1 AND substr(sk, 1, ?2) = ?3 AND (?4 IS NULL OR sk > ?4)
                      ORDER BY sk LIMIT ?5",
                 )
@@ -185,6 +221,7 @@ impl ItemStore for SqliteStore {
                             pk: pk.clone(),
                             sk: row.get(0)?,
                             data: row.get(1)?,
+                            expires_at: row.get::<_, Option<i64>>(2)?.map(|t| t.max(0) as u64),
                         })
                     },
                 )
@@ -205,14 +242,22 @@ impl ItemStore for SqliteStore {
         self.with_conn(move |c| {
             let sql = match condition {
                 Condition::Always => {
-                    "INSERT OR REPLACE INTO items (pk, sk, data) VALUES (?1, ?2, ?3)"
+                    "INSERT OR REPLACE INTO items (pk, sk, data, expires_at) VALUES (?1, ?2, ?3, ?4)"
                 }
                 Condition::IfAbsent => {
-                    "INSERT OR IGNORE INTO items (pk, sk, data) VALUES (?1, ?2, ?3)"
+                    "INSERT OR IGNORE INTO items (pk, sk, data, expires_at) VALUES (?1, ?2, ?3, ?4)"
                 }
             };
             let changed = c
-                .execute(sql, params![item.pk, item.sk, item.data])
+                .execute(
+                    sql,
+                    params![
+                        item.pk,
+                        item.sk,
+                        item.data,
+                        item.expires_at.map(|t| t as i64)
+                    ],
+                )
                 .map_err(sqlite_error)?;
             if changed == 0 {
                 return Err(StoreError::ConditionFailed);
@@ -224,10 +269,57 @@ impl ItemStore for SqliteStore {
 
     async fn take(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
         self.one_item(
-            "DELETE FROM items WHERE pk = ?1 AND sk = ?2 RETURNING data",
+            "DELETE FROM items WHERE pk = ?1 AND sk = ?2 RETURNING data, expires_at",
             pk,
             sk,
         )
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn expired_items_are_swept_and_only_they() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("db")).unwrap();
+        for (sk, expiry) in [("old", Some(100)), ("new", Some(300)), ("kept", None)] {
+            let item = Item::new("P", sk, b"x".to_vec());
+            let item = match expiry {
+                Some(at) => item.expiring_at(at),
+                None => item,
+            };
+            store.put(item, Condition::IfAbsent).await.unwrap();
+        }
+        assert_eq!(store.sweep_expired(200).await.unwrap(), 1);
+        let left = crate::storage::query_all(&store, "P", "").await.unwrap();
+        let left: Vec<&str> = left.iter().map(|i| i.sk.as_str()).collect();
+        assert_eq!(left, ["kept", "new"]);
+    }
+
+    #[test]
+    fn a_database_from_before_expiry_gains_the_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(
+            "PRAGMA journal_mode=WAL;
+             CREATE TABLE items (pk TEXT NOT NULL, sk TEXT NOT NULL, data BLOB NOT NULL,
+                                 PRIMARY KEY (pk, sk)) WITHOUT ROWID;
+             INSERT INTO items VALUES ('P', 'S', x'01');",
+        )
+        .unwrap();
+        drop(old);
+        let store = SqliteStore::open(&path).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let item = rt.block_on(store.get("P", "S")).unwrap().unwrap();
+        assert_eq!((item.data, item.expires_at), (vec![1], None));
+        let mode: String = Connection::open(&path)
+            .unwrap()
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "delete", "WAL (and its memory-mapped index) is gone");
     }
 }

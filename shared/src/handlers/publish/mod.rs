@@ -189,9 +189,10 @@ struct Recorded {
 }
 
 /// Run `f` on the publish `req.upload_id` names, after checking it is this
-/// target's with these files, and taking it. Whatever happens, the upload
-/// slots are closed afterwards, and the files `f` kept are deleted unless a
-/// stored release refers to them.
+/// target's with these files, and taking it. Afterwards the files `f` kept are
+/// deleted unless a stored release refers to them, and the upload slots are
+/// closed, except after a store failure (503): then the publish is restored,
+/// so that the retry the client is asked for can complete it.
 async fn complete<F>(
     registry: &Registry,
     target: &PublishTarget,
@@ -239,7 +240,17 @@ where
             }
         },
     };
-    staging.finish(&unused).await;
+    if matches!(result, Err(Error::Unavailable(_))) {
+        // A store failed half-way: the client is told to retry (503), so the
+        // publish must stay completable. Its uploads stay where they are
+        // (write-once: nobody can change them) and its record comes back.
+        staging.delete(&unused).await;
+        if let Err(e) = upload_session::open(items, &id, &session).await {
+            tracing::warn!(upload = %id, error = %e, "cannot restore the publish after a store failure: it must begin again");
+        }
+    } else {
+        staging.finish(&unused).await;
+    }
     let recorded = result?;
     let (code, status) = match recorded.outcome {
         PutOutcome::Created => (StatusCode::CREATED, PublishStatus::Published),

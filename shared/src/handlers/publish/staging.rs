@@ -136,6 +136,12 @@ impl<'r> Staging<'r> {
                 tracing::warn!(key = %slot, error = %e, "could not close an upload slot");
             }
         }
+        self.delete(unused).await;
+    }
+
+    /// Delete `unused` kept files, leaving the upload slots as they are.
+    pub(super) async fn delete(&self, unused: &[BlobKey]) {
+        let blobs = &self.registry.blobs;
         for key in unused {
             if let Err(e) = blobs.delete(key).await {
                 tracing::warn!(key = %key, error = %e, "could not delete an unused archive");
