@@ -89,6 +89,9 @@ pub fn platform_part(kind: &str, s: &str) -> Result<String, Error> {
     Ok(s.to_string())
 }
 
+/// Longest hostname (DNS, in its ASCII form), without the port.
+const MAX_HOST: usize = 253;
+
 /// A registry hostname, normalised for comparison: IDNA to ASCII, lowercase,
 /// and the default HTTPS port removed (`Example.COM:443` → `example.com`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -98,7 +101,7 @@ impl Hostname {
     /// Parse and normalise `host[:port]`.
     pub fn parse(s: &str) -> Result<Self, Error> {
         let bad = || Error::bad(format!("invalid hostname {s:?}"));
-        if s.is_empty() || s.len() > 253 + 6 {
+        if s.is_empty() || s.len() > MAX_HOST + 6 {
             return Err(bad());
         }
         let (host, port) = match s.rsplit_once(':') {
@@ -119,9 +122,11 @@ impl Hostname {
             url::Host::Ipv4(ip) => ip.to_string(),
             url::Host::Ipv6(_) => return Err(bad()),
         };
-        if !host
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
+        // Checked again after IDNA: `ä` (2 bytes) becomes `xn--4ca` (7).
+        if host.len() > MAX_HOST
+            || !host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
             || host.split('.').any(|label| {
                 label.is_empty()
                     || label.starts_with('-')
@@ -285,6 +290,19 @@ mod tests {
         ] {
             assert!(Hostname::parse(bad).is_err(), "{bad:?} must be refused");
         }
+    }
+
+    #[test]
+    fn internationalised_hostnames_are_bounded_in_their_ascii_form() {
+        // Found by the round-trip property: 80 labels `ä` are 239 bytes as
+        // typed but 639 as `xn--4ca` labels, which then did not parse back.
+        let typed = ["ä"; 80].join(".");
+        assert!(typed.len() <= MAX_HOST);
+        assert!(Hostname::parse(&typed).is_err());
+        let fits = ["ä"; 31].join(".");
+        let host = Hostname::parse(&fits).unwrap();
+        assert!(host.as_str().len() <= MAX_HOST);
+        assert_eq!(Hostname::parse(host.as_str()).unwrap(), host);
     }
 
     #[test]

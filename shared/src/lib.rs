@@ -28,6 +28,8 @@ pub mod error;
 pub mod handlers;
 pub mod hashing;
 pub mod http_types;
+#[cfg(test)]
+mod properties;
 pub mod protocol;
 pub mod registry;
 pub mod release_check;

@@ -358,8 +358,18 @@ pub fn manifest_protocols(manifest: &[u8]) -> Result<Option<Vec<String>>, Releas
         #[serde(default)]
         protocol_versions: Option<Vec<String>>,
     }
-    let m: Manifest = serde_json::from_slice(manifest)
-        .map_err(|e| ReleaseError::invalid(format!("manifest.json is not valid: {e}")))?;
+    let m: Manifest = serde_json::from_slice(manifest).map_err(|e| {
+        // serde's message quotes a wrongly typed string whole: say where instead.
+        let what = match e.classify() {
+            serde_json::error::Category::Data => "not a release manifest",
+            _ => "not JSON",
+        };
+        ReleaseError::invalid(format!(
+            "manifest.json is not valid: {what} (line {}, column {})",
+            e.line(),
+            e.column()
+        ))
+    })?;
     Ok(m.metadata.and_then(|m| m.protocol_versions))
 }
 
@@ -571,5 +581,30 @@ mod tests {
         );
         assert_eq!(manifest_protocols(br#"{"version":1}"#).unwrap(), None);
         assert!(manifest_protocols(b"nope").is_err());
+    }
+
+    #[test]
+    fn a_manifest_refusal_does_not_quote_the_manifest() {
+        // Found by the property tests: a 1 MiB string where a list belongs came
+        // back whole in the 400.
+        let long = "x".repeat(100_000);
+        for manifest in [
+            format!(r#"{{"metadata":{{"protocol_versions":"{long}"}}}}"#),
+            format!(r#"{{"metadata":{{"protocol_versions":[{{"{long}":1}}]}}}}"#),
+        ] {
+            let err = manifest_protocols(manifest.as_bytes())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with(
+                    "manifest.json is not valid: not a release manifest (line 1, column "
+                ) && err.len() < 100,
+                "{err:.200}"
+            );
+        }
+        assert_eq!(
+            manifest_protocols(b"{").unwrap_err().to_string(),
+            "manifest.json is not valid: not JSON (line 1, column 1)"
+        );
     }
 }

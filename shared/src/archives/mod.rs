@@ -15,6 +15,8 @@
 
 use std::collections::HashSet;
 
+use sha2::{Digest, Sha256};
+
 pub mod module;
 pub mod provider_zip;
 
@@ -169,15 +171,17 @@ pub(crate) fn entry_key(name: &str) -> String {
         .join("/")
 }
 
-/// The paths seen so far in one archive, to refuse duplicates.
+/// The paths seen so far in one archive, to refuse duplicates: the SHA-256 of
+/// each [`entry_key`], so that the set stays small however long the names are
+/// ([`MAX_MODULE_ENTRIES`] names of [`MAX_NAME_BYTES`] would be 40 MiB).
 #[derive(Debug, Default)]
-pub(crate) struct Seen(HashSet<String>);
+pub(crate) struct Seen(HashSet<[u8; 32]>);
 
 impl Seen {
     /// Record `name`; returns its [`entry_key`], or an error if it was already seen.
     pub(crate) fn insert(&mut self, name: &str) -> Result<String, ArchiveError> {
         let key = entry_key(name);
-        if self.0.insert(key.clone()) {
+        if self.0.insert(Sha256::digest(&key).into()) {
             Ok(key)
         } else {
             Err(ArchiveError::Duplicate(name.to_string()))
@@ -245,6 +249,21 @@ mod tests {
                 "{name:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_names_seen_take_little_memory() {
+        // Found by the bounded-memory tests (src/properties): a 0.7 MB module
+        // of 10,000 entries with 4 KiB pax paths held 40 MB of names.
+        let name = |i: usize| format!("{}/{i}.tf", "d".repeat(4000));
+        let mut seen = Seen::default();
+        let ((), peak) = crate::properties::alloc::peak_bytes(|| {
+            for i in 0..MAX_MODULE_ENTRIES {
+                seen.insert(&name(i)).unwrap();
+            }
+        });
+        assert!(peak < 2 * 1024 * 1024, "peak heap {peak} bytes");
+        assert_eq!(seen.insert(&name(7)), Err(ArchiveError::Duplicate(name(7))));
     }
 
     #[test]

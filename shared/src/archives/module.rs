@@ -7,8 +7,9 @@
 //!   tar end marker only zero padding may follow;
 //! - extension headers (pax records, GNU long names) are parsed here, bounded
 //!   by [`MAX_TAR_EXTENSION_BYTES`], with the precedence Go and the tar crate
-//!   share; pax `size` overrides, sparse files and ustar/star-ambiguous prefixes
-//!   are refused;
+//!   share; pax `size` overrides, sparse files, ustar/star-ambiguous prefixes
+//!   and extension headers without ustar or GNU magic (which the tar crate
+//!   passes over as entries) are refused;
 //! - directories must have no data (Go ignores a directory's size field, the
 //!   tar crate skips that many bytes: entries could hide in between).
 
@@ -143,6 +144,17 @@ impl Scan {
         if self.data_bytes > MAX_MODULE_UNPACKED {
             return Err(ArchiveError::TooBig {
                 limit: MAX_MODULE_UNPACKED,
+            });
+        }
+        let extension =
+            ty.is_gnu_longname() || ty.is_pax_local_extensions() || ty.is_pax_global_extensions();
+        let header = entry.header();
+        if extension && header.as_ustar().is_none() && header.as_gnu().is_none() {
+            // Go, GNU tar and Python apply it by its type, the tar crate only
+            // with the magic (it reads the next entry under its own name).
+            return Err(ArchiveError::Unsupported {
+                name: String::from_utf8_lossy(&header_path(header)?).into_owned(),
+                what: "an extension header without ustar or GNU magic".into(),
             });
         }
         if ty.is_gnu_longname() || ty.is_pax_local_extensions() {
@@ -641,6 +653,40 @@ mod tests {
             check(&[gz(h.as_bytes())]),
             Err(ArchiveError::Unsupported { .. })
         ));
+    }
+
+    #[test]
+    fn extension_headers_need_their_magic() {
+        // Found by the property tests: a long name in a v7 header (no magic)
+        // names the next entry for Go, GNU tar and Python, not for the tar
+        // crate, which read this archive's only file as ../evil.tf.
+        let v7 = |ty: EntryType, data: &[u8]| {
+            let mut h = tar::Header::new_old();
+            h.as_old_mut().name[..4].copy_from_slice(b"long");
+            h.set_entry_type(ty);
+            h.set_size(data.len() as u64);
+            h.set_cksum();
+            let mut block = h.as_bytes().to_vec();
+            block.extend_from_slice(data);
+            block.resize(block.len().next_multiple_of(512), 0);
+            block
+        };
+        let evil = blocks(&[("../evil.tf", EntryType::Regular, b"x")]);
+        for (ty, data) in [
+            (EntryType::GNULongName, &b"safe.tf\0"[..]),
+            (EntryType::XHeader, &pax(&[("path", "safe.tf")])[..]),
+            (EntryType::XGlobalHeader, &pax(&[("comment", "x")])[..]),
+        ] {
+            let tar = [v7(ty, data), evil.clone(), END.to_vec()].concat();
+            assert_eq!(
+                check(&[gz(&tar)]),
+                Err(ArchiveError::Unsupported {
+                    name: "long".into(),
+                    what: "an extension header without ustar or GNU magic".into()
+                }),
+                "{ty:?}"
+            );
+        }
     }
 
     #[test]
