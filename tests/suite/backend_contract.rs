@@ -102,11 +102,20 @@ async fn items_get_put_take_and_conditions(r: TestRegistry) {
     .await
     .unwrap();
     let expiry = |i: Option<Item>| i.unwrap().expires_at;
-    assert_eq!(expiry(s.get("E", "UPLOAD").await.unwrap()), Some(1_700_000_000));
+    assert_eq!(
+        expiry(s.get("E", "UPLOAD").await.unwrap()),
+        Some(1_700_000_000)
+    );
     let page = s.query_page("E", "", None).await.unwrap();
     assert_eq!(page.items[0].expires_at, Some(1_700_000_000), "{}", r.name);
-    assert_eq!(expiry(s.take("E", "UPLOAD").await.unwrap()), Some(1_700_000_000));
-    assert_eq!(s.get("P", "VERSION#1").await.unwrap().unwrap().expires_at, None);
+    assert_eq!(
+        expiry(s.take("E", "UPLOAD").await.unwrap()),
+        Some(1_700_000_000)
+    );
+    assert_eq!(
+        s.get("P", "VERSION#1").await.unwrap().unwrap().expires_at,
+        None
+    );
 }
 
 async fn queries_page_and_return_everything(r: TestRegistry) {

@@ -65,9 +65,10 @@ fn from_attrs(attrs: &HashMap<String, AttributeValue>) -> Result<Item, StoreErro
         }
     };
     let expires_at = match attrs.get(EXPIRES_AT) {
-        Some(AttributeValue::N(n)) => Some(n.parse().map_err(|_| {
-            StoreError::Internal(format!("item with a bad {EXPIRES_AT}: {n}"))
-        })?),
+        Some(AttributeValue::N(n)) => Some(
+            n.parse()
+                .map_err(|_| StoreError::Internal(format!("item with a bad {EXPIRES_AT}: {n}")))?,
+        ),
         _ => None,
     };
     Ok(Item {

@@ -187,8 +187,12 @@ fn init(conn: Connection) -> Result<Connection, StoreError> {
 #[async_trait]
 impl ItemStore for SqliteStore {
     async fn get(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
-        self.one_item("SELECT data, expires_at FROM items WHERE pk = ?1 AND sk = ?2", pk, sk)
-            .await
+        self.one_item(
+            "SELECT data, expires_at FROM items WHERE pk = ?1 AND sk = ?2",
+            pk,
+            sk,
+        )
+        .await
     }
 
     async fn query_page(
@@ -313,7 +317,9 @@ mod tests {
         .unwrap();
         drop(old);
         let store = SqliteStore::open(&path).unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
         let item = rt.block_on(store.get("P", "S")).unwrap().unwrap();
         assert_eq!((item.data, item.expires_at), (vec![1], None));
         let mode: String = Connection::open(&path)
