@@ -16,6 +16,16 @@ fn module(marker: &str) -> Vec<u8> {
     tfreg::testing::module_archive(&[("main.tf", &format!("# {marker}\n"))])
 }
 
+/// `tfreg serve` on `data` with `address` 1.0.0 published; the server and a
+/// publish token.
+fn serving_a_module(data: &Path, address: &str) -> (Server, String) {
+    let server = Server::start(data, &[]);
+    let token = server.token("publish", None);
+    let (status, body) = publish_module_bytes(&server, &token, address, "1.0.0", &module(address));
+    assert_eq!(status, 201, "{body}");
+    (server, token)
+}
+
 /// `chattr +i` on a file (immutable, even for root), undone on drop.
 struct Immutable(PathBuf);
 
@@ -57,10 +67,7 @@ fn a_read_only_database_gives_503_for_writes_and_recovers_without_a_restart() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let db = data.join("registry.db");
-    let server = Server::start(&data, &[]);
-    let token = server.token("publish", None);
-    let (status, body) = publish_module_bytes(&server, &token, "ro/m/null", "1.0.0", &module("a"));
-    assert_eq!(status, 201, "{body}");
+    let (server, token) = serving_a_module(&data, "ro/m/null");
 
     let frozen = Immutable::set(&db);
     let versions = server.get("/v1/modules/ro/m/null/versions");
@@ -158,11 +165,7 @@ fn terraform_init_started_while_the_database_is_locked_finishes_once_it_is_free(
     let tools = Tools::get();
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let server = Server::start(&data, &[]);
-    let token = server.token("publish", None);
-    let (status, body) =
-        publish_module_bytes(&server, &token, "locked/m/null", "1.0.0", &module("x"));
-    assert_eq!(status, 201, "{body}");
+    let (server, _) = serving_a_module(&data, "locked/m/null");
     let work = tmp.path().join("work");
     write_tree(
         &work,
@@ -388,11 +391,7 @@ fn a_killed_client_or_server_leaves_nothing_behind() {
 fn the_data_directory_is_private() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let server = Server::start(&data, &[]);
-    let token = server.token("publish", None);
-    let (status, body) =
-        publish_module_bytes(&server, &token, "private/m/null", "1.0.0", &module("p"));
-    assert_eq!(status, 201, "{body}");
+    let (server, _) = serving_a_module(&data, "private/m/null");
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&data), 0o700);
     for entry in walkdir::WalkDir::new(&data).min_depth(1) {
