@@ -328,7 +328,10 @@ fn decode_segment(seg: &str) -> Result<String, Error> {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = seg.get(i + 1..i + 3).ok_or_else(bad)?;
+            let hex = seg
+                .get(i + 1..i + 3)
+                .filter(|h| h.bytes().all(|c| c.is_ascii_hexdigit()))
+                .ok_or_else(bad)?;
             let b = u8::from_str_radix(hex, 16).map_err(|_| bad())?;
             if matches!(b, b'/' | b'\\' | 0) {
                 return Err(bad());

@@ -196,3 +196,12 @@ fn malformed_input_is_4xx_never_a_panic() {
     let err = get(&format!("/v1/{}", "a".repeat(1500))).unwrap_err();
     assert!(err.to_string().len() < 200, "bounded message: {err}");
 }
+
+#[test]
+fn escapes_are_two_hex_digits_exactly() {
+    assert_eq!(super::decode_segment("a%3Ab%3a").unwrap(), "a:b:");
+    // Rust's integer parser takes a sign: `%+f` must not decode to 0x0F.
+    for seg in ["a%+fb", "a%-1", "a% 1", "a%3", "a%"] {
+        assert!(super::decode_segment(seg).is_err(), "{seg}");
+    }
+}
