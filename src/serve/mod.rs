@@ -115,6 +115,7 @@ struct Ready {
 pub async fn run(args: ServeArgs) -> Result<()> {
     // Signals first: a stop during start-up (a locked database, a slow disk) is honoured.
     let mut stop = signals::Stop::install()?;
+    tracing::info!(data_dir = %args.data_dir.display(), listen = %args.listen, "starting");
     let limits = listener::Limits {
         max_connections: args.max_connections.get(),
         header_read_timeout: std::time::Duration::from_secs(args.header_read_timeout),

@@ -177,26 +177,38 @@ fn terraform_init_started_while_the_database_is_locked_finishes_once_it_is_free(
             ),
         )],
     );
-    // Held longer than the server waits for a lock (3 s): the first answer is a 503.
-    let mut locker = lock_database(&data.join("registry.db"), 5.0);
+    // Locked until Terraform has had its 503 (the server waits 3 s for a
+    // lock, then answers 503), and released then: its retry must succeed.
+    let mut locker = lock_database(&data.join("registry.db"), 120.0);
     wait_locked(&mut locker);
     let started = Instant::now();
     let tf = Terraform::new(tools.path("TFREG_TERRAFORM_NEW"), &server, "");
-    ok(
-        tf.run(&work, &["init", "-no-color"]),
-        "terraform init through a locked database",
-    );
-    assert!(locker.wait().unwrap().success());
+    let init = std::thread::spawn(move || {
+        let out = tf.run(&work, &["init", "-no-color"]);
+        (tf, out)
+    });
+    let versions = |log: &str| -> Vec<u16> {
+        requests(log)
+            .into_iter()
+            .filter(|r| r.path == "/v1/modules/locked/m/null/versions")
+            .map(|r| r.status)
+            .collect()
+    };
+    wait_until("Terraform gets a 503 while the database is locked", || {
+        versions(&std::fs::read_to_string(&server.log).unwrap()).contains(&503)
+    });
+    let outage = started.elapsed();
+    locker.kill().unwrap();
+    locker.wait().unwrap();
+    let (_tf, out) = init.join().unwrap();
+    ok(out, "terraform init through a locked database");
     eprintln!(
-        "FIGURE terraform init through a 5 s lock: {:.1} s",
+        "FIGURE terraform init through a {:.1} s lock: {:.1} s",
+        outage.as_secs_f64(),
         started.elapsed().as_secs_f64()
     );
     let log = std::fs::read_to_string(&server.log).unwrap();
-    let versions: Vec<u16> = requests(&log)
-        .into_iter()
-        .filter(|r| r.path == "/v1/modules/locked/m/null/versions")
-        .map(|r| r.status)
-        .collect();
+    let versions = versions(&log);
     assert_eq!(
         versions,
         [503, 200],
@@ -339,7 +351,7 @@ fn half_upload(server: &Server, token: &str, version: &str) -> super::Tls {
 }
 
 fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while !done() {
         assert!(Instant::now() < deadline, "{what}");
         std::thread::sleep(Duration::from_millis(100));
@@ -462,7 +474,13 @@ fn serve_fails_at_start_in_one_line_and_stops_on_sigterm_at_any_moment() {
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    // Its handlers are installed before it says it is starting.
+    wait_until("tfreg serve starts", || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("starting")
+    });
+    std::thread::sleep(Duration::from_millis(200));
     let signalled = Instant::now();
     ok(
         Command::new("kill")
