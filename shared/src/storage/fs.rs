@@ -46,17 +46,15 @@ impl FsBlobStore {
         self.root.join(key.as_str())
     }
 
-    fn temp_path(&self) -> PathBuf {
-        self.root
-            .join(TMP)
-            .join(format!("{:032x}", rand::random::<u128>()))
-    }
-
     /// A fresh temporary file's path, removed when the guard drops: when the
     /// write fails, and when the request is cancelled half-way (the client
     /// went away) too.
     fn temp_file(&self) -> Result<tempfile::TempPath, StoreError> {
-        tempfile::TempPath::try_from_path(self.temp_path()).map_err(StoreError::unavailable)
+        let path = self
+            .root
+            .join(TMP)
+            .join(format!("{:032x}", rand::random::<u128>()));
+        tempfile::TempPath::try_from_path(path).map_err(StoreError::unavailable)
     }
 
     /// Link `from` to the key's path, creating its directory; fails with
@@ -242,12 +240,11 @@ impl BlobStore for FsBlobStore {
     }
 
     async fn claim(&self, key: &BlobKey, max: u64) -> Result<Claimed, StoreError> {
-        let tmp = self.temp_path();
-        tokio::fs::hard_link(self.path(key), &tmp)
+        // The link is ours; the guard removes it on every exit.
+        let link = self.temp_file()?;
+        tokio::fs::hard_link(self.path(key), &link)
             .await
             .map_err(|e| io_error(key.as_str(), e))?;
-        // From here the link is ours; TempPath removes it on every exit.
-        let link = tempfile::TempPath::try_from_path(tmp).map_err(StoreError::internal)?;
         let path = link.to_path_buf();
         let key_text = key.to_string();
         let (file, digest) = tokio::task::spawn_blocking(move || {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{connect, publish_module_bytes, send};
+use super::{connect, declaring, declaring_archive, publish_module_bytes, publish_step, send};
 use crate::support::log::requests;
 use crate::support::tools::{Tools, tfreg_bin};
 use crate::support::{Server, Terraform, ok, write_tree};
@@ -72,13 +72,7 @@ fn a_read_only_database_gives_503_for_writes_and_recovers_without_a_restart() {
     let frozen = Immutable::set(&db);
     let versions = server.get("/v1/modules/ro/m/null/versions");
     assert_eq!(versions.status(), 200, "reads go on while writes cannot");
-    let begin = server
-        .http
-        .post(server.url("/v1/publish/modules/ro/m/null/2.0.0/begin"))
-        .bearer_auth(&token)
-        .json(&serde_json::json!({"files": [{"name": "m.tar.gz", "size": 10, "sha256": "0".repeat(64)}]}))
-        .send()
-        .unwrap();
+    let begin = begin_ro(&server, &token, "2.0.0");
     let retry = begin
         .headers()
         .get("retry-after")
@@ -119,15 +113,15 @@ fn a_read_only_database_gives_503_for_writes_and_recovers_without_a_restart() {
     assert_eq!(status, 201, "{body}");
 }
 
-/// A begin for `ro/m/null` at `version`: its status and body.
+/// A begin for `ro/m/null` at `version` (it writes the publish's record).
+fn begin_ro(server: &Server, token: &str, version: &str) -> reqwest::blocking::Response {
+    let request = declaring("m.tar.gz", 10, "0".repeat(64));
+    publish_step(server, token, "ro/m/null", version, "begin", &request)
+}
+
+/// [`begin_ro`]'s status and body.
 fn publish_module_bytes_status(server: &Server, token: &str, version: &str) -> (u16, String) {
-    let resp = server
-        .http
-        .post(server.url(&format!("/v1/publish/modules/ro/m/null/{version}/begin")))
-        .bearer_auth(token)
-        .json(&serde_json::json!({"files": [{"name": "m.tar.gz", "size": 10, "sha256": "0".repeat(64)}]}))
-        .send()
-        .unwrap();
+    let resp = begin_ro(server, token, version);
     (resp.status().as_u16(), resp.text().unwrap())
 }
 
@@ -304,15 +298,11 @@ fn a_full_disk_gives_503_and_leaves_no_temporary_files() {
 
 /// begin + PUT of one archive; the status of the PUT.
 fn try_publish(server: &Server, token: &str, module: &str, version: &str, archive: &[u8]) -> u16 {
-    let begin: tfreg::protocol::PublishBegin = server
-        .http
-        .post(server.url(&format!("/v1/publish/modules/{module}/{version}/begin")))
-        .bearer_auth(token)
-        .json(&serde_json::json!({"files": [tfreg::testing::decl("module.tar.gz", archive)]}))
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
+    let request = declaring_archive(archive);
+    let begin: tfreg::protocol::PublishBegin =
+        publish_step(server, token, module, version, "begin", &request)
+            .json()
+            .unwrap();
     let put = server
         .http
         .put(&begin.uploads[0].url)
@@ -326,15 +316,11 @@ fn try_publish(server: &Server, token: &str, module: &str, version: &str, archiv
 /// connection the caller holds (or drops).
 fn half_upload(server: &Server, token: &str, version: &str) -> super::Tls {
     let size = 10 << 20;
-    let begin: tfreg::protocol::PublishBegin = server
-        .http
-        .post(server.url(&format!("/v1/publish/modules/cut/m/null/{version}/begin")))
-        .bearer_auth(token)
-        .json(&serde_json::json!({"files": [{"name": "module.tar.gz", "size": size, "sha256": "0".repeat(64)}]}))
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
+    let request = declaring("module.tar.gz", size, "0".repeat(64));
+    let begin: tfreg::protocol::PublishBegin =
+        publish_step(server, token, "cut/m/null", version, "begin", &request)
+            .json()
+            .unwrap();
     let url = url::Url::parse(&begin.uploads[0].url).unwrap();
     let target = format!("{}?{}", url.path(), url.query().unwrap_or(""));
     let mut tls = connect(server);

@@ -96,6 +96,45 @@ pub fn memory_kib(pid: u32) -> (u64, u64) {
     (field("VmHWM:"), field("VmRSS:"))
 }
 
+/// One step (`begin`, `complete`) of a module publish over HTTPS.
+pub fn publish_step(
+    server: &Server,
+    token: &str,
+    module: &str,
+    version: &str,
+    step: &str,
+    request: &PublishRequest,
+) -> reqwest::blocking::Response {
+    server
+        .http
+        .post(server.url(&format!("/v1/publish/modules/{module}/{version}/{step}")))
+        .bearer_auth(token)
+        .json(request)
+        .send()
+        .unwrap()
+}
+
+/// A publish request declaring one file.
+pub fn declaring(name: &str, size: u64, sha256: String) -> PublishRequest {
+    PublishRequest {
+        files: vec![FileDecl {
+            name: name.into(),
+            size,
+            sha256,
+        }],
+        ..Default::default()
+    }
+}
+
+/// A publish request declaring `archive` as `module.tar.gz`.
+pub fn declaring_archive(archive: &[u8]) -> PublishRequest {
+    declaring(
+        "module.tar.gz",
+        archive.len() as u64,
+        tfreg::hashing::sha256_hex(archive),
+    )
+}
+
 /// Publish a module archive's bytes through the HTTP API (begin, PUT, complete),
 /// as a client that skips the CLI's own checks would; returns complete's
 /// status and body.
@@ -106,23 +145,8 @@ pub fn publish_module_bytes(
     version: &str,
     archive: &[u8],
 ) -> (u16, String) {
-    let decl = FileDecl {
-        name: "module.tar.gz".into(),
-        size: archive.len() as u64,
-        sha256: tfreg::hashing::sha256_hex(archive),
-    };
-    let mut request = PublishRequest {
-        files: vec![decl],
-        ..Default::default()
-    };
-    let url = |step: &str| server.url(&format!("/v1/publish/modules/{module}/{version}/{step}"));
-    let begin = server
-        .http
-        .post(url("begin"))
-        .bearer_auth(token)
-        .json(&request)
-        .send()
-        .unwrap();
+    let mut request = declaring_archive(archive);
+    let begin = publish_step(server, token, module, version, "begin", &request);
     assert_eq!(begin.status(), 200, "begin");
     let begin: PublishBegin = begin.json().unwrap();
     for upload in &begin.uploads {
@@ -140,13 +164,7 @@ pub fn publish_module_bytes(
         );
     }
     request.upload_id = begin.upload_id;
-    let done = server
-        .http
-        .post(url("complete"))
-        .bearer_auth(token)
-        .json(&request)
-        .send()
-        .unwrap();
+    let done = publish_step(server, token, module, version, "complete", &request);
     let status = done.status().as_u16();
     (status, done.text().unwrap_or_default())
 }
