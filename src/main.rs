@@ -119,13 +119,19 @@ async fn token_create(args: TokenCreateArgs) -> cli_error::Result<()> {
         Some(table) => Box::new(aws::table(table).await?),
         None => Box::new(data_dir::DataDir::open(&args.data_dir)?.item_store()?),
     };
-    let record = tfreg::auth::TokenRecord {
-        scope,
-        namespace,
-        created_at: tfreg::registry::unix_now(),
-        description: args.description,
+    let new = tfreg::auth::NewToken {
+        name: args.description.unwrap_or_else(|| format!("{scope}")),
+        scopes: vec![scope],
+        namespaces: namespace.into_iter().collect(),
+        expires_at: None,
     };
-    let token = tfreg::auth::create_token(store.as_ref(), record).await?;
+    let (token, _) = tfreg::auth::create_token(
+        store.as_ref(),
+        new,
+        tfreg::registry::unix_now(),
+        &tfreg::auth::Principal::Operator.actor(),
+    )
+    .await?;
     println!("{token}");
     Ok(())
 }

@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use http::{HeaderMap, HeaderValue, Method};
 
-use crate::auth;
+use crate::audit::{self, Event, Note, Outcome};
+use crate::auth::{self, Principal};
 use crate::error::Error;
 use crate::handlers;
 use crate::http_types::{Body, Request, Response, authorization, error_response};
@@ -53,8 +54,29 @@ pub fn app(registry: Arc<Registry>, only: Option<Endpoint>) -> axum::Router {
     })
 }
 
-/// Route and answer one request, logging one line with route, status and latency.
+/// Who is calling: someone over the network (authorised by their token), or
+/// the operator (the `tfreg` CLI working on a local data dir or the AWS
+/// stores directly, which already has every right).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    Network,
+    Operator,
+}
+
+/// Route and answer one request from the network, logging one line with
+/// route, status and latency (and an audit line for a change of state).
 pub async fn handle(registry: &Registry, only: Option<Endpoint>, req: Request) -> Response {
+    handle_as(registry, only, req, Caller::Network).await
+}
+
+/// [`handle`], for `caller`: the same routing, handlers, errors and audit
+/// for the CLI's local commands as for HTTP requests.
+pub async fn handle_as(
+    registry: &Registry,
+    only: Option<Endpoint>,
+    req: Request,
+    caller: Caller,
+) -> Response {
     let started = Instant::now();
     let request_id = format!("{:016x}", rand::random::<u64>());
     let (parts, body) = req.into_parts();
@@ -69,8 +91,30 @@ pub async fn handle(registry: &Registry, only: Option<Endpoint>, req: Request) -
             _ => Ok(r),
         });
     let endpoint = routed.as_ref().ok().map(Route::endpoint);
+    let audited = routed
+        .as_ref()
+        .ok()
+        .and_then(|r| Some((r.audit_action()?, r.audit_target())));
+    // Authorisation, once, for every route: the same code in every mode.
+    let mut principal = None;
     let result = match routed {
-        Ok(r) => dispatch(registry, r, &parts, body).await,
+        Ok(r) => {
+            let who = match caller {
+                Caller::Operator => Ok(Principal::Operator),
+                Caller::Network => {
+                    let access = r.access(&registry.config.hostname);
+                    auth::authorize(registry, authorization(&parts.headers), access).await
+                }
+            };
+            match who {
+                Ok(who) => {
+                    let result = dispatch(registry, r, &who, &parts, body).await;
+                    principal = Some(who);
+                    result
+                }
+                Err(e) => Err(e),
+            }
+        }
         Err(e) => Err(e),
     };
     let (mut resp, error) = match result {
@@ -85,6 +129,24 @@ pub async fn handle(registry: &Registry, only: Option<Endpoint>, req: Request) -
         *resp.body_mut() = Body::empty();
     }
     let status = resp.status().as_u16();
+    if let Some((action, target)) = audited {
+        let detail = match &error {
+            Some(e) => Some(e.public_message(&request_id)),
+            None => resp.extensions().get::<Note>().map(|n| n.0.clone()),
+        };
+        let principal = principal.unwrap_or(Principal::Anonymous);
+        let event = Event {
+            at: registry.now(),
+            actor: principal.actor(),
+            action: action.to_string(),
+            target,
+            outcome: Outcome::of_status(status),
+            status,
+            detail,
+            request_id: request_id.clone(),
+        };
+        audit::record(registry.items.as_ref(), &event, principal.identified()).await;
+    }
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
     let endpoint = endpoint.map(Endpoint::name).unwrap_or("none");
     let method = &parts.method;
@@ -101,16 +163,13 @@ pub async fn handle(registry: &Registry, only: Option<Endpoint>, req: Request) -
 async fn dispatch(
     registry: &Registry,
     route: Route,
+    principal: &Principal,
     parts: &http::request::Parts,
     body: Body,
 ) -> Result<Response, Error> {
-    let auth = authorization(&parts.headers);
     match route {
         Route::Discovery => Ok(handlers::read::discovery()),
-        Route::Read(read) => {
-            auth::require_reader(registry, auth).await?;
-            handlers::read::handle(registry, read).await
-        }
+        Route::Read(read) => handlers::read::handle(registry, read).await,
         Route::Blob(key) => {
             handlers::blob::handle(
                 registry,
@@ -123,7 +182,18 @@ async fn dispatch(
             .await
         }
         Route::Publish(publish) => {
-            handlers::publish::handle(registry, auth, publish, &parts.headers, body).await
+            handlers::publish::handle(registry, publish, &parts.headers, body).await
+        }
+        Route::Admin(admin) => {
+            handlers::admin::handle(
+                registry,
+                principal,
+                admin,
+                parts.uri.query(),
+                &parts.headers,
+                body,
+            )
+            .await
         }
     }
 }

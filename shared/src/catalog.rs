@@ -8,8 +8,13 @@
 //! | provider release (registry)  | `PROVIDER#<ns>/<type>`           | `VERSION#<version>` |
 //! | provider release (mirrored)  | `MIRROR#<hostname>/<ns>/<type>`  | `VERSION#<version>` |
 //! | module release               | `MODULE#<ns>/<name>/<system>`    | `VERSION#<version>` |
-//! | API token (hash only)        | `TOKEN#<sha256 of token>`        | `TOKEN`            |
+//! | API token (hash only)        | `TOKENS`                         | `<sha256 of token>` |
+//! | namespace signing key        | `KEYS#<ns>`                      | `KEY#<key id>`     |
+//! | audit event                  | `AUDIT`                          | `<inverted time>#<random>` |
 //! | publish in progress          | `UPLOAD#<upload id>`             | `UPLOAD`           |
+//!
+//! A release's lifecycle (deprecated, yanked) lives in its item, so a versions
+//! list still costs one query; a change of it is one compare-and-swap write.
 //!
 //! One release is one item holding every platform, so a versions list is one
 //! partition query and a download is one `GetItem`. Versions are sorted by
@@ -20,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::address::{Hostname, ModuleName, ProviderName};
 use crate::blob_key::BlobKey;
 use crate::error::Error;
+use crate::router::{LifecycleAction, PublishTarget};
 use crate::storage::{Condition, Item, ItemStore, StoreError, query_all};
 use crate::version::{Version, sort_versions};
 
@@ -74,6 +80,58 @@ pub struct SigningKey {
     pub ascii_armor: String,
 }
 
+/// Who marked a release, when and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mark {
+    pub message: String,
+    pub at: u64,
+    /// [`crate::auth::Actor::describe`].
+    pub by: String,
+}
+
+/// A release's status besides "published": both marks keep every file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lifecycle {
+    /// Still listed and installable; clients are told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecated: Option<Mark>,
+    /// Left out of versions lists (new resolutions skip it); exact downloads answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub yanked: Option<Mark>,
+}
+
+impl Lifecycle {
+    pub fn is_empty(&self) -> bool {
+        self.deprecated.is_none() && self.yanked.is_none()
+    }
+
+    /// Listed in versions lists?
+    pub fn listed(&self) -> bool {
+        self.yanked.is_none()
+    }
+
+    /// Apply `action`; whether anything changed.
+    pub fn apply(&mut self, action: LifecycleAction, mark: Mark) -> bool {
+        let slot = match action {
+            LifecycleAction::Deprecate | LifecycleAction::Undeprecate => &mut self.deprecated,
+            LifecycleAction::Yank | LifecycleAction::Unyank => &mut self.yanked,
+        };
+        let new = match action {
+            LifecycleAction::Deprecate | LifecycleAction::Yank => Some(mark),
+            LifecycleAction::Undeprecate | LifecycleAction::Unyank => None,
+        };
+        let changed = match (&*slot, &new) {
+            (Some(old), Some(new)) => old.message != new.message,
+            (None, None) => false,
+            _ => true,
+        };
+        if changed {
+            *slot = new;
+        }
+        changed
+    }
+}
+
 /// One version of a provider, with every platform.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProviderRelease {
@@ -88,6 +146,8 @@ pub struct ProviderRelease {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signing_key: Option<SigningKey>,
     pub published_at: u64,
+    #[serde(default, skip_serializing_if = "Lifecycle::is_empty")]
+    pub lifecycle: Lifecycle,
 }
 
 impl ProviderRelease {
@@ -108,6 +168,17 @@ impl ProviderRelease {
     pub fn package(&self, os: &str, arch: &str) -> Option<&ProviderPackage> {
         self.packages.iter().find(|p| p.os == os && p.arch == arch)
     }
+
+    /// Every archive file the release refers to.
+    pub fn keys(&self) -> Vec<BlobKey> {
+        self.packages
+            .iter()
+            .map(|p| &p.file)
+            .chain(self.shasums.iter())
+            .chain(self.shasums_signature.iter())
+            .map(|f| f.key.clone())
+            .collect()
+    }
 }
 
 /// One version of a module.
@@ -116,6 +187,8 @@ pub struct ModuleRelease {
     pub version: String,
     pub file: StoredFile,
     pub published_at: u64,
+    #[serde(default, skip_serializing_if = "Lifecycle::is_empty")]
+    pub lifecycle: Lifecycle,
 }
 
 fn provider_pk(origin: &Origin, provider: &ProviderName) -> String {
@@ -199,41 +272,123 @@ async fn put_new<T: Serialize + for<'de> Deserialize<'de> + PartialEq, C: Partia
     }
 }
 
+/// The partition and sort key of a release's item.
+fn release_location(target: &PublishTarget) -> (String, String) {
+    let pk = match target {
+        PublishTarget::Provider { provider, .. } => provider_pk(&Origin::Registry, provider),
+        PublishTarget::Mirror {
+            hostname, provider, ..
+        } => provider_pk(&Origin::Mirror(hostname.clone()), provider),
+        PublishTarget::Module { module, .. } => module_pk(module),
+    };
+    (pk, version_sk(target.version()))
+}
+
+/// Every archive key a stored release item of `target`'s kind refers to.
+fn item_keys(target: &PublishTarget, item: &Item) -> Result<Vec<BlobKey>, Error> {
+    Ok(match target {
+        PublishTarget::Provider { .. } | PublishTarget::Mirror { .. } => {
+            decode::<ProviderRelease>(item)?.keys()
+        }
+        PublishTarget::Module { .. } => vec![decode::<ModuleRelease>(item)?.file.key],
+    })
+}
+
 /// Every blob key the stored release of `target` refers to (none if there is
 /// no such release).
 pub async fn release_keys(
     store: &dyn ItemStore,
-    target: &crate::router::PublishTarget,
+    target: &PublishTarget,
 ) -> Result<Vec<BlobKey>, Error> {
-    use crate::router::PublishTarget;
-    let provider_keys = |r: Option<ProviderRelease>| -> Vec<BlobKey> {
-        r.map(|r| {
-            r.packages
-                .iter()
-                .map(|p| &p.file)
-                .chain(r.shasums.iter())
-                .chain(r.shasums_signature.iter())
-                .map(|f| f.key.clone())
-                .collect()
-        })
-        .unwrap_or_default()
-    };
-    Ok(match target {
-        PublishTarget::Provider { provider, version } => {
-            provider_keys(provider_release(store, &Origin::Registry, provider, version).await?)
-        }
-        PublishTarget::Mirror {
-            hostname,
-            provider,
-            version,
-        } => provider_keys(
-            provider_release(store, &Origin::Mirror(hostname.clone()), provider, version).await?,
-        ),
-        PublishTarget::Module { module, version } => module_release(store, module, version)
+    let (pk, sk) = release_location(target);
+    match store.get(&pk, &sk).await? {
+        Some(item) => item_keys(target, &item),
+        None => Ok(vec![]),
+    }
+}
+
+fn no_release(target: &PublishTarget) -> Error {
+    Error::not_found(format!("{target} is not published"))
+}
+
+/// How many times a lifecycle change retries after losing a race.
+const CAS_ATTEMPTS: usize = 5;
+
+/// Apply `action` to the release `target` (one compare-and-swap write, so a
+/// concurrent change or delete is never undone); its lifecycle afterwards and
+/// whether it changed.
+pub async fn change_lifecycle(
+    store: &dyn ItemStore,
+    target: &PublishTarget,
+    action: LifecycleAction,
+    mark: Mark,
+) -> Result<(Lifecycle, bool), Error> {
+    let (pk, sk) = release_location(target);
+    for _ in 0..CAS_ATTEMPTS {
+        let item = store
+            .get(&pk, &sk)
             .await?
-            .map(|r| vec![r.file.key])
-            .unwrap_or_default(),
-    })
+            .ok_or_else(|| no_release(target))?;
+        // Edited as JSON: the same code for provider and module releases,
+        // and every other field is kept exactly.
+        let mut value: serde_json::Value = serde_json::from_slice(&item.data)
+            .map_err(|e| Error::internal(format!("corrupt item {pk}/{sk}: {e}")))?;
+        let fields = value
+            .as_object_mut()
+            .ok_or_else(|| Error::internal(format!("corrupt item {pk}/{sk}: not an object")))?;
+        let mut lifecycle: Lifecycle = match fields.get("lifecycle") {
+            Some(v) => serde_json::from_value(v.clone())
+                .map_err(|e| Error::internal(format!("corrupt lifecycle of {pk}/{sk}: {e}")))?,
+            None => Lifecycle::default(),
+        };
+        if !lifecycle.apply(action, mark.clone()) {
+            return Ok((lifecycle, false));
+        }
+        if lifecycle.is_empty() {
+            fields.remove("lifecycle");
+        } else {
+            fields.insert(
+                "lifecycle".into(),
+                serde_json::to_value(&lifecycle).map_err(Error::internal)?,
+            );
+        }
+        let data = serde_json::to_vec(&value).map_err(Error::internal)?;
+        let new = Item {
+            data,
+            ..item.clone()
+        };
+        match store.put(new, Condition::IfUnchanged(item.data)).await {
+            Ok(()) => return Ok((lifecycle, true)),
+            Err(StoreError::ConditionFailed) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(Error::Conflict(format!(
+        "{target} kept changing while this change was made; try again"
+    )))
+}
+
+/// Remove the release `target` from the catalog: from every response at
+/// once. Returns the archive keys no other release of its partition refers
+/// to (the caller deletes them), or 404 if it is not published.
+pub async fn delete_release(
+    store: &dyn ItemStore,
+    target: &PublishTarget,
+) -> Result<Vec<BlobKey>, Error> {
+    let (pk, sk) = release_location(target);
+    let item = store
+        .take(&pk, &sk)
+        .await?
+        .ok_or_else(|| no_release(target))?;
+    let ours = item_keys(target, &item)?;
+    // Each publish keeps its files under keys of its own, so no other release
+    // should share them; checked anyway, as deleting a shared archive would
+    // break a release nobody asked to touch.
+    let mut shared = std::collections::HashSet::new();
+    for other in query_all(store, &pk, VERSION_PREFIX).await? {
+        shared.extend(item_keys(target, &other)?);
+    }
+    Ok(ours.into_iter().filter(|k| !shared.contains(k)).collect())
 }
 
 /// The 409 for a version that exists with other content.
@@ -341,6 +496,7 @@ mod tests {
                 key: BlobKey::parse(&format!("archives/{sha}/m.tar.gz")).unwrap(),
             },
             published_at: 0,
+            lifecycle: Lifecycle::default(),
         }
     }
 

@@ -19,6 +19,7 @@
 pub mod address;
 pub mod app;
 pub mod archives;
+pub mod audit;
 pub mod auth;
 #[cfg(feature = "aws")]
 pub mod aws;
@@ -28,6 +29,7 @@ pub mod error;
 pub mod handlers;
 pub mod hashing;
 pub mod http_types;
+pub mod namespace_keys;
 #[cfg(test)]
 mod properties;
 pub mod protocol;

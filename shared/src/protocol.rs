@@ -18,6 +18,8 @@ pub const MODULES_V1: &str = "/v1/modules/";
 pub const MIRROR_V1: &str = "/v1/mirror/";
 /// Base path of tfreg's own publish API.
 pub const PUBLISH_V1: &str = "/v1/publish/";
+/// Base path of tfreg's admin API.
+pub const ADMIN_V1: &str = "/v1/admin/";
 /// Base path under which archives are served (local mode) or redirected (AWS mode).
 pub const BLOBS_V1: &str = "/v1/blobs/";
 
@@ -57,6 +59,10 @@ pub struct ErrorBody {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ProviderVersions {
     pub versions: Vec<ProviderVersionEntry>,
+    /// Printed by `terraform init` ("Additional provider information from
+    /// registry") on every run: deprecations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -123,6 +129,16 @@ pub struct ModuleVersionList {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ModuleVersionEntry {
     pub version: String,
+    /// A deprecated version, in the shape Terraform read for a while
+    /// (terraform#35231, reverted before release by #35264): no CLI shows it
+    /// today; tools and the UI do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecation: Option<ModuleDeprecation>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ModuleDeprecation {
+    pub reason: String,
 }
 
 /// Body of a `200` module download answer (the `X-Terraform-Get` header is always set too).
@@ -232,4 +248,84 @@ pub struct PublishResult {
     pub version: String,
     #[serde(default)]
     pub warnings: Vec<String>,
+}
+
+// ---------------------------------------------------------------------------
+// Admin API (tfreg's own, used by `tfreg token|key|deprecate|yank|delete|audit`).
+// ---------------------------------------------------------------------------
+
+/// Answer to `GET /v1/admin/tokens`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TokenList {
+    pub tokens: Vec<crate::auth::TokenInfo>,
+}
+
+/// Answer to `POST /v1/admin/tokens`: the secret, shown this once.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CreatedToken {
+    pub token: String,
+    #[serde(flatten)]
+    pub record: crate::auth::TokenRecord,
+}
+
+/// Answer to `DELETE /v1/admin/tokens/{id}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RevokedToken {
+    pub revoked: crate::auth::TokenRecord,
+}
+
+/// Body of `POST /v1/admin/keys/{namespace}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AddKeys {
+    /// ASCII-armored OpenPGP public keys, one key each.
+    pub keys: Vec<String>,
+}
+
+/// Answer to `GET` and `POST /v1/admin/keys/{namespace}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct KeyList {
+    pub namespace: String,
+    pub keys: Vec<crate::namespace_keys::RegisteredKey>,
+}
+
+/// Answer to `DELETE /v1/admin/keys/{namespace}/{key_id}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RemovedKey {
+    pub namespace: String,
+    pub removed: crate::namespace_keys::RegisteredKey,
+}
+
+/// Body of `POST /v1/admin/{release}/{deprecate|yank|...}`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct LifecycleRequest {
+    /// Why (required to deprecate: users read it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Answer to a lifecycle change.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LifecycleResult {
+    pub release: String,
+    pub lifecycle: crate::catalog::Lifecycle,
+    /// False when the release already had that status.
+    pub changed: bool,
+}
+
+/// Answer to `DELETE /v1/admin/{release}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DeleteResult {
+    pub deleted: String,
+    /// Archive files removed.
+    pub archives_removed: usize,
+    /// Archive files that could not be removed now (the store failed); the
+    /// release is gone from every response regardless.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub archives_left: Vec<String>,
+}
+
+/// Answer to `GET /v1/admin/audit`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AuditList {
+    pub events: Vec<crate::audit::Event>,
 }

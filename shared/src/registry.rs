@@ -7,6 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::OnceCell;
 
 use crate::address::Hostname;
+use crate::auth::TokenCache;
 use crate::blob_key::BlobKey;
 use crate::error::Error;
 use crate::signed_url::{Grant, UrlSigner};
@@ -28,8 +29,17 @@ pub struct Config {
     pub public_url: String,
     /// Lifetime of archive URLs, in seconds.
     pub url_ttl_secs: u64,
-    /// When true, every read endpoint needs a token (discovery and signed archive URLs excepted).
-    pub require_read_token: bool,
+    /// When true, reads need no token (discovery and signed archive URLs
+    /// never do). Off by default: a registry is private unless its operator
+    /// opens it (`tfreg serve` opens it unless given `--private`).
+    pub anonymous_reads: bool,
+    /// When true, a provider release is published only if a key registered
+    /// for its namespace verifies it, in every namespace (without it, only in
+    /// namespaces that have registered keys).
+    pub require_namespace_keys: bool,
+    /// How long a process trusts a token it verified: the bound on how long a
+    /// token revoked by another process keeps working here.
+    pub token_cache_secs: u64,
     /// Largest archive accepted at publish.
     pub max_archive_bytes: u64,
 }
@@ -41,10 +51,18 @@ impl Config {
             public_url: format!("https://{hostname}"),
             hostname,
             url_ttl_secs: DEFAULT_URL_TTL_SECS,
-            require_read_token: false,
+            anonymous_reads: false,
+            require_namespace_keys: false,
+            token_cache_secs: crate::auth::DEFAULT_TOKEN_CACHE_SECS,
             max_archive_bytes: 2 * 1024 * 1024 * 1024,
         }
     }
+}
+
+fn token_cache(config: &Config) -> Arc<TokenCache> {
+    Arc::new(TokenCache::new(std::time::Duration::from_secs(
+        config.token_cache_secs,
+    )))
 }
 
 /// Current unix time in seconds.
@@ -64,6 +82,8 @@ pub struct Registry {
     /// read-only functions (which may not create it).
     signer: Arc<OnceCell<UrlSigner>>,
     pub config: Config,
+    /// Tokens verified lately (see [`crate::auth`]).
+    pub tokens: Arc<TokenCache>,
     clock: fn() -> u64,
 }
 
@@ -78,6 +98,7 @@ impl Registry {
             items,
             blobs,
             signer: Arc::new(OnceCell::new_with(Some(signer))),
+            tokens: token_cache(&config),
             config,
             clock: unix_now,
         }
@@ -96,6 +117,7 @@ impl Registry {
             items,
             blobs,
             signer: Arc::new(OnceCell::new()),
+            tokens: token_cache(&config),
             config,
             clock: unix_now,
         }

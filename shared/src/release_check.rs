@@ -106,6 +106,20 @@ pub fn verify_provider_release<R: Read + Seek>(
     })
 }
 
+/// The first of `keys` whose signature over `shasums` checks out (step 1's
+/// cryptography alone, at `now`), to run the whole chain with; none if no
+/// key made the signature.
+pub fn select_key(
+    keys: &[PublicKey],
+    shasums: &[u8],
+    signature: &[u8],
+    now: u64,
+) -> Option<PublicKey> {
+    keys.iter()
+        .find(|k| k.verify_detached(shasums, signature, now).is_ok())
+        .cloned()
+}
+
 /// Step 4 alone: every zip is safe, holds `terraform-provider-<type>*`, and
 /// gets its `h1:` hash.
 pub fn verify_packages<R: Read + Seek>(

@@ -11,9 +11,10 @@
 use http::Method;
 
 use crate::address::{Hostname, ModuleName, Platform, ProviderName};
+use crate::auth::{Access, Realm, Scope};
 use crate::blob_key::BlobKey;
 use crate::error::Error;
-use crate::protocol::{BLOBS_V1, DISCOVERY_PATH};
+use crate::protocol::{ADMIN_V1, BLOBS_V1, DISCOVERY_PATH};
 use crate::version::Version;
 
 /// The two calls of every publish: announce the files, then finish after uploading them.
@@ -51,6 +52,69 @@ pub enum Route {
     Blob(BlobKey),
     /// tfreg's publish API.
     Publish(PublishRoute),
+    /// tfreg's admin API: tokens, signing keys, release lifecycle, audit.
+    Admin(AdminRoute),
+}
+
+/// What the admin API does: one variant per operation (the method is part
+/// of it: `GET /v1/admin/tokens` lists, `POST` creates).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdminRoute {
+    /// `GET /v1/admin/tokens`.
+    ListTokens,
+    /// `POST /v1/admin/tokens` with a [`crate::auth::NewToken`].
+    CreateToken,
+    /// `DELETE /v1/admin/tokens/{id}`.
+    RevokeToken { id: String },
+    /// `GET /v1/admin/keys/{namespace}`.
+    ListKeys { namespace: String },
+    /// `POST /v1/admin/keys/{namespace}` with ASCII-armored public keys.
+    AddKeys { namespace: String },
+    /// `DELETE /v1/admin/keys/{namespace}/{key_id}`.
+    RemoveKey { namespace: String, key_id: String },
+    /// `POST /v1/admin/{release}/{deprecate|undeprecate|yank|unyank}`.
+    Lifecycle {
+        release: PublishTarget,
+        action: LifecycleAction,
+    },
+    /// `DELETE /v1/admin/{release}`.
+    Delete { release: PublishTarget },
+    /// `GET /v1/admin/audit[?limit=N]`.
+    Audit,
+}
+
+/// A change of a release's status that keeps its files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LifecycleAction {
+    /// Still installable everywhere; clients are warned.
+    Deprecate,
+    Undeprecate,
+    /// Left out of versions lists; exact downloads still answer.
+    Yank,
+    Unyank,
+}
+
+impl LifecycleAction {
+    pub const ALL: [LifecycleAction; 4] = [
+        LifecycleAction::Deprecate,
+        LifecycleAction::Undeprecate,
+        LifecycleAction::Yank,
+        LifecycleAction::Unyank,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LifecycleAction::Deprecate => "deprecate",
+            LifecycleAction::Undeprecate => "undeprecate",
+            LifecycleAction::Yank => "yank",
+            LifecycleAction::Unyank => "unyank",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|a| a.name() == s)
+    }
 }
 
 /// The read endpoints of the provider, module and network mirror protocols.
@@ -124,11 +188,12 @@ pub enum Endpoint {
     MirrorVersion,
     Blob,
     Publish,
+    Admin,
 }
 
 impl Endpoint {
     /// Every endpoint, for drift checks between the router, functions and template.
-    pub const ALL: [Endpoint; 9] = [
+    pub const ALL: [Endpoint; 10] = [
         Endpoint::Discovery,
         Endpoint::ProviderVersions,
         Endpoint::ProviderDownload,
@@ -138,6 +203,7 @@ impl Endpoint {
         Endpoint::MirrorVersion,
         Endpoint::Blob,
         Endpoint::Publish,
+        Endpoint::Admin,
     ];
 
     /// The endpoint of a [`name`](Self::name), exactly as spelled there.
@@ -157,6 +223,7 @@ impl Endpoint {
             Endpoint::MirrorVersion => "mirror-version",
             Endpoint::Blob => "blob",
             Endpoint::Publish => "publish",
+            Endpoint::Admin => "admin",
         }
     }
 }
@@ -164,6 +231,10 @@ impl Endpoint {
 const READ_METHODS: &[Method] = &[Method::GET, Method::HEAD];
 const BLOB_METHODS: &[Method] = &[Method::GET, Method::HEAD, Method::PUT];
 const PUBLISH_METHODS: &[Method] = &[Method::POST];
+const GET: &[Method] = &[Method::GET];
+const GET_POST: &[Method] = &[Method::GET, Method::POST];
+const DELETE: &[Method] = &[Method::DELETE];
+const POST: &[Method] = &[Method::POST];
 
 impl Route {
     /// The endpoint (function) that serves this route.
@@ -173,15 +244,76 @@ impl Route {
             Route::Read(read) => read.endpoint(),
             Route::Blob(_) => Endpoint::Blob,
             Route::Publish(_) => Endpoint::Publish,
+            Route::Admin(_) => Endpoint::Admin,
         }
     }
 
-    /// The methods this route answers (HEAD wherever GET).
+    /// The methods this route answers (HEAD wherever GET, except the admin
+    /// API, whose every route is one method).
     pub fn methods(&self) -> &'static [Method] {
         match self {
             Route::Discovery | Route::Read(_) => READ_METHODS,
             Route::Blob(_) => BLOB_METHODS,
             Route::Publish(_) => PUBLISH_METHODS,
+            Route::Admin(admin) => admin.method(),
+        }
+    }
+
+    /// Who may use this route ([`crate::auth::authorize`] decides). Mirror
+    /// reads of this registry's own providers (`own_host`) are in their
+    /// namespace; of other registries' providers, registry-wide.
+    pub fn access(&self, own_host: &Hostname) -> Access<'_> {
+        let token = |scope, realm| Access::Token { scope, realm };
+        match self {
+            Route::Discovery | Route::Blob(_) => Access::Public,
+            Route::Read(read) => token(Scope::Read, read.realm(own_host)),
+            Route::Publish(publish) => token(Scope::Publish, publish.target.realm()),
+            Route::Admin(admin) => token(Scope::Admin, admin.realm()),
+        }
+    }
+
+    /// The audit trail's name for what this route changes (none for reads,
+    /// lists and a publish's `begin`, which changes nothing visible).
+    pub fn audit_action(&self) -> Option<&'static str> {
+        match self {
+            Route::Discovery | Route::Read(_) | Route::Blob(_) => None,
+            Route::Publish(p) => (p.step == PublishStep::Complete).then_some("publish"),
+            Route::Admin(admin) => match admin {
+                AdminRoute::ListTokens | AdminRoute::ListKeys { .. } | AdminRoute::Audit => None,
+                AdminRoute::CreateToken => Some("token.create"),
+                AdminRoute::RevokeToken { .. } => Some("token.revoke"),
+                AdminRoute::AddKeys { .. } => Some("key.add"),
+                AdminRoute::RemoveKey { .. } => Some("key.remove"),
+                AdminRoute::Lifecycle { action, .. } => Some(match action {
+                    LifecycleAction::Deprecate => "release.deprecate",
+                    LifecycleAction::Undeprecate => "release.undeprecate",
+                    LifecycleAction::Yank => "release.yank",
+                    LifecycleAction::Unyank => "release.unyank",
+                }),
+                AdminRoute::Delete { .. } => Some("release.delete"),
+            },
+        }
+    }
+
+    /// What the audit trail names as the object of [`Self::audit_action`].
+    pub fn audit_target(&self) -> String {
+        match self {
+            Route::Publish(p) => p.target.to_string(),
+            Route::Admin(admin) => match admin {
+                AdminRoute::RevokeToken { id } => format!("token {id}"),
+                AdminRoute::AddKeys { namespace } | AdminRoute::ListKeys { namespace } => {
+                    format!("keys of {namespace}")
+                }
+                AdminRoute::RemoveKey { namespace, key_id } => {
+                    format!("key {key_id} of {namespace}")
+                }
+                AdminRoute::Lifecycle { release, .. } | AdminRoute::Delete { release } => {
+                    release.to_string()
+                }
+                AdminRoute::ListTokens | AdminRoute::CreateToken => "tokens".into(),
+                AdminRoute::Audit => "audit".into(),
+            },
+            other => other.path(),
         }
     }
 
@@ -192,11 +324,84 @@ impl Route {
             Route::Read(read) => read.path(),
             Route::Blob(key) => format!("{BLOBS_V1}{key}"),
             Route::Publish(publish) => publish.path(),
+            Route::Admin(admin) => admin.path(),
+        }
+    }
+}
+
+impl AdminRoute {
+    /// The one method of this operation.
+    pub fn method(&self) -> &'static [Method] {
+        match self {
+            AdminRoute::ListTokens | AdminRoute::ListKeys { .. } | AdminRoute::Audit => GET,
+            AdminRoute::CreateToken | AdminRoute::AddKeys { .. } | AdminRoute::Lifecycle { .. } => {
+                POST
+            }
+            AdminRoute::RevokeToken { .. }
+            | AdminRoute::RemoveKey { .. }
+            | AdminRoute::Delete { .. } => DELETE,
+        }
+    }
+
+    /// Token management and the audit trail are registry-wide; keys and
+    /// releases are in their namespace.
+    pub fn realm(&self) -> Realm<'_> {
+        match self {
+            AdminRoute::ListTokens
+            | AdminRoute::CreateToken
+            | AdminRoute::RevokeToken { .. }
+            | AdminRoute::Audit => Realm::Registry,
+            AdminRoute::ListKeys { namespace }
+            | AdminRoute::AddKeys { namespace }
+            | AdminRoute::RemoveKey { namespace, .. } => Realm::Namespace(namespace),
+            AdminRoute::Lifecycle { release, .. } | AdminRoute::Delete { release } => {
+                release.realm()
+            }
+        }
+    }
+
+    pub fn path(&self) -> String {
+        match self {
+            AdminRoute::ListTokens | AdminRoute::CreateToken => format!("{ADMIN_V1}tokens"),
+            AdminRoute::RevokeToken { id } => format!("{ADMIN_V1}tokens/{id}"),
+            AdminRoute::ListKeys { namespace } | AdminRoute::AddKeys { namespace } => {
+                format!("{ADMIN_V1}keys/{namespace}")
+            }
+            AdminRoute::RemoveKey { namespace, key_id } => {
+                format!("{ADMIN_V1}keys/{namespace}/{key_id}")
+            }
+            AdminRoute::Lifecycle { release, action } => {
+                format!("{ADMIN_V1}{}/{}", release.segments(), action.name())
+            }
+            AdminRoute::Delete { release } => format!("{ADMIN_V1}{}", release.segments()),
+            AdminRoute::Audit => format!("{ADMIN_V1}audit"),
         }
     }
 }
 
 impl ReadRoute {
+    /// Reads are in their provider's or module's namespace, except mirror
+    /// reads of other registries' providers.
+    pub fn realm(&self, own_host: &Hostname) -> Realm<'_> {
+        match self {
+            ReadRoute::ProviderVersions { provider }
+            | ReadRoute::ProviderDownload { provider, .. } => Realm::Namespace(&provider.namespace),
+            ReadRoute::ModuleVersions { module } | ReadRoute::ModuleDownload { module, .. } => {
+                Realm::Namespace(&module.namespace)
+            }
+            ReadRoute::MirrorIndex { hostname, provider }
+            | ReadRoute::MirrorVersion {
+                hostname, provider, ..
+            } => {
+                if hostname == own_host {
+                    Realm::Namespace(&provider.namespace)
+                } else {
+                    Realm::Registry
+                }
+            }
+        }
+    }
+
     pub fn endpoint(&self) -> Endpoint {
         match self {
             ReadRoute::ProviderVersions { .. } => Endpoint::ProviderVersions,
@@ -259,12 +464,13 @@ impl PublishTarget {
         }
     }
 
-    /// The namespace a token must cover to publish this (none for mirror imports).
-    pub fn namespace(&self) -> Option<&str> {
+    /// What a token must cover to publish or manage this: its namespace;
+    /// mirror imports (other registries' providers) are registry-wide.
+    pub fn realm(&self) -> Realm<'_> {
         match self {
-            PublishTarget::Provider { provider, .. } => Some(&provider.namespace),
-            PublishTarget::Module { module, .. } => Some(&module.namespace),
-            PublishTarget::Mirror { .. } => None,
+            PublishTarget::Provider { provider, .. } => Realm::Namespace(&provider.namespace),
+            PublishTarget::Module { module, .. } => Realm::Namespace(&module.namespace),
+            PublishTarget::Mirror { .. } => Realm::Registry,
         }
     }
 
@@ -288,7 +494,7 @@ impl TryFrom<String> for PublishTarget {
     type Error = String;
     fn try_from(s: String) -> Result<Self, String> {
         let path = format!("/v1/publish/{s}/begin");
-        match match_path(&path) {
+        match match_path(&Method::POST, &path) {
             Ok(Route::Publish(p)) => Ok(p.target),
             _ => Err(format!("not a publish target: {s}")),
         }
@@ -363,7 +569,7 @@ pub fn route(method: &Method, path: &str) -> Result<Route, Error> {
     if path.len() > MAX_PATH_LEN {
         return Err(Error::bad("path too long"));
     }
-    let route = match_path(path)?;
+    let route = match_path(method, path)?;
     let allow = route.methods();
     if !allow.contains(method) {
         return Err(Error::MethodNotAllowed {
@@ -374,7 +580,7 @@ pub fn route(method: &Method, path: &str) -> Result<Route, Error> {
     Ok(route)
 }
 
-fn match_path(path: &str) -> Result<Route, Error> {
+fn match_path(method: &Method, path: &str) -> Result<Route, Error> {
     if path == DISCOVERY_PATH {
         return Ok(Route::Discovery);
     }
@@ -449,9 +655,115 @@ fn match_path(path: &str) -> Result<Route, Error> {
             },
             st,
         ),
+        ["admin", rest @ ..] => admin_route(method, rest, path),
         _ => Err(not_found(path)),
     }
 }
 
+/// The admin operation of `method` on `/v1/admin/<rest>`: 405 listing the
+/// path's methods when it has no such operation.
+fn admin_route(method: &Method, rest: &[&str], path: &str) -> Result<Route, Error> {
+    use AdminRoute as A;
+    let pick = |choices: &[(Method, AdminRoute)], allow: &'static [Method]| {
+        choices
+            .iter()
+            .find(|(m, _)| m == method)
+            .map(|(_, r)| Route::Admin(r.clone()))
+            .ok_or_else(|| Error::MethodNotAllowed {
+                method: method.clone(),
+                allow,
+            })
+    };
+    let release = |release: PublishTarget, action: Option<&str>| match action {
+        None => pick(&[(Method::DELETE, A::Delete { release })], DELETE),
+        Some(a) => match LifecycleAction::parse(a) {
+            Some(action) => pick(&[(Method::POST, A::Lifecycle { release, action })], POST),
+            None => Err(not_found(path)),
+        },
+    };
+    match rest {
+        ["tokens"] => pick(
+            &[(Method::GET, A::ListTokens), (Method::POST, A::CreateToken)],
+            GET_POST,
+        ),
+        ["tokens", id] => {
+            let id = token_id(id)?;
+            pick(&[(Method::DELETE, A::RevokeToken { id })], DELETE)
+        }
+        ["keys", ns] => {
+            let namespace = crate::address::namespace(ns)?;
+            pick(
+                &[
+                    (
+                        Method::GET,
+                        A::ListKeys {
+                            namespace: namespace.clone(),
+                        },
+                    ),
+                    (Method::POST, A::AddKeys { namespace }),
+                ],
+                GET_POST,
+            )
+        }
+        ["keys", ns, key_id] => {
+            let namespace = crate::address::namespace(ns)?;
+            let key_id = key_id_segment(key_id)?;
+            pick(
+                &[(Method::DELETE, A::RemoveKey { namespace, key_id })],
+                DELETE,
+            )
+        }
+        ["providers", ns, ty, v, action @ ..] if action.len() <= 1 => release(
+            PublishTarget::Provider {
+                provider: ProviderName::parse(ns, ty)?,
+                version: Version::parse(v)?,
+            },
+            action.first().copied(),
+        ),
+        ["modules", ns, name, system, v, action @ ..] if action.len() <= 1 => release(
+            PublishTarget::Module {
+                module: ModuleName::parse(ns, name, system)?,
+                version: Version::parse(v)?,
+            },
+            action.first().copied(),
+        ),
+        ["mirror", host, ns, ty, v, action @ ..] if action.len() <= 1 => release(
+            PublishTarget::Mirror {
+                hostname: Hostname::parse(host)?,
+                provider: ProviderName::parse(ns, ty)?,
+                version: Version::parse(v)?,
+            },
+            action.first().copied(),
+        ),
+        ["audit"] => pick(&[(Method::GET, A::Audit)], GET),
+        _ => Err(not_found(path)),
+    }
+}
+
+/// A token's public id: [`crate::auth::TOKEN_ID_LEN`] hex digits, lowercase.
+fn token_id(s: &str) -> Result<String, Error> {
+    if s.len() == crate::auth::TOKEN_ID_LEN && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(s.to_ascii_lowercase())
+    } else {
+        Err(Error::bad(format!(
+            "invalid token id {:?}: {} hex digits, as `tfreg token list` shows",
+            s.chars().take(40).collect::<String>(),
+            crate::auth::TOKEN_ID_LEN
+        )))
+    }
+}
+
+/// An OpenPGP key id: 16 hex digits, uppercase.
+fn key_id_segment(s: &str) -> Result<String, Error> {
+    if s.len() == 16 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(s.to_ascii_uppercase())
+    } else {
+        Err(Error::bad(format!(
+            "invalid key id {:?}: 16 hex digits, as `tfreg key list` shows",
+            s.chars().take(40).collect::<String>()
+        )))
+    }
+}
+
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -41,9 +41,21 @@ pub struct ServeArgs {
     /// Lifetime of archive download and upload URLs, in seconds.
     #[arg(long, default_value_t = DEFAULT_URL_TTL_SECS, value_parser = clap::value_parser!(u64).range(1..=MAX_URL_TTL_SECS))]
     url_ttl: u64,
-    /// Require a token (read or publish scope) for every read endpoint.
+    /// Require a token for every read (versions, downloads, mirror). Without
+    /// it, anyone who reaches the port may read (a laptop default; a deployed
+    /// stack is private unless its AnonymousReads parameter says otherwise).
     #[arg(long)]
-    require_read_token: bool,
+    private: bool,
+    /// Publish provider releases only when a key registered for their
+    /// namespace (`tfreg key add`) verifies them, in every namespace.
+    #[arg(long)]
+    require_namespace_keys: bool,
+    /// Seconds a verified token is trusted without looking it up again: how
+    /// long a token revoked by another process (`tfreg token revoke
+    /// --data-dir`) may keep working here. Revoking through this server's
+    /// admin API takes effect at once.
+    #[arg(long, default_value_t = tfreg::auth::DEFAULT_TOKEN_CACHE_SECS, value_parser = clap::value_parser!(u64).range(0..=tfreg::auth::MAX_TOKEN_CACHE_SECS))]
+    token_cache_secs: u64,
     /// Connections served at once; more wait until one closes.
     #[arg(long, default_value_t = listener::DEFAULT_MAX_CONNECTIONS)]
     max_connections: std::num::NonZeroUsize,
@@ -165,7 +177,16 @@ async fn start(args: &ServeArgs) -> Result<Ready> {
     }
     let mut config = Config::new(hostname.clone());
     config.url_ttl_secs = args.url_ttl;
-    config.require_read_token = args.require_read_token;
+    config.anonymous_reads = !args.private;
+    config.require_namespace_keys = args.require_namespace_keys;
+    config.token_cache_secs = args.token_cache_secs;
+    if config.anonymous_reads {
+        tracing::warn!(
+            "reads are open to anyone who reaches this port (no token needed); start with --private to require one"
+        );
+    } else {
+        tracing::info!("private: every read needs a token");
+    }
     // Opening waits for a lock another process holds: off the async threads,
     // so that a stop signal is still heard meanwhile.
     let opening = dir.clone();

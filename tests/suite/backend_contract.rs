@@ -326,6 +326,7 @@ async fn version_lists_are_complete_and_in_semver_order(r: TestRegistry) {
                 key: BlobKey::parse("archives/k.tar.gz").unwrap(),
             },
             published_at: 0,
+            lifecycle: Default::default(),
         };
         catalog::put_module_release(
             r.registry.items.as_ref(),

@@ -190,7 +190,7 @@ async fn bad_publish_bodies_are_refused_after_the_token() {
 async fn read_tokens_when_required() {
     let open = TestRegistry::embedded().await;
     let r = open.reconfigure(|mut reg: Registry| {
-        reg.config.require_read_token = true;
+        reg.config.anonymous_reads = false;
         reg
     });
     let path = "/v1/modules/acme/m/aws/versions";
@@ -200,7 +200,7 @@ async fn read_tokens_when_required() {
     );
     let resp = r.get(path).await;
     assert_eq!(resp.status, StatusCode::UNAUTHORIZED);
-    assert!(resp.error().contains("requires a token"));
+    assert!(resp.error().contains("needs a token"));
     let resp = r.get_with(path, "tfreg_nope").await;
     assert_eq!(resp.status, StatusCode::UNAUTHORIZED);
     assert!(resp.error().contains("not valid"));
@@ -228,7 +228,11 @@ async fn read_tokens_when_required() {
         .publish_step(&mirror, PublishStep::Begin, &ns, &Default::default())
         .await;
     assert_eq!(resp.status, StatusCode::FORBIDDEN);
-    assert!(resp.error().contains("without a namespace limit"));
+    assert!(
+        resp.error().contains("does not cover the whole registry"),
+        "{}",
+        resp.error()
+    );
 }
 
 /// An item store that fails every call with `error` (a unit-level stand-in for
@@ -247,6 +251,9 @@ impl ItemStore for FailingStore {
         Err((self.0)())
     }
     async fn take(&self, _: &str, _: &str) -> Result<Option<Item>, StoreError> {
+        Err((self.0)())
+    }
+    async fn touch(&self, _: &str, _: &str, _: u64, _: u64) -> Result<bool, StoreError> {
         Err((self.0)())
     }
 }

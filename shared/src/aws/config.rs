@@ -20,8 +20,15 @@ pub const PUBLIC_URL: &str = "TFREG_PUBLIC_URL";
 /// [`DEFAULT_URL_TTL_SECS`](crate::registry::DEFAULT_URL_TTL_SECS), at most
 /// [`MAX_URL_TTL_SECS`](crate::registry::MAX_URL_TTL_SECS).
 pub const URL_TTL: &str = "TFREG_URL_TTL";
-/// `true` to require a token for reads; default `false`.
-pub const REQUIRE_READ_TOKEN: &str = "TFREG_REQUIRE_READ_TOKEN";
+/// `true` to let anyone read without a token; default `false` (private).
+pub const ANONYMOUS_READS: &str = "TFREG_ANONYMOUS_READS";
+/// `true` to publish provider releases only when a key registered for their
+/// namespace verifies them, in every namespace; default `false`.
+pub const REQUIRE_NAMESPACE_KEYS: &str = "TFREG_REQUIRE_NAMESPACE_KEYS";
+/// Seconds a function trusts a token it verified (0 to 300; default
+/// [`DEFAULT_TOKEN_CACHE_SECS`](crate::auth::DEFAULT_TOKEN_CACHE_SECS)): how
+/// long a revoked token may keep working.
+pub const TOKEN_CACHE_SECS: &str = "TFREG_TOKEN_CACHE_SECS";
 /// `true` for path-style S3 URLs (S3 emulators); default `false`.
 pub const S3_FORCE_PATH_STYLE: &str = "TFREG_S3_FORCE_PATH_STYLE";
 /// `tracing` filter of the functions' JSON logs; default `info`.
@@ -32,13 +39,15 @@ pub const LOG: &str = "TFREG_LOG";
 pub const ENDPOINT: &str = "TFREG_ENDPOINT";
 
 /// Every variable above: what a deployment may set.
-pub const ALL: [&str; 9] = [
+pub const ALL: [&str; 11] = [
     TABLE,
     BUCKET,
     HOSTNAME,
     PUBLIC_URL,
     URL_TTL,
-    REQUIRE_READ_TOKEN,
+    ANONYMOUS_READS,
+    REQUIRE_NAMESPACE_KEYS,
+    TOKEN_CACHE_SECS,
     S3_FORCE_PATH_STYLE,
     LOG,
     ENDPOINT,
@@ -80,7 +89,9 @@ pub struct Settings {
     pub hostname: Hostname,
     pub public_url: String,
     pub url_ttl: Duration,
-    pub require_read_token: bool,
+    pub anonymous_reads: bool,
+    pub require_namespace_keys: bool,
+    pub token_cache: Duration,
     pub s3_force_path_style: bool,
 }
 
@@ -144,13 +155,33 @@ impl Settings {
             }
             None => Duration::from_secs(DEFAULT_URL_TTL_SECS),
         };
+        let token_cache = match get(TOKEN_CACHE_SECS).filter(|v| !v.trim().is_empty()) {
+            Some(v) => {
+                let secs: u64 = v
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|s| *s <= crate::auth::MAX_TOKEN_CACHE_SECS)
+                    .ok_or_else(|| ConfigError::Invalid {
+                        name: TOKEN_CACHE_SECS,
+                        reason: format!(
+                            "{v:?} is not a number of seconds from 0 to {}",
+                            crate::auth::MAX_TOKEN_CACHE_SECS
+                        ),
+                    })?;
+                Duration::from_secs(secs)
+            }
+            None => Duration::from_secs(crate::auth::DEFAULT_TOKEN_CACHE_SECS),
+        };
         Ok(Settings {
             table: required(TABLE)?,
             bucket: required(BUCKET)?,
             hostname,
             public_url,
             url_ttl,
-            require_read_token: flag(&get, REQUIRE_READ_TOKEN)?,
+            anonymous_reads: flag(&get, ANONYMOUS_READS)?,
+            require_namespace_keys: flag(&get, REQUIRE_NAMESPACE_KEYS)?,
+            token_cache,
             s3_force_path_style: flag(&get, S3_FORCE_PATH_STYLE)?,
         })
     }
@@ -160,7 +191,9 @@ impl Settings {
         let mut config = crate::Config::new(self.hostname.clone());
         config.public_url = self.public_url.clone();
         config.url_ttl_secs = self.url_ttl.as_secs();
-        config.require_read_token = self.require_read_token;
+        config.anonymous_reads = self.anonymous_reads;
+        config.require_namespace_keys = self.require_namespace_keys;
+        config.token_cache_secs = self.token_cache.as_secs();
         config
     }
 }
@@ -216,7 +249,11 @@ mod tests {
         let s = settings(&BASE).unwrap();
         assert_eq!(s.public_url, "https://registry.example.com");
         assert_eq!(s.url_ttl, Duration::from_secs(DEFAULT_URL_TTL_SECS));
-        assert!(!s.require_read_token && !s.s3_force_path_style);
+        assert!(!s.anonymous_reads && !s.require_namespace_keys && !s.s3_force_path_style);
+        assert_eq!(
+            s.token_cache.as_secs(),
+            crate::auth::DEFAULT_TOKEN_CACHE_SECS
+        );
         for missing in [TABLE, BUCKET, HOSTNAME] {
             let vars: Vec<_> = BASE
                 .iter()
@@ -234,7 +271,9 @@ mod tests {
             (URL_TTL, "soon"),
             (URL_TTL, "0"),
             (URL_TTL, "86401"),
-            (REQUIRE_READ_TOKEN, "yes"),
+            (ANONYMOUS_READS, "yes"),
+            (TOKEN_CACHE_SECS, "301"),
+            (TOKEN_CACHE_SECS, "-1"),
             (PUBLIC_URL, "ftp://x"),
             (HOSTNAME, "a/b"),
         ] {

@@ -6,7 +6,9 @@
 //! version is readable right after its publish); `query_page` one `Query`
 //! (1 MB pages, followed by [`crate::storage::query_all`]); `put` one
 //! `PutItem`, conditional (`attribute_not_exists(pk)`) for a publish; `take`
-//! one `DeleteItem` returning the old item (atomic: one taker wins).
+//! one `DeleteItem` returning the old item (atomic: one taker wins); `touch`
+//! one conditional `UpdateItem` of the `touched_at` attribute alone (the read
+//! functions' roles may update nothing else, and only token items).
 
 use std::collections::HashMap;
 
@@ -25,7 +27,12 @@ pub const SK: &str = "sk";
 const DATA: &str = "data";
 /// The table's TTL attribute (number, unix seconds; template.yaml enables it).
 pub const EXPIRES_AT: &str = "expires_at";
+/// When a token was last used (number, unix seconds): the one attribute the
+/// read functions may update (template.yaml).
+pub const TOUCHED_AT: &str = "touched_at";
 const ABSENT: &str = "attribute_not_exists(pk)";
+/// `data` is a reserved word in expressions.
+const UNCHANGED: &str = "#data = :old";
 
 /// The DynamoDB item store.
 #[derive(Clone, Debug)]
@@ -46,7 +53,20 @@ fn to_attrs(item: &Item) -> HashMap<String, AttributeValue> {
     if let Some(at) = item.expires_at {
         attrs.insert(EXPIRES_AT.to_string(), AttributeValue::N(at.to_string()));
     }
+    if let Some(at) = item.touched_at {
+        attrs.insert(TOUCHED_AT.to_string(), AttributeValue::N(at.to_string()));
+    }
     attrs
+}
+
+fn number(attrs: &HashMap<String, AttributeValue>, name: &str) -> Result<Option<u64>, StoreError> {
+    match attrs.get(name) {
+        Some(AttributeValue::N(n)) => n
+            .parse()
+            .map(Some)
+            .map_err(|_| StoreError::Internal(format!("item with a bad {name}: {n}"))),
+        _ => Ok(None),
+    }
 }
 
 fn from_attrs(attrs: &HashMap<String, AttributeValue>) -> Result<Item, StoreError> {
@@ -64,18 +84,12 @@ fn from_attrs(attrs: &HashMap<String, AttributeValue>) -> Result<Item, StoreErro
             ));
         }
     };
-    let expires_at = match attrs.get(EXPIRES_AT) {
-        Some(AttributeValue::N(n)) => Some(
-            n.parse()
-                .map_err(|_| StoreError::Internal(format!("item with a bad {EXPIRES_AT}: {n}")))?,
-        ),
-        _ => None,
-    };
     Ok(Item {
         pk: s(PK)?,
         sk: s(SK)?,
         data,
-        expires_at,
+        expires_at: number(attrs, EXPIRES_AT)?,
+        touched_at: number(attrs, TOUCHED_AT)?,
     })
 }
 
@@ -192,8 +206,15 @@ impl ItemStore for DynamoStore {
             .put_item()
             .table_name(&self.table)
             .set_item(Some(to_attrs(&item)));
-        if condition == Condition::IfAbsent {
-            put = put.condition_expression(ABSENT);
+        match condition {
+            Condition::Always => {}
+            Condition::IfAbsent => put = put.condition_expression(ABSENT),
+            Condition::IfUnchanged(old) => {
+                put = put
+                    .condition_expression(UNCHANGED)
+                    .expression_attribute_names("#data", DATA)
+                    .expression_attribute_values(":old", AttributeValue::B(Blob::new(old)));
+            }
         }
         match put.send().await {
             Ok(_) => Ok(()),
@@ -223,5 +244,37 @@ impl ItemStore for DynamoStore {
             .as_ref()
             .map(from_attrs)
             .transpose()
+    }
+
+    async fn touch(
+        &self,
+        pk: &str,
+        sk: &str,
+        at: u64,
+        unless_after: u64,
+    ) -> Result<bool, StoreError> {
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(PK, AttributeValue::S(pk.into()))
+            .key(SK, AttributeValue::S(sk.into()))
+            .update_expression("SET #t = :at")
+            .condition_expression(
+                "attribute_exists(pk) AND (attribute_not_exists(#t) OR #t < :after)",
+            )
+            .expression_attribute_names("#t", TOUCHED_AT)
+            .expression_attribute_values(":at", AttributeValue::N(at.to_string()))
+            .expression_attribute_values(":after", AttributeValue::N(unless_after.to_string()));
+        match update.send().await {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(backend(e)),
+        }
     }
 }

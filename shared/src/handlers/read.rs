@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use http::StatusCode;
 
 use crate::address::{Hostname, ProviderName};
-use crate::catalog::{self, Origin, ProviderRelease};
+use crate::catalog::{self, Lifecycle, Origin, ProviderRelease};
 use crate::error::Error;
 use crate::http_types::{Response, empty, header_value, json};
 use crate::protocol::*;
@@ -40,12 +40,16 @@ pub async fn handle(registry: &Registry, route: ReadRoute) -> Result<Response, E
         }
         ReadRoute::ModuleVersions { module } => {
             let releases = catalog::module_releases(registry.items.as_ref(), &module).await?;
-            if releases.is_empty() {
-                return Err(Error::not_found(format!("module {module} not found")));
-            }
+            let releases = listed(releases, |r| &r.lifecycle, || format!("module {module}"))?;
             let versions = releases
                 .into_iter()
-                .map(|r| ModuleVersionEntry { version: r.version })
+                .map(|r| ModuleVersionEntry {
+                    version: r.version,
+                    deprecation: r
+                        .lifecycle
+                        .deprecated
+                        .map(|d| ModuleDeprecation { reason: d.message }),
+                })
                 .collect();
             Ok(json(
                 StatusCode::OK,
@@ -101,6 +105,50 @@ pub async fn handle(registry: &Registry, route: ReadRoute) -> Result<Response, E
     }
 }
 
+/// The releases a versions list shows: all but the yanked ones. 404 when
+/// nothing is published, or everything is yanked (exact downloads still work).
+fn listed<T>(
+    releases: Vec<T>,
+    lifecycle: impl Fn(&T) -> &Lifecycle,
+    what: impl Fn() -> String,
+) -> Result<Vec<T>, Error> {
+    if releases.is_empty() {
+        return Err(Error::not_found(format!("{} not found", what())));
+    }
+    let listed: Vec<T> = releases
+        .into_iter()
+        .filter(|r| lifecycle(r).listed())
+        .collect();
+    if listed.is_empty() {
+        return Err(Error::not_found(format!(
+            "every version of {} is yanked",
+            what()
+        )));
+    }
+    Ok(listed)
+}
+
+/// One warning per deprecation message, naming its versions in order:
+/// `versions 1.0.0, 1.1.0 are deprecated: use 2.x`.
+fn deprecation_warnings(releases: &[ProviderRelease]) -> Vec<String> {
+    let mut by_message: Vec<(&str, Vec<&str>)> = Vec::new();
+    for r in releases {
+        if let Some(d) = &r.lifecycle.deprecated {
+            match by_message.iter_mut().find(|(m, _)| *m == d.message) {
+                Some((_, versions)) => versions.push(&r.version),
+                None => by_message.push((&d.message, vec![&r.version])),
+            }
+        }
+    }
+    by_message
+        .into_iter()
+        .map(|(message, versions)| match versions.as_slice() {
+            [one] => format!("version {one} is deprecated: {message}"),
+            many => format!("versions {} are deprecated: {message}", many.join(", ")),
+        })
+        .collect()
+}
+
 /// Providers published here are mirrored under the registry's own hostname;
 /// any other hostname is looked up among the imported mirror providers.
 fn origin_of(registry: &Registry, hostname: &Hostname) -> Origin {
@@ -122,12 +170,11 @@ async fn mirror_releases(
         provider,
     )
     .await?;
-    if releases.is_empty() {
-        return Err(Error::not_found(format!(
-            "provider {hostname}/{provider} not found in this mirror"
-        )));
-    }
-    Ok(releases)
+    listed(
+        releases,
+        |r| &r.lifecycle,
+        || format!("provider {hostname}/{provider} in this mirror"),
+    )
 }
 
 async fn provider_versions(
@@ -136,9 +183,12 @@ async fn provider_versions(
 ) -> Result<Response, Error> {
     let releases =
         catalog::provider_releases(registry.items.as_ref(), &Origin::Registry, provider).await?;
-    if releases.is_empty() {
-        return Err(Error::not_found(format!("provider {provider} not found")));
-    }
+    let releases = listed(
+        releases,
+        |r| &r.lifecycle,
+        || format!("provider {provider}"),
+    )?;
+    let warnings = deprecation_warnings(&releases);
     let versions = releases
         .into_iter()
         .map(|r| ProviderVersionEntry {
@@ -154,7 +204,10 @@ async fn provider_versions(
                 .collect(),
         })
         .collect();
-    Ok(json(StatusCode::OK, &ProviderVersions { versions }))
+    Ok(json(
+        StatusCode::OK,
+        &ProviderVersions { versions, warnings },
+    ))
 }
 
 async fn provider_download(

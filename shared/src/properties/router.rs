@@ -208,6 +208,11 @@ impl Parts {
                 step: self.step,
             })
         }));
+        all.extend(
+            crate::router::tests::admin_routes(&self.targets())
+                .into_iter()
+                .map(Route::Admin),
+        );
         all
     }
 }
@@ -256,8 +261,17 @@ proptest! {
         if r.methods().contains(&m) {
             prop_assert_eq!(route(&m, &path).ok(), Some(r));
         } else {
-            let is_405 = matches!(route(&m, &path), Err(Error::MethodNotAllowed { .. }));
-            prop_assert!(is_405, "{} {} is not a 405", m, path);
+            match route(&m, &path) {
+                // An admin path with another operation for this method.
+                Ok(other) => prop_assert!(
+                    matches!(other, Route::Admin(_)) && other.path() == path && other.methods().contains(&m),
+                    "{} {} routed to {:?}", m, path, other
+                ),
+                Err(e) => {
+                    let is_405 = matches!(e, Error::MethodNotAllowed { .. });
+                    prop_assert!(is_405, "{} {} is not a 405", m, path);
+                }
+            }
         }
     }
 

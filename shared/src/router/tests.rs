@@ -138,8 +138,9 @@ fn paths_built_from_routes_route_back_to_them() {
             })
         })
     });
+    let admin = admin_routes(&targets).into_iter().map(Route::Admin);
     let mut endpoints = std::collections::HashSet::new();
-    for r in routes.into_iter().chain(publishes) {
+    for r in routes.into_iter().chain(publishes).chain(admin) {
         let path = r.path();
         let method = &r.methods()[0];
         assert_eq!(route(method, &path).unwrap(), r, "{path}");
@@ -154,6 +155,84 @@ fn paths_built_from_routes_route_back_to_them() {
         let text: String = t.clone().into();
         assert_eq!(PublishTarget::try_from(text).unwrap(), t);
     }
+}
+
+/// One of every admin operation, on these releases.
+pub(crate) fn admin_routes(targets: &[PublishTarget]) -> Vec<AdminRoute> {
+    let mut all = vec![
+        AdminRoute::ListTokens,
+        AdminRoute::CreateToken,
+        AdminRoute::RevokeToken {
+            id: "0123456789ab".into(),
+        },
+        AdminRoute::ListKeys {
+            namespace: "team".into(),
+        },
+        AdminRoute::AddKeys {
+            namespace: "team".into(),
+        },
+        AdminRoute::RemoveKey {
+            namespace: "team".into(),
+            key_id: "0123456789ABCDEF".into(),
+        },
+        AdminRoute::Audit,
+    ];
+    for release in targets {
+        all.push(AdminRoute::Delete {
+            release: release.clone(),
+        });
+        for action in LifecycleAction::ALL {
+            all.push(AdminRoute::Lifecycle {
+                release: release.clone(),
+                action,
+            });
+        }
+    }
+    all
+}
+
+#[test]
+fn admin_paths_pick_their_operation_by_method() {
+    let tokens = "/v1/admin/tokens";
+    assert_eq!(
+        route(&Method::GET, tokens).unwrap(),
+        Route::Admin(AdminRoute::ListTokens)
+    );
+    assert_eq!(
+        route(&Method::POST, tokens).unwrap(),
+        Route::Admin(AdminRoute::CreateToken)
+    );
+    assert!(matches!(
+        route(&Method::PUT, tokens),
+        Err(Error::MethodNotAllowed { allow, .. }) if allow == [Method::GET, Method::POST]
+    ));
+    assert!(matches!(
+        route(&Method::DELETE, "/v1/admin/tokens/0123456789AB").unwrap(),
+        Route::Admin(AdminRoute::RevokeToken { id }) if id == "0123456789ab"
+    ));
+    assert!(matches!(
+        route(&Method::DELETE, "/v1/admin/tokens/xyz"),
+        Err(Error::BadRequest(_))
+    ));
+    assert!(matches!(
+        route(&Method::POST, "/v1/admin/providers/ns/null/1.0.0/yank").unwrap(),
+        Route::Admin(AdminRoute::Lifecycle {
+            action: LifecycleAction::Yank,
+            ..
+        })
+    ));
+    assert!(matches!(
+        route(&Method::POST, "/v1/admin/providers/ns/null/1.0.0/explode"),
+        Err(Error::NotFound(_))
+    ));
+    assert!(matches!(
+        route(&Method::GET, "/v1/admin/modules/ns/m/aws/1.0.0"),
+        Err(Error::MethodNotAllowed { .. })
+    ));
+    assert!(matches!(
+        route(&Method::DELETE, "/v1/admin/keys/ns/abc"),
+        Err(Error::BadRequest(_))
+    ));
 }
 
 #[test]

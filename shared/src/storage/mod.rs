@@ -6,6 +6,7 @@
 //! DynamoDB in AWS. Archives go to a [`BlobStore`]: a directory locally
 //! ([`fs`]), S3 in AWS.
 
+pub mod counting;
 pub mod fs;
 pub mod sqlite;
 
@@ -20,8 +21,9 @@ pub use crate::blob_key::BlobKey;
 /// A failure of a storage backend.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// A conditional write found the item already there.
-    #[error("condition failed: the item already exists")]
+    /// A conditional write's condition did not hold: the item already
+    /// existed ([`Condition::IfAbsent`]) or had changed ([`Condition::IfUnchanged`]).
+    #[error("condition failed: the item was there already, or had changed")]
     ConditionFailed,
     /// The object or item does not exist.
     #[error("{0} not found")]
@@ -68,6 +70,10 @@ pub struct Item {
     /// TTL, the embedded store's hourly sweep. Deletion is lazy (DynamoDB takes
     /// up to days): whoever reads such an item checks its time itself.
     pub expires_at: Option<u64>,
+    /// When (unix seconds) the item was last used, set only by
+    /// [`ItemStore::touch`] (a token's last use). Kept apart from `data` so a
+    /// function allowed to touch an item cannot change what it holds.
+    pub touched_at: Option<u64>,
 }
 
 impl Item {
@@ -78,6 +84,7 @@ impl Item {
             sk: sk.into(),
             data,
             expires_at: None,
+            touched_at: None,
         }
     }
 
@@ -99,13 +106,17 @@ pub struct Page {
 }
 
 /// When a put may happen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Condition {
     /// Always: create or replace.
     Always,
     /// Only if no item with the same keys exists; else
     /// [`StoreError::ConditionFailed`] and nothing changes.
     IfAbsent,
+    /// Only if the item exists and its `data` is exactly this (compare and
+    /// swap: a read-modify-write that lost a race fails instead of undoing
+    /// the other write, or bringing back a deleted item).
+    IfUnchanged(Vec<u8>),
 }
 
 /// Metadata storage with DynamoDB's semantics.
@@ -127,6 +138,16 @@ pub trait ItemStore: Send + Sync {
     /// Delete one item and return what it held, atomically: of several
     /// concurrent takes of one item, exactly one gets it.
     async fn take(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError>;
+    /// Set an existing item's `touched_at` to `at`, unless it is already at
+    /// or after `unless_after`; `data` is not touched. `Ok(true)` when it was
+    /// set; a missing item is `Ok(false)`, not an error.
+    async fn touch(
+        &self,
+        pk: &str,
+        sk: &str,
+        at: u64,
+        unless_after: u64,
+    ) -> Result<bool, StoreError>;
 }
 
 /// Read every page of a partition query.

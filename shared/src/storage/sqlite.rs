@@ -126,7 +126,7 @@ impl SqliteStore {
         .await
     }
 
-    /// The one item `sql` (with `pk`, `sk` as ?1, ?2) returns as `data, expires_at`.
+    /// The one item `sql` (with `pk`, `sk` as ?1, ?2) returns as `data, expires_at, touched_at`.
     async fn one_item(
         &self,
         sql: &'static str,
@@ -136,21 +136,30 @@ impl SqliteStore {
         let (pk, sk) = (pk.to_string(), sk.to_string());
         self.with_conn(move |c| {
             c.query_row(sql, params![pk, sk], |row| {
-                Ok((row.get::<_, Vec<u8>>(0)?, row.get::<_, Option<i64>>(1)?))
+                Ok((
+                    row.get::<_, Vec<u8>>(0)?,
+                    row.get::<_, Option<i64>>(1)?,
+                    row.get::<_, Option<i64>>(2)?,
+                ))
             })
             .optional()
             .map_err(sqlite_error)
             .map(|found| {
-                found.map(|(data, expires_at)| Item {
+                found.map(|(data, expires_at, touched_at)| Item {
                     pk,
                     sk,
                     data,
-                    expires_at: expires_at.map(|t| t.max(0) as u64),
+                    expires_at: unix(expires_at),
+                    touched_at: unix(touched_at),
                 })
             })
         })
         .await
     }
+}
+
+fn unix(t: Option<i64>) -> Option<u64> {
+    t.map(|t| t.max(0) as u64)
 }
 
 /// Settings and schema of a new connection.
@@ -168,18 +177,20 @@ fn init(conn: Connection) -> Result<Connection, StoreError> {
          ) WITHOUT ROWID;",
     )
     .map_err(sqlite_error)?;
-    // A database made before items could expire: add the column.
-    let has_expiry: bool = conn
-        .query_row(
-            "SELECT COUNT(*) FROM pragma_table_info('items') WHERE name = 'expires_at'",
-            [],
-            |row| row.get::<_, i64>(0),
-        )
-        .map_err(sqlite_error)?
-        > 0;
-    if !has_expiry {
-        conn.execute_batch("ALTER TABLE items ADD COLUMN expires_at INTEGER;")
-            .map_err(sqlite_error)?;
+    // A database made before items could expire or be touched: add the columns.
+    for column in ["expires_at", "touched_at"] {
+        let present: bool = conn
+            .query_row(
+                "SELECT COUNT(*) FROM pragma_table_info('items') WHERE name = ?1",
+                [column],
+                |row| row.get::<_, i64>(0),
+            )
+            .map_err(sqlite_error)?
+            > 0;
+        if !present {
+            conn.execute_batch(&format!("ALTER TABLE items ADD COLUMN {column} INTEGER;"))
+                .map_err(sqlite_error)?;
+        }
     }
     Ok(conn)
 }
@@ -188,7 +199,7 @@ fn init(conn: Connection) -> Result<Connection, StoreError> {
 impl ItemStore for SqliteStore {
     async fn get(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
         self.one_item(
-            "SELECT data, expires_at FROM items WHERE pk = ?1 AND sk = ?2",
+            "SELECT data, expires_at, touched_at FROM items WHERE pk = ?1 AND sk = ?2",
             pk,
             sk,
         )
@@ -206,7 +217,7 @@ impl ItemStore for SqliteStore {
         self.with_conn(move |c| {
             let mut stmt = c
                 .prepare_cached(
-                    "SELECT sk, data, expires_at FROM items
+                    "SELECT sk, data, expires_at, touched_at FROM items
                      WHERE pk = ?1 AND substr(sk, 1, ?2) = ?3 AND (?4 IS NULL OR sk > ?4)
                      ORDER BY sk LIMIT ?5",
                 )
@@ -225,7 +236,8 @@ impl ItemStore for SqliteStore {
                             pk: pk.clone(),
                             sk: row.get(0)?,
                             data: row.get(1)?,
-                            expires_at: row.get::<_, Option<i64>>(2)?.map(|t| t.max(0) as u64),
+                            expires_at: unix(row.get(2)?),
+                            touched_at: unix(row.get(3)?),
                         })
                     },
                 )
@@ -244,25 +256,27 @@ impl ItemStore for SqliteStore {
 
     async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError> {
         self.with_conn(move |c| {
-            let sql = match condition {
-                Condition::Always => {
-                    "INSERT OR REPLACE INTO items (pk, sk, data, expires_at) VALUES (?1, ?2, ?3, ?4)"
-                }
-                Condition::IfAbsent => {
-                    "INSERT OR IGNORE INTO items (pk, sk, data, expires_at) VALUES (?1, ?2, ?3, ?4)"
-                }
-            };
-            let changed = c
-                .execute(
-                    sql,
-                    params![
-                        item.pk,
-                        item.sk,
-                        item.data,
-                        item.expires_at.map(|t| t as i64)
-                    ],
-                )
-                .map_err(sqlite_error)?;
+            let expires_at = item.expires_at.map(|t| t as i64);
+            let touched_at = item.touched_at.map(|t| t as i64);
+            let row = params![item.pk, item.sk, item.data, expires_at, touched_at];
+            let changed = match condition {
+                Condition::Always => c.execute(
+                    "INSERT OR REPLACE INTO items (pk, sk, data, expires_at, touched_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                    row,
+                ),
+                Condition::IfAbsent => c.execute(
+                    "INSERT OR IGNORE INTO items (pk, sk, data, expires_at, touched_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                    row,
+                ),
+                Condition::IfUnchanged(old) => c.execute(
+                    "UPDATE items SET data = ?3, expires_at = ?4, touched_at = ?5
+                     WHERE pk = ?1 AND sk = ?2 AND data = ?6",
+                    params![item.pk, item.sk, item.data, expires_at, touched_at, old],
+                ),
+            }
+            .map_err(sqlite_error)?;
             if changed == 0 {
                 return Err(StoreError::ConditionFailed);
             }
@@ -273,10 +287,30 @@ impl ItemStore for SqliteStore {
 
     async fn take(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
         self.one_item(
-            "DELETE FROM items WHERE pk = ?1 AND sk = ?2 RETURNING data, expires_at",
+            "DELETE FROM items WHERE pk = ?1 AND sk = ?2 RETURNING data, expires_at, touched_at",
             pk,
             sk,
         )
+        .await
+    }
+
+    async fn touch(
+        &self,
+        pk: &str,
+        sk: &str,
+        at: u64,
+        unless_after: u64,
+    ) -> Result<bool, StoreError> {
+        let (pk, sk) = (pk.to_string(), sk.to_string());
+        self.with_conn(move |c| {
+            c.execute(
+                "UPDATE items SET touched_at = ?3 WHERE pk = ?1 AND sk = ?2
+                 AND (touched_at IS NULL OR touched_at < ?4)",
+                params![pk, sk, at as i64, unless_after as i64],
+            )
+            .map(|n| n > 0)
+            .map_err(sqlite_error)
+        })
         .await
     }
 }

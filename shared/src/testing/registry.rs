@@ -6,7 +6,7 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode};
 
 use crate::address::Hostname;
-use crate::auth::{Scope, TokenRecord};
+use crate::auth::{NewToken, Scope};
 use crate::protocol::{PublishBegin, PublishRequest};
 use crate::registry::{Config, Registry};
 use crate::router::{PublishRoute, PublishStep, PublishTarget};
@@ -73,6 +73,8 @@ pub struct TestRegistry {
 pub fn test_config() -> Config {
     let mut config = Config::new(Hostname::parse(HOST).expect("valid hostname"));
     config.public_url = PUBLIC_URL.into();
+    // Most tests read without a token; the access tests close it.
+    config.anonymous_reads = true;
     config
 }
 
@@ -185,15 +187,26 @@ impl TestRegistry {
 
     /// A token for this registry.
     pub async fn token(&self, scope: Scope, namespace: Option<&str>) -> String {
-        let record = TokenRecord {
-            scope,
-            namespace: namespace.map(str::to_string),
-            created_at: 0,
-            description: None,
-        };
-        crate::auth::create_token(self.registry.items.as_ref(), record)
-            .await
-            .expect("create token")
+        self.token_with(NewToken {
+            name: format!("test-{scope}"),
+            scopes: vec![scope],
+            namespaces: namespace.map(str::to_string).into_iter().collect(),
+            expires_at: None,
+        })
+        .await
+    }
+
+    /// A token as described.
+    pub async fn token_with(&self, new: NewToken) -> String {
+        crate::auth::create_token(
+            self.registry.items.as_ref(),
+            new,
+            self.registry.now(),
+            &crate::auth::Principal::Operator.actor(),
+        )
+        .await
+        .expect("create token")
+        .0
     }
 
     /// One request to the registry (`path` may carry a query string).

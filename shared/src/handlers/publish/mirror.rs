@@ -74,6 +74,7 @@ pub(super) async fn complete(
         shasums_signature: None,
         signing_key: None,
         published_at: registry.now(),
+        lifecycle: Default::default(),
     };
     let origin = Origin::Mirror(hostname.clone());
     let outcome = catalog::put_provider_release(
@@ -87,6 +88,7 @@ pub(super) async fn complete(
     Ok(Recorded {
         outcome,
         address: format!("{hostname}/{provider}"),
+        signed_by: None,
         warnings: vec![],
     })
 }

@@ -12,7 +12,6 @@ mod staging;
 
 use http::{HeaderMap, StatusCode};
 
-use crate::auth;
 use crate::blob_key::{BlobKey, FileName, UploadId};
 use crate::catalog::PutOutcome;
 use crate::error::Error;
@@ -32,16 +31,15 @@ pub const MAX_BODY: usize = 1024 * 1024;
 /// Largest SHA256SUMS, signature or manifest file.
 const MAX_SMALL_FILE: u64 = 1024 * 1024;
 
-/// `POST /v1/publish/{providers,modules,mirror}/.../{begin,complete}`.
+/// `POST /v1/publish/{providers,modules,mirror}/.../{begin,complete}`, for a
+/// caller [`crate::app`] already authorised: nothing of the body is read for
+/// a client that may not publish.
 pub async fn handle(
     registry: &Registry,
-    authorization: Option<&str>,
     route: PublishRoute,
     headers: &HeaderMap,
     body: Body,
 ) -> Result<Response, Error> {
-    // The token first: nothing of the body is read for a client that may not publish.
-    auth::require_publisher(registry, authorization, &route.target).await?;
     let body = read_body(headers, body, MAX_BODY).await?;
     let req: PublishRequest = serde_json::from_slice(&body)
         .map_err(|e| Error::bad(format!("invalid publish request: {e}")))?;
@@ -65,6 +63,8 @@ async fn begin_step(
     let same = match target {
         PublishTarget::Provider { provider, version } => {
             provider::declared(provider, version, &req.files, max)?;
+            // Refused before any upload when the namespace cannot take it.
+            provider::signing_keys(registry, provider, req).await?;
             provider::same_as_published(registry, provider, version, &req.files).await?
         }
         PublishTarget::Module { module, version } => {
@@ -186,6 +186,8 @@ struct Recorded {
     /// The address users write (`host/ns/type`, `host/ns/name/system`).
     address: String,
     warnings: Vec<String>,
+    /// The key id that verified a provider release.
+    signed_by: Option<String>,
 }
 
 /// Run `f` on the publish `req.upload_id` names, after checking it is this
@@ -256,13 +258,7 @@ where
         PutOutcome::Created => (StatusCode::CREATED, PublishStatus::Published),
         PutOutcome::Unchanged => (StatusCode::OK, PublishStatus::Unchanged),
     };
-    tracing::info!(
-        action = "publish",
-        target = %target,
-        outcome = ?recorded.outcome,
-        "audit"
-    );
-    Ok(json(
+    let mut resp = json(
         code,
         &PublishResult {
             status,
@@ -270,5 +266,12 @@ where
             version: target.version().to_string(),
             warnings: recorded.warnings,
         },
-    ))
+    );
+    let note = match (&recorded.outcome, &recorded.signed_by) {
+        (PutOutcome::Created, Some(key)) => format!("published, signed by key {key}"),
+        (PutOutcome::Created, None) => "published".to_string(),
+        (PutOutcome::Unchanged, _) => "unchanged: the same content was already published".into(),
+    };
+    resp.extensions_mut().insert(crate::audit::Note(note));
+    Ok(resp)
 }

@@ -65,12 +65,14 @@ pub(super) async fn complete(
         version: version.to_string(),
         file: staging.keep(&claimed, &archive.name).await?,
         published_at: registry.now(),
+        lifecycle: Default::default(),
     };
     let outcome =
         catalog::put_module_release(registry.items.as_ref(), module, version, &release).await?;
     Ok(Recorded {
         outcome,
         address: format!("{}/{module}", registry.config.hostname),
+        signed_by: None,
         warnings: vec![],
     })
 }

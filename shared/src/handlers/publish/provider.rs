@@ -3,6 +3,7 @@
 use crate::address::ProviderName;
 use crate::catalog::{self, Origin, ProviderRelease, SigningKey};
 use crate::error::Error;
+use crate::namespace_keys;
 use crate::protocol::{FileDecl, PublishRequest};
 use crate::registry::Registry;
 use crate::release_check::{self, StagedProviderRelease};
@@ -58,8 +59,49 @@ pub(super) async fn same_as_published(
     Ok(existing.map(|e| same_files(&e, files)))
 }
 
+/// The keys a release of `provider` may be signed with: the keys registered
+/// for its namespace when it has any (the request's key is then not needed),
+/// else the request's key — unless the registry requires registered keys.
+pub(super) async fn signing_keys(
+    registry: &Registry,
+    provider: &ProviderName,
+    req: &PublishRequest,
+) -> Result<AllowedKeys, Error> {
+    let ns = &provider.namespace;
+    let registered = namespace_keys::list(registry.items.as_ref(), ns).await?;
+    if !registered.is_empty() {
+        return registered
+            .iter()
+            .map(|k| k.public_key())
+            .collect::<Result<_, _>>()
+            .map(AllowedKeys::Registered);
+    }
+    if registry.config.require_namespace_keys {
+        return Err(Error::Forbidden(format!(
+            "namespace {ns} has no registered signing keys and this registry requires them: an admin adds one with `tfreg key add {ns} KEY.asc`"
+        )));
+    }
+    let armor = req.signing_key.as_deref().ok_or_else(|| {
+        Error::bad(
+            "signing_key is missing: give the ASCII-armored public key that signed SHA256SUMS",
+        )
+    })?;
+    Ok(AllowedKeys::Publishers(
+        PublicKey::parse(armor).map_err(ReleaseError::from)?,
+    ))
+}
+
+/// Which keys may sign a release.
+pub(super) enum AllowedKeys {
+    /// The namespace's registered keys: one of them must have signed.
+    Registered(Vec<PublicKey>),
+    /// The namespace has none: the publisher's own key.
+    Publishers(PublicKey),
+}
+
 /// Claim the staged files, run [`release_check::verify_provider_release`] on
-/// exactly those bytes, keep them and record the release.
+/// exactly those bytes with the one of the allowed keys that made the
+/// signature, keep them and record the release.
 pub(super) async fn complete(
     registry: &Registry,
     staging: &mut Staging<'_>,
@@ -68,12 +110,7 @@ pub(super) async fn complete(
     files: &ProviderFiles,
     req: &PublishRequest,
 ) -> Result<Recorded, Error> {
-    let armor = req.signing_key.as_deref().ok_or_else(|| {
-        Error::bad(
-            "signing_key is missing: give the ASCII-armored public key that signed SHA256SUMS",
-        )
-    })?;
-    let key = PublicKey::parse(armor).map_err(ReleaseError::from)?;
+    let keys = signing_keys(registry, provider, req).await?;
     let (Some(sums_decl), Some(sig_decl)) = (&files.shasums, &files.signature) else {
         return Err(ReleaseError::invalid("SHA256SUMS and its signature are required").into());
     };
@@ -94,7 +131,22 @@ pub(super) async fn complete(
         protocols: req.protocols.clone(),
     };
     let (allow_modern, now) = (req.allow_modern_keys, registry.now());
+    let namespace = provider.namespace.clone();
     let (verified, key) = tokio::task::spawn_blocking(move || {
+        let key = match keys {
+            AllowedKeys::Publishers(key) => key,
+            AllowedKeys::Registered(keys) => {
+                release_check::select_key(&keys, &staged.shasums, &staged.signature, now)
+                    .ok_or_else(|| {
+                        let ids: Vec<&str> =
+                            keys.iter().map(|k| k.info().key_id.as_str()).collect();
+                        ReleaseError::invalid(format!(
+                            "the SHA256SUMS signature does not verify with any key registered for namespace {namespace} ({})",
+                            ids.join(", ")
+                        ))
+                    })?
+            }
+        };
         release_check::verify_provider_release(staged, &key, allow_modern, now).map(|v| (v, key))
     })
     .await??;
@@ -111,6 +163,7 @@ pub(super) async fn complete(
             ascii_armor: key.info().ascii_armor.clone(),
         }),
         published_at: registry.now(),
+        lifecycle: Default::default(),
     };
     let outcome = catalog::put_provider_release(
         registry.items.as_ref(),
@@ -123,6 +176,7 @@ pub(super) async fn complete(
     Ok(Recorded {
         outcome,
         address: format!("{}/{provider}", registry.config.hostname),
+        signed_by: Some(key.info().key_id.clone()),
         warnings: verified.warnings,
     })
 }
