@@ -24,12 +24,6 @@ pub struct InitArgs {
     s3_force_path_style: bool,
 }
 
-/// The DynamoDB item store for `table`, configured from the standard AWS environment.
-pub async fn table(table: &str) -> Result<DynamoStore> {
-    let (dynamodb, _) = tfreg::aws::lambda::clients(false).await?;
-    Ok(DynamoStore::new(dynamodb, table))
-}
-
 pub async fn run(cmd: AwsCommand) -> Result<()> {
     match cmd {
         AwsCommand::Init(args) => {

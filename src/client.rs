@@ -91,6 +91,39 @@ impl PublishClient {
         Err(format!("{what}: the registry answered {status}: {detail}").into())
     }
 
+    /// One request to `path` (a route's path) with an optional JSON body:
+    /// the answer's status and body, whatever the status.
+    pub async fn call(
+        &self,
+        method: http::Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<(http::StatusCode, bytes::Bytes)> {
+        let url = self
+            .base
+            .join(path.trim_start_matches('/'))
+            .map_err(|e| e.to_string())?;
+        let mut req = self
+            .http
+            .request(method, url.clone())
+            .bearer_auth(&self.token);
+        if let Some(body) = body {
+            req = req
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body);
+        }
+        let resp = req
+            .send()
+            .await
+            .map_err(|e| NetError::new(format!("cannot reach {url}"), e))?;
+        let status = resp.status();
+        let body = resp
+            .bytes()
+            .await
+            .map_err(|e| NetError::new(format!("reading the answer from {url}"), e))?;
+        Ok((status, body))
+    }
+
     async fn post(&self, route: &PublishRoute, body: &PublishRequest) -> Result<reqwest::Response> {
         let path = route.path();
         // The registry's base URL may have a path of its own: join relative to it.

@@ -1,6 +1,7 @@
 //! `tfreg`: run a private Terraform / OpenTofu registry locally, publish
 //! providers and modules to any tfreg registry, and manage tokens.
 
+mod admin;
 mod aws;
 mod client;
 mod data_dir;
@@ -36,9 +37,24 @@ enum Command {
     /// Network mirror commands.
     #[command(subcommand)]
     Mirror(MirrorCommand),
-    /// API tokens.
+    /// API tokens: create, list, revoke.
     #[command(subcommand)]
-    Token(TokenCommand),
+    Token(admin::TokenCommand),
+    /// Namespace signing keys: add, list, remove.
+    #[command(subcommand)]
+    Key(admin::KeyCommand),
+    /// Mark a provider or module version deprecated (still installable;
+    /// `terraform init` warns), or undo it with --undo.
+    Deprecate(admin::DeprecateArgs),
+    /// Leave a version out of versions lists (exact downloads keep working),
+    /// or list it again with --undo.
+    Yank(admin::YankArgs),
+    /// Delete a version from every response and remove its archives (for
+    /// mistakes and takedowns; cannot be undone).
+    Delete(admin::DeleteArgs),
+    /// The newest changes: publishes, deprecations, yanks, deletes, token
+    /// and key changes; who made them and how they ended.
+    Audit(admin::AuditArgs),
     /// AWS mode helpers (DynamoDB table and S3 bucket).
     #[command(subcommand)]
     Aws(aws::AwsCommand),
@@ -70,35 +86,11 @@ enum MirrorCommand {
     Import(publish::MirrorImportArgs),
 }
 
-#[derive(Subcommand)]
-enum TokenCommand {
-    /// Create a token in a local data directory; prints only the token.
-    Create(TokenCreateArgs),
-}
-
-#[derive(Args)]
-struct TokenCreateArgs {
-    /// The registry's data directory (as given to `tfreg serve`).
-    #[arg(long, default_value = data_dir::DEFAULT)]
-    data_dir: PathBuf,
-    /// Store the token in this DynamoDB table instead (AWS mode; AWS_REGION,
-    /// credentials and AWS_ENDPOINT_URL_DYNAMODB from the environment).
-    #[arg(long)]
-    table: Option<String>,
-    /// `read` (download only) or `publish` (download and publish).
-    #[arg(long, value_parser = ["read", "publish"])]
-    scope: String,
-    /// Limit publishing to this namespace.
-    #[arg(long)]
-    namespace: Option<String>,
-    /// A note to remember the token by.
-    #[arg(long)]
-    description: Option<String>,
-}
-
-fn init_logging() {
+/// Logs go to stderr: `info` for the server, `warn` for the other commands
+/// (whose local admin requests would otherwise log a line each); TFREG_LOG overrides.
+fn init_logging(default: &str) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("TFREG_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = EnvFilter::try_from_env("TFREG_LOG").unwrap_or_else(|_| EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -106,34 +98,6 @@ fn init_logging() {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .compact()
         .init();
-}
-
-async fn token_create(args: TokenCreateArgs) -> cli_error::Result<()> {
-    let scope = tfreg::auth::Scope::parse(&args.scope)?;
-    let namespace = args
-        .namespace
-        .as_deref()
-        .map(tfreg::address::module_namespace)
-        .transpose()?;
-    let store: Box<dyn tfreg::storage::ItemStore> = match &args.table {
-        Some(table) => Box::new(aws::table(table).await?),
-        None => Box::new(data_dir::DataDir::open(&args.data_dir)?.item_store()?),
-    };
-    let new = tfreg::auth::NewToken {
-        name: args.description.unwrap_or_else(|| format!("{scope}")),
-        scopes: vec![scope],
-        namespaces: namespace.into_iter().collect(),
-        expires_at: None,
-    };
-    let (token, _) = tfreg::auth::create_token(
-        store.as_ref(),
-        new,
-        tfreg::registry::unix_now(),
-        &tfreg::auth::Principal::Operator.actor(),
-    )
-    .await?;
-    println!("{token}");
-    Ok(())
 }
 
 fn dev_cert(args: DevCertArgs) -> cli_error::Result<()> {
@@ -166,13 +130,21 @@ mod cli_error {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let _ = rustls::crypto::ring::default_provider().install_default();
-    init_logging();
+    init_logging(match cli.command {
+        Command::Serve(_) => "info",
+        _ => "warn",
+    });
     let result = match cli.command {
         Command::Serve(args) => serve::run(args).await,
         Command::Publish(PublishCommand::Provider(args)) => publish::provider(args).await,
         Command::Publish(PublishCommand::Module(args)) => publish::module(args).await,
         Command::Mirror(MirrorCommand::Import(args)) => publish::mirror_import(args).await,
-        Command::Token(TokenCommand::Create(args)) => token_create(args).await,
+        Command::Token(cmd) => admin::token(cmd).await,
+        Command::Key(cmd) => admin::key(cmd).await,
+        Command::Deprecate(args) => admin::deprecate(args).await,
+        Command::Yank(args) => admin::yank(args).await,
+        Command::Delete(args) => admin::delete(args).await,
+        Command::Audit(args) => admin::audit(args).await,
         Command::Aws(cmd) => aws::run(cmd).await,
         Command::DevCert(args) => dev_cert(args),
     };

@@ -47,9 +47,10 @@ pub struct ProviderArgs {
     /// Version; default: read from the file names.
     #[arg(long)]
     version: Option<String>,
-    /// ASCII-armored public key that signed SHA256SUMS.
+    /// ASCII-armored public key that signed SHA256SUMS; not needed when the
+    /// namespace has registered keys (`tfreg key add`), which are then used.
     #[arg(long)]
-    signing_key: PathBuf,
+    signing_key: Option<PathBuf>,
     /// Plugin protocol versions (comma-separated), overriding the release manifest; default 5.0.
     #[arg(long, value_delimiter = ',')]
     protocols: Option<Vec<String>>,
@@ -158,11 +159,17 @@ pub async fn provider(args: ProviderArgs) -> Result<()> {
             &args.dist_dir.join(&file_name),
         )?);
     }
-    let signing_key = std::fs::read_to_string(&args.signing_key)
-        .map_err(|e| format!("reading --signing-key {}: {e}", args.signing_key.display()))?;
+    let signing_key = args
+        .signing_key
+        .as_ref()
+        .map(|path| {
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("reading --signing-key {}: {e}", path.display()))
+        })
+        .transpose()?;
     let client = args.registry.client()?;
     let request = PublishRequest {
-        signing_key: Some(signing_key),
+        signing_key,
         protocols: args.protocols,
         allow_modern_keys: args.allow_modern_keys,
         ..Default::default()

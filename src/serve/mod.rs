@@ -73,11 +73,17 @@ fn print_welcome(
     listen: SocketAddr,
     ca: Option<&std::path::Path>,
     data_dir: &std::path::Path,
+    anonymous_reads: bool,
 ) {
     let host = hostname.as_str();
     let env_host = host.replace('-', "__").replace(['.', ':'], "_");
     let mut out = format!("\ntfreg is serving https://{host}/ (listening on {listen})\n");
     out += &format!("  discovery:  https://{host}/.well-known/terraform.json\n");
+    out += if anonymous_reads {
+        "  access:     reads are OPEN to anyone who reaches this port; --private requires a token\n"
+    } else {
+        "  access:     private: every read needs a token\n"
+    };
     if let Some(ca) = ca {
         out += &format!(
             "\nThe certificate is tfreg's development CA. Trust it in the shell that runs terraform/tofu:\n  export SSL_CERT_FILE={}\n",
@@ -87,7 +93,7 @@ fn print_welcome(
     out += &format!(
         r#"
 Create a token (printed once) and publish:
-  export TFREG_TOKEN=$(tfreg token create --data-dir {dir} --scope publish)
+  export TFREG_TOKEN=$(tfreg token create --data-dir {dir} --name me --scope admin)
   tfreg publish provider ./dist --registry https://{host} --namespace NS --signing-key key.asc
   tfreg publish module ./my-module --registry https://{host} --namespace NS --name NAME --system SYSTEM --version 1.0.0
 
@@ -145,7 +151,13 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         .listener
         .local_addr()
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
-    print_welcome(&ready.hostname, addr, ready.ca.as_deref(), &ready.dir.root);
+    print_welcome(
+        &ready.hostname,
+        addr,
+        ready.ca.as_deref(),
+        &ready.dir.root,
+        ready.registry.config.anonymous_reads,
+    );
     housekeeping::spawn(ready.blobs.clone(), ready.items.clone(), args.url_ttl);
     let app = tfreg::app::app(ready.registry.clone(), None);
     listener::serve(ready.listener, ready.tls, app, limits, stop.wait()).await;

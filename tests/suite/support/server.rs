@@ -337,7 +337,9 @@ impl Server {
             Duration::from_secs(60),
             "the Lambda functions",
         );
-        let store_args = vec!["--table".to_string(), name];
+        let store_args = ["--table", &name, "--bucket", &name, "--s3-force-path-style"]
+            .map(String::from)
+            .to_vec();
         Server {
             _group: group,
             host,
@@ -360,7 +362,7 @@ impl Server {
     /// A token made with `tfreg token create` against this registry's store.
     pub fn token(&self, scope: &str, namespace: Option<&str>) -> String {
         let mut cmd = Command::new(tfreg_bin());
-        cmd.args(["token", "create"])
+        cmd.args(["token", "create", "--name", &format!("test-{scope}")])
             .args(&self.store_args)
             .args(["--scope", scope]);
         if let Some(ns) = namespace {

@@ -1,0 +1,654 @@
+//! `tfreg token|key|deprecate|yank|delete|audit`: the admin API, spoken two
+//! ways with the same requests and answers:
+//! - to a registry's URL with an admin token (`--registry`, `--token`), as
+//!   any client would;
+//! - in-process on the stores themselves, as the operator: a local data
+//!   directory (`--data-dir`, the default) or a stack's DynamoDB table and
+//!   S3 bucket (`--table`, `--bucket`, with AWS credentials; how the first
+//!   admin token of a new stack is made). The request goes through the
+//!   registry's own router, handlers and audit trail ([`tfreg::app::handle_as`]).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use clap::{Args, Subcommand, ValueEnum};
+use http::{Method, StatusCode};
+use serde::de::DeserializeOwned;
+use tfreg::address::{Hostname, ModuleName, ProviderName};
+use tfreg::auth::{NewToken, Scope, TokenInfo};
+use tfreg::protocol::{
+    AddKeys, AuditList, CreatedToken, DeleteResult, ErrorBody, KeyList, LifecycleRequest,
+    LifecycleResult, RemovedKey, RevokedToken, TokenList,
+};
+use tfreg::router::{AdminRoute, LifecycleAction, PublishTarget, Route};
+use tfreg::version::Version;
+use tfreg::{Config, Registry};
+
+use crate::cli_error::Result;
+use crate::client::PublishClient;
+use crate::data_dir::{self, DataDir};
+
+/// Which registry an admin command works on.
+#[derive(Args, Clone)]
+pub struct Where {
+    /// A registry's base URL (e.g. https://registry.example.com); needs an
+    /// admin token (--token or TFREG_TOKEN).
+    #[arg(long, conflicts_with_all = ["data_dir", "table"])]
+    registry: Option<String>,
+    /// An admin token for --registry.
+    #[arg(long, env = "TFREG_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// A PEM certificate to trust for --registry besides the system's.
+    #[arg(long, env = "TFREG_CA_CERT")]
+    ca_cert: Option<PathBuf>,
+    /// A local registry's data directory (the default: ./tfreg-data).
+    #[arg(long, conflicts_with = "table")]
+    data_dir: Option<PathBuf>,
+    /// A deployed stack's DynamoDB table (its TableName output), worked on
+    /// directly with this machine's AWS credentials (AWS_REGION, profile...).
+    #[arg(long, requires = "bucket")]
+    table: Option<String>,
+    /// The stack's S3 bucket (its BucketName output), with --table.
+    #[arg(long, requires = "table")]
+    bucket: Option<String>,
+    /// Path-style S3 URLs (S3 emulators), with --table.
+    #[arg(long, env = "TFREG_S3_FORCE_PATH_STYLE")]
+    s3_force_path_style: bool,
+    /// Print the answer as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+enum Transport {
+    Remote(PublishClient),
+    Local(Arc<Registry>),
+}
+
+impl Where {
+    async fn connect(&self) -> Result<Transport> {
+        if let Some(url) = &self.registry {
+            let client = PublishClient::new(url, self.token.clone(), self.ca_cert.as_deref())?;
+            return Ok(Transport::Remote(client));
+        }
+        // Admin commands never build download URLs: the hostname is a placeholder.
+        let config = Config::new(Hostname::parse("localhost").map_err(|e| e.to_string())?);
+        let registry = if let (Some(table), Some(bucket)) = (&self.table, &self.bucket) {
+            let (dynamodb, s3) = tfreg::aws::lambda::clients(self.s3_force_path_style).await?;
+            let items = Arc::new(tfreg::aws::dynamodb::DynamoStore::new(dynamodb, table));
+            let ttl = Duration::from_secs(tfreg::registry::DEFAULT_URL_TTL_SECS);
+            let blobs = Arc::new(tfreg::aws::s3::S3BlobStore::new(s3, bucket, ttl));
+            Registry::with_stored_signer(items, blobs, config)
+        } else {
+            let root = self
+                .data_dir
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(data_dir::DEFAULT));
+            if !root.join("registry.db").exists() {
+                return Err(format!(
+                    "{} holds no registry (no registry.db): pass --data-dir as given to `tfreg serve`, or --registry URL",
+                    root.display()
+                )
+                .into());
+            }
+            let dir = DataDir::open(&root)?;
+            let items = Arc::new(dir.item_store()?);
+            let blobs = Arc::new(dir.blob_store()?);
+            Registry::with_stored_signer(items, blobs, config)
+        };
+        Ok(Transport::Local(Arc::new(registry)))
+    }
+}
+
+impl Transport {
+    /// Send `route` with `body`; the answer decoded, or the registry's error.
+    async fn send<T: DeserializeOwned>(
+        &self,
+        route: AdminRoute,
+        body: Option<&impl serde::Serialize>,
+    ) -> Result<T> {
+        let route = Route::Admin(route);
+        let method = route.methods()[0].clone();
+        let path = route.path();
+        let body = body
+            .map(serde_json::to_vec)
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        self.call(method, &path, body).await
+    }
+
+    async fn call<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<T> {
+        let (status, bytes) = match self {
+            Transport::Remote(client) => client.call(method, path, body).await?,
+            Transport::Local(registry) => {
+                let req = http::Request::builder()
+                    .method(method)
+                    .uri(path)
+                    .header(http::header::CONTENT_TYPE, "application/json")
+                    .body(tfreg::http_types::Body::from(body.unwrap_or_default()))
+                    .map_err(|e| e.to_string())?;
+                let resp =
+                    tfreg::app::handle_as(registry, None, req, tfreg::app::Caller::Operator).await;
+                let status = resp.status();
+                let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                (status, bytes)
+            }
+        };
+        if !status.is_success() {
+            let detail = serde_json::from_slice::<ErrorBody>(&bytes)
+                .map(|b| b.errors.join("; "))
+                .unwrap_or_else(|_| String::from_utf8_lossy(&bytes).into_owned());
+            return Err(match status {
+                StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+                    format!("the registry answered {status}: {detail} (admin commands need a token with the admin scope)")
+                }
+                _ => format!("the registry answered {status}: {detail}"),
+            }
+            .into());
+        }
+        serde_json::from_slice(&bytes)
+            .map_err(|e| format!("unexpected answer from the registry: {e}").into())
+    }
+}
+
+fn print_json(value: &impl serde::Serialize) -> Result<()> {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).map_err(|e| e.to_string())?
+    );
+    Ok(())
+}
+
+/// `2026-11-23 01:02:03Z`, or `-`.
+fn when(at: Option<u64>) -> String {
+    at.map(|t| {
+        humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(t))
+            .to_string()
+            .replace('T', " ")
+    })
+    .unwrap_or_else(|| "-".into())
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+// ------------------------------------------------------------------ tokens
+
+#[derive(Subcommand)]
+pub enum TokenCommand {
+    /// Create a token; prints only the token (shown this once), details on stderr.
+    Create(TokenCreateArgs),
+    /// List tokens: id, name, scopes, namespaces, created, expires, last used.
+    List(WhereArgs),
+    /// Revoke a token by its id (as `tfreg token list` shows it).
+    Revoke(TokenRevokeArgs),
+}
+
+#[derive(Args)]
+pub struct WhereArgs {
+    #[command(flatten)]
+    r#where: Where,
+}
+
+#[derive(Args)]
+pub struct TokenCreateArgs {
+    /// A name to recognise the token by (in lists and the audit trail).
+    #[arg(long)]
+    name: String,
+    /// read (download), publish (and download) or admin (everything); repeatable.
+    #[arg(long, value_enum, required = true)]
+    scope: Vec<ScopeArg>,
+    /// Limit the token to this namespace (repeatable); default: every namespace.
+    #[arg(long)]
+    namespace: Vec<String>,
+    /// Expire after this long, e.g. 90d, 12h, 1y; default: never.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    expires_in: Option<Duration>,
+    #[command(flatten)]
+    r#where: Where,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ScopeArg {
+    Read,
+    Publish,
+    Admin,
+}
+
+impl From<ScopeArg> for Scope {
+    fn from(s: ScopeArg) -> Scope {
+        match s {
+            ScopeArg::Read => Scope::Read,
+            ScopeArg::Publish => Scope::Publish,
+            ScopeArg::Admin => Scope::Admin,
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct TokenRevokeArgs {
+    /// The token's id.
+    id: String,
+    #[command(flatten)]
+    r#where: Where,
+}
+
+fn describe_namespaces(namespaces: &[String]) -> String {
+    if namespaces.is_empty() {
+        "*".into()
+    } else {
+        namespaces.join(",")
+    }
+}
+
+fn scopes(scopes: &[Scope]) -> String {
+    scopes
+        .iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+pub async fn token(cmd: TokenCommand) -> Result<()> {
+    match cmd {
+        TokenCommand::Create(args) => {
+            let new = NewToken {
+                name: args.name,
+                scopes: args.scope.into_iter().map(Scope::from).collect(),
+                namespaces: args.namespace,
+                expires_at: args.expires_in.map(|d| now() + d.as_secs()),
+            };
+            let api = args.r#where.connect().await?;
+            let created: CreatedToken = api.send(AdminRoute::CreateToken, Some(&new)).await?;
+            let r = &created.record;
+            eprintln!(
+                "created token {} (id {}): scopes {}, namespaces {}, expires {}",
+                r.name,
+                r.id,
+                scopes(&r.scopes),
+                describe_namespaces(&r.namespaces),
+                when(r.expires_at)
+            );
+            println!("{}", created.token);
+            Ok(())
+        }
+        TokenCommand::List(args) => {
+            let api = args.r#where.connect().await?;
+            let list: TokenList = api.send(AdminRoute::ListTokens, None::<&()>).await?;
+            if args.r#where.json {
+                return print_json(&list);
+            }
+            print_tokens(&list.tokens);
+            Ok(())
+        }
+        TokenCommand::Revoke(args) => {
+            let api = args.r#where.connect().await?;
+            let revoked: RevokedToken = api
+                .send(AdminRoute::RevokeToken { id: args.id }, None::<&()>)
+                .await?;
+            eprintln!(
+                "revoked token {} (id {})",
+                revoked.revoked.name, revoked.revoked.id
+            );
+            Ok(())
+        }
+    }
+}
+
+fn print_tokens(tokens: &[TokenInfo]) {
+    println!(
+        "{:<12}  {:<20}  {:<13}  {:<16}  {:<20}  {:<20}  LAST USED",
+        "ID", "NAME", "SCOPES", "NAMESPACES", "CREATED", "EXPIRES"
+    );
+    for t in tokens {
+        let r = &t.record;
+        println!(
+            "{:<12}  {:<20}  {:<13}  {:<16}  {:<20}  {:<20}  {}",
+            r.id,
+            r.name,
+            scopes(&r.scopes),
+            describe_namespaces(&r.namespaces),
+            when(Some(r.created_at)),
+            when(r.expires_at),
+            when(t.last_used_at)
+        );
+    }
+}
+
+// ------------------------------------------------------------------ keys
+
+#[derive(Subcommand)]
+pub enum KeyCommand {
+    /// Register ASCII-armored OpenPGP public keys for a namespace (several at
+    /// once for rotation); from then on its provider releases must be signed
+    /// by one of its keys.
+    Add(KeyAddArgs),
+    /// List a namespace's registered keys.
+    List(KeyListArgs),
+    /// Remove a key (releases it verified stay installable).
+    Remove(KeyRemoveArgs),
+}
+
+#[derive(Args)]
+pub struct KeyAddArgs {
+    namespace: String,
+    /// Files holding one ASCII-armored public key each.
+    #[arg(required = true)]
+    key_files: Vec<PathBuf>,
+    #[command(flatten)]
+    r#where: Where,
+}
+
+#[derive(Args)]
+pub struct KeyListArgs {
+    namespace: String,
+    #[command(flatten)]
+    r#where: Where,
+}
+
+#[derive(Args)]
+pub struct KeyRemoveArgs {
+    namespace: String,
+    /// The key's id (16 hex digits, as `tfreg key list` shows it).
+    key_id: String,
+    #[command(flatten)]
+    r#where: Where,
+}
+
+fn namespace(ns: &str) -> Result<String> {
+    Ok(tfreg::address::namespace(ns)?)
+}
+
+fn print_keys(list: &KeyList) {
+    if list.keys.is_empty() {
+        eprintln!("namespace {} has no registered keys", list.namespace);
+        return;
+    }
+    println!(
+        "{:<16}  {:<30}  {:<20}  ADDED BY",
+        "KEY ID", "ALGORITHMS", "ADDED"
+    );
+    for k in &list.keys {
+        println!(
+            "{:<16}  {:<30}  {:<20}  {}",
+            k.key_id,
+            k.algorithms.join(", "),
+            when(Some(k.added_at)),
+            k.added_by
+        );
+    }
+}
+
+pub async fn key(cmd: KeyCommand) -> Result<()> {
+    match cmd {
+        KeyCommand::Add(args) => {
+            let keys = args
+                .key_files
+                .iter()
+                .map(|p| {
+                    std::fs::read_to_string(p).map_err(|e| format!("reading {}: {e}", p.display()))
+                })
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            let api = args.r#where.connect().await?;
+            let namespace = namespace(&args.namespace)?;
+            let list: KeyList = api
+                .send(AdminRoute::AddKeys { namespace }, Some(&AddKeys { keys }))
+                .await?;
+            if args.r#where.json {
+                return print_json(&list);
+            }
+            print_keys(&list);
+            Ok(())
+        }
+        KeyCommand::List(args) => {
+            let api = args.r#where.connect().await?;
+            let namespace = namespace(&args.namespace)?;
+            let list: KeyList = api
+                .send(AdminRoute::ListKeys { namespace }, None::<&()>)
+                .await?;
+            if args.r#where.json {
+                return print_json(&list);
+            }
+            print_keys(&list);
+            Ok(())
+        }
+        KeyCommand::Remove(args) => {
+            let api = args.r#where.connect().await?;
+            let namespace = namespace(&args.namespace)?;
+            let removed: RemovedKey = api
+                .send(
+                    AdminRoute::RemoveKey {
+                        namespace,
+                        key_id: args.key_id.to_ascii_uppercase(),
+                    },
+                    None::<&()>,
+                )
+                .await?;
+            eprintln!(
+                "removed key {} from namespace {}",
+                removed.removed.key_id, removed.namespace
+            );
+            Ok(())
+        }
+    }
+}
+
+// ------------------------------------------------------------------ releases
+
+/// What kind of release an address names.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Kind {
+    /// NAMESPACE/TYPE
+    Provider,
+    /// NAMESPACE/NAME/SYSTEM
+    Module,
+    /// HOSTNAME/NAMESPACE/TYPE (a provider imported for the network mirror)
+    Mirror,
+}
+
+#[derive(Args)]
+pub struct ReleaseArgs {
+    #[arg(value_enum)]
+    kind: Kind,
+    /// NAMESPACE/TYPE, NAMESPACE/NAME/SYSTEM or HOSTNAME/NAMESPACE/TYPE.
+    address: String,
+    version: String,
+}
+
+impl ReleaseArgs {
+    fn target(&self) -> Result<PublishTarget> {
+        let version = Version::parse(&self.version)?;
+        let parts: Vec<&str> = self.address.split('/').collect();
+        Ok(match (self.kind, parts.as_slice()) {
+            (Kind::Provider, [ns, ty]) => PublishTarget::Provider {
+                provider: ProviderName::parse(ns, ty)?,
+                version,
+            },
+            (Kind::Module, [ns, name, system]) => PublishTarget::Module {
+                module: ModuleName::parse(ns, name, system)?,
+                version,
+            },
+            (Kind::Mirror, [host, ns, ty]) => PublishTarget::Mirror {
+                hostname: Hostname::parse(host)?,
+                provider: ProviderName::parse(ns, ty)?,
+                version,
+            },
+            (kind, _) => {
+                return Err(format!(
+                    "{:?} is not a {} address: use {}",
+                    self.address,
+                    match kind {
+                        Kind::Provider => "provider",
+                        Kind::Module => "module",
+                        Kind::Mirror => "mirror",
+                    },
+                    match kind {
+                        Kind::Provider => "NAMESPACE/TYPE",
+                        Kind::Module => "NAMESPACE/NAME/SYSTEM",
+                        Kind::Mirror => "HOSTNAME/NAMESPACE/TYPE",
+                    }
+                )
+                .into());
+            }
+        })
+    }
+}
+
+#[derive(Args)]
+pub struct DeprecateArgs {
+    #[command(flatten)]
+    release: ReleaseArgs,
+    /// What users should do instead (shown by `terraform init` for providers).
+    #[arg(long, required_unless_present = "undo", conflicts_with = "undo")]
+    message: Option<String>,
+    /// Take the deprecation back.
+    #[arg(long)]
+    undo: bool,
+    #[command(flatten)]
+    r#where: Where,
+}
+
+#[derive(Args)]
+pub struct YankArgs {
+    #[command(flatten)]
+    release: ReleaseArgs,
+    /// Why (kept in the audit trail and shown by `tfreg` and the admin API).
+    #[arg(long, conflicts_with = "undo")]
+    message: Option<String>,
+    /// List the version again.
+    #[arg(long)]
+    undo: bool,
+    #[command(flatten)]
+    r#where: Where,
+}
+
+#[derive(Args)]
+pub struct DeleteArgs {
+    #[command(flatten)]
+    release: ReleaseArgs,
+    #[command(flatten)]
+    r#where: Where,
+}
+
+async fn lifecycle(
+    release: &ReleaseArgs,
+    action: LifecycleAction,
+    message: Option<String>,
+    r#where: &Where,
+) -> Result<()> {
+    let release = release.target()?;
+    let api = r#where.connect().await?;
+    let result: LifecycleResult = api
+        .send(
+            AdminRoute::Lifecycle { release, action },
+            Some(&LifecycleRequest { message }),
+        )
+        .await?;
+    if r#where.json {
+        return print_json(&result);
+    }
+    let verb = match action {
+        LifecycleAction::Deprecate => "deprecated",
+        LifecycleAction::Undeprecate => "no longer deprecated",
+        LifecycleAction::Yank => "yanked: left out of versions lists, exact downloads still work",
+        LifecycleAction::Unyank => "listed again",
+    };
+    if result.changed {
+        eprintln!("{}: {verb}", result.release);
+    } else {
+        eprintln!("{}: already {verb}; nothing changed", result.release);
+    }
+    Ok(())
+}
+
+pub async fn deprecate(args: DeprecateArgs) -> Result<()> {
+    let action = if args.undo {
+        LifecycleAction::Undeprecate
+    } else {
+        LifecycleAction::Deprecate
+    };
+    lifecycle(&args.release, action, args.message, &args.r#where).await
+}
+
+pub async fn yank(args: YankArgs) -> Result<()> {
+    let action = if args.undo {
+        LifecycleAction::Unyank
+    } else {
+        LifecycleAction::Yank
+    };
+    lifecycle(&args.release, action, args.message, &args.r#where).await
+}
+
+pub async fn delete(args: DeleteArgs) -> Result<()> {
+    let release = args.release.target()?;
+    let api = args.r#where.connect().await?;
+    let result: DeleteResult = api
+        .send(AdminRoute::Delete { release }, None::<&()>)
+        .await?;
+    if args.r#where.json {
+        return print_json(&result);
+    }
+    eprintln!(
+        "{}: deleted from every response; {} archive files removed",
+        result.deleted, result.archives_removed
+    );
+    if !result.archives_left.is_empty() {
+        eprintln!(
+            "warning: could not remove {} archive files now (the store failed): {}",
+            result.archives_left.len(),
+            result.archives_left.join(", ")
+        );
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------ audit
+
+#[derive(Args)]
+pub struct AuditArgs {
+    /// How many of the newest events to show.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=tfreg::audit::MAX_LIST as u64))]
+    limit: u64,
+    #[command(flatten)]
+    r#where: Where,
+}
+
+pub async fn audit(args: AuditArgs) -> Result<()> {
+    let api = args.r#where.connect().await?;
+    let path = format!(
+        "{}?limit={}",
+        Route::Admin(AdminRoute::Audit).path(),
+        args.limit
+    );
+    let list: AuditList = api.call(Method::GET, &path, None).await?;
+    if args.r#where.json {
+        return print_json(&list);
+    }
+    println!(
+        "{:<20}  {:<30}  {:<19}  {:<40}  {:<8}  DETAIL",
+        "WHEN", "WHO", "ACTION", "TARGET", "OUTCOME"
+    );
+    for e in &list.events {
+        println!(
+            "{:<20}  {:<30}  {:<19}  {:<40}  {:<8}  {}",
+            when(Some(e.at)),
+            e.actor.describe(),
+            e.action,
+            e.target,
+            format!("{:?}", e.outcome).to_lowercase(),
+            e.detail.as_deref().unwrap_or("")
+        );
+    }
+    Ok(())
+}
