@@ -217,7 +217,7 @@ fn refused_publishes_leave_nothing_visible() {
 #[test]
 fn tokens_are_checked() {
     let tmp = tempfile::tempdir().unwrap();
-    let server = Server::start(&tmp.path().join("data"), &["--require-read-token"]);
+    let server = Server::start(&tmp.path().join("data"), &["--private"]);
     let gpg = Gpg::new("rsa2048");
     let dist = tmp.path().join("dist");
     provider_dist(&dist, "null", "1.0.0", &["linux_amd64"], &gpg);

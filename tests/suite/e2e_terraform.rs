@@ -15,11 +15,7 @@ fn terraform_1_0_registry_protocol_mirror_and_lock() {
     // port ("first path segment in URL cannot contain colon"), so this registry
     // is served as in production, on 443, at its own loopback address.
     // Reads need a token here, so the whole flow also proves Terraform's credentials reach us.
-    let server = Server::start_at(
-        &tmp.path().join("data"),
-        "127.0.0.77:443",
-        &["--require-read-token"],
-    );
+    let server = Server::start_at(&tmp.path().join("data"), "127.0.0.77:443", &["--private"]);
     let publish_token = server.token("publish", None);
     let read_token = server.token("read", None);
     let published = publish_fixture(&server, &publish_token, tmp.path());

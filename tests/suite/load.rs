@@ -53,7 +53,7 @@ struct Targets {
 #[test]
 fn tfreg_serve_under_load() {
     let (started, tmp) = (Instant::now(), tempfile::tempdir().unwrap());
-    let args = ["--require-read-token", "--url-ttl", "3600"];
+    let args = ["--private", "--url-ttl", "3600"];
     let server = Server::start(&tmp.path().join("data"), &args);
     let bound = Bound {
         requests: 20_000,
@@ -73,10 +73,8 @@ fn tfreg_serve_under_load() {
 #[test]
 fn lambda_functions_under_load() {
     let (started, tmp) = (Instant::now(), tempfile::tempdir().unwrap());
-    let settings = [
-        ("TFREG_REQUIRE_READ_TOKEN", "true"),
-        ("TFREG_URL_TTL", "3600"),
-    ];
+    // Private (the functions' default): every read carries its token.
+    let settings = [("TFREG_URL_TTL", "3600")];
     let server = Server::start_lambda_with(&tmp.path().join("lambda"), &settings);
     let bound = Bound {
         requests: 5_000,
