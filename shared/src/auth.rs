@@ -518,7 +518,7 @@ pub async fn authorize(
             return Ok(Principal::Anonymous);
         }
         return Err(Error::Unauthorized(match scope {
-            Scope::Read => "this registry needs a token: set TF_TOKEN_<host> or a credentials \"<host>\" block (see `tfreg token create`)".into(),
+            Scope::Read => "this registry requires a token to read: set TF_TOKEN_<host> or a credentials \"<host>\" block (see `tfreg token create`)".into(),
             Scope::Publish => "publishing needs a token: pass --token or set TFREG_TOKEN".into(),
             Scope::Admin => "this needs an admin token: pass --token or set TFREG_TOKEN".into(),
         }));

@@ -200,7 +200,7 @@ async fn read_tokens_when_required() {
     );
     let resp = r.get(path).await;
     assert_eq!(resp.status, StatusCode::UNAUTHORIZED);
-    assert!(resp.error().contains("needs a token"));
+    assert!(resp.error().contains("requires a token"));
     let resp = r.get_with(path, "tfreg_nope").await;
     assert_eq!(resp.status, StatusCode::UNAUTHORIZED);
     assert!(resp.error().contains("not valid"));
