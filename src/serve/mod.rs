@@ -76,7 +76,16 @@ fn print_welcome(
     anonymous_reads: bool,
 ) {
     let host = hostname.as_str();
-    let env_host = host.replace('-', "__").replace(['.', ':'], "_");
+    // Terraform (>= 1.2) reads TF_TOKEN_<host> with `.` as `_` and `-` as
+    // `__`; a port cannot be written, so such hosts need the block.
+    let env_token = if host.contains(':') {
+        "  # (TF_TOKEN_<host> cannot name a host with a port: use this block)".to_string()
+    } else {
+        format!(
+            "  # or: export TF_TOKEN_{}=<token>",
+            host.replace('-', "__").replace('.', "_")
+        )
+    };
     let mut out = format!("\ntfreg is serving https://{host}/ (listening on {listen})\n");
     out += &format!("  discovery:  https://{host}/.well-known/terraform.json\n");
     out += if anonymous_reads {
@@ -101,7 +110,7 @@ CLI configuration (~/.terraformrc or TF_CLI_CONFIG_FILE), ready to paste:
   credentials "{host}" {{
     token = "<a token from tfreg token create>"
   }}
-  # or: export TF_TOKEN_{env_host}=<token>
+{env_token}
 
   # Optional: fetch providers of any origin through this registry's network mirror
   provider_installation {{
