@@ -1,7 +1,10 @@
 //! The deployment never drifts from the code. `cargo lambda watch` (Cargo.toml)
 //! routes every path to the function the router names. `template.yaml`: every endpoint (and its binary
 //! in `functions/`) has exactly one function resource, running the one deployed binary, and one route, every route reaches the
-//! endpoint the shared router gives its paths, only `publish` may write, the
+//! endpoint the shared router gives its paths; only `publish` and `admin` may
+//! write (admin with exactly its rights), every other function that checks
+//! tokens may only stamp a token's last use (`RecordTokenUse`); access is
+//! private by default; the environment holds only settings the code reads; the
 //! table and bucket match what the code reads and writes, and the CloudFront
 //! Function answers discovery exactly as the discovery handler does (run in
 //! Node.js, the closest runtime to CloudFront Functions' JavaScript).
@@ -129,6 +132,11 @@ fn sample(route_key: &str) -> (Method, String) {
 
 /// A concrete request for a path pattern (API Gateway's `{key+}` or cargo lambda watch's `{*key}`).
 fn sample_path(pattern: &str) -> (Method, String) {
+    let operation = if pattern.starts_with(tfreg::protocol::ADMIN_V1) {
+        "tokens"
+    } else {
+        "providers/acme/null/1.0.0/begin"
+    };
     let path = pattern
         .replace("{*key}", "{key+}")
         .replace("{*operation}", "{operation+}")
@@ -142,7 +150,7 @@ fn sample_path(pattern: &str) -> (Method, String) {
         .replace("{arch}", "amd64")
         .replace("{hostname}", "registry.terraform.io")
         .replace("{key+}", "archives/abc/x.zip")
-        .replace("{operation+}", "providers/acme/null/1.0.0/begin");
+        .replace("{operation+}", operation);
     assert!(!path.contains('{'), "{pattern}: unknown parameter");
     let method = if path.starts_with("/v1/publish/") {
         Method::POST
@@ -165,6 +173,7 @@ fn binaries() -> Vec<(&'static str, &'static str)> {
         ("mirror-version", env!("CARGO_BIN_EXE_mirror-version")),
         ("blob", env!("CARGO_BIN_EXE_blob")),
         ("publish", env!("CARGO_BIN_EXE_publish")),
+        ("admin", env!("CARGO_BIN_EXE_admin")),
     ]
 }
 
@@ -430,9 +439,10 @@ fn every_function_is_built_for_lambda_and_logs_json_to_a_retained_group() {
     }
 }
 
-const WRITE_ACTIONS: [&str; 4] = [
+const WRITE_ACTIONS: [&str; 5] = [
     "dynamodb:PutItem",
     "dynamodb:DeleteItem",
+    "dynamodb:UpdateItem",
     "s3:PutObject",
     "s3:DeleteObject",
 ];
@@ -443,7 +453,8 @@ const READ_ACTIONS: [&str; 4] = [
     "s3:ListBucket",
 ];
 
-fn actions(function: &Value) -> Vec<String> {
+/// The inline policy statements of a function's role.
+fn statements(function: &Value) -> Vec<&Value> {
     let Some(policies) = function["Properties"]["Policies"].as_sequence() else {
         return vec![];
     };
@@ -454,26 +465,102 @@ fn actions(function: &Value) -> Vec<String> {
             .expect("inline Statement list");
         for s in statements {
             assert_eq!(s["Effect"].as_str(), Some("Allow"));
-            match &s["Action"] {
-                Value::String(a) => out.push(a.clone()),
-                Value::Sequence(list) => {
-                    out.extend(list.iter().map(|a| a.as_str().unwrap().to_string()))
-                }
-                other => panic!("Action {other:?}"),
-            }
             assert!(
                 !format!("{:?}", s["Resource"]).contains("\"*\""),
                 "no wildcard resources"
             );
+            out.push(s);
         }
     }
     out
 }
 
+fn statement_actions(s: &Value) -> Vec<String> {
+    match &s["Action"] {
+        Value::String(a) => vec![a.clone()],
+        Value::Sequence(list) => list
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect(),
+        other => panic!("Action {other:?}"),
+    }
+}
+
+/// A statement's resources, spelled as in the template: `!GetAtt Table.Arn`,
+/// `!Sub ${Bucket.Arn}/archives/*`.
+fn statement_resources(s: &Value) -> Vec<String> {
+    let one = |r: &Value| match r {
+        Value::Tagged(t) => format!("{} {}", t.tag, t.value.as_str().expect("a string")),
+        other => panic!("Resource {other:?}: an intrinsic of the stack's own resources"),
+    };
+    match &s["Resource"] {
+        Value::Sequence(list) => list.iter().map(one).collect(),
+        r => vec![one(r)],
+    }
+}
+
+fn actions(function: &Value) -> Vec<String> {
+    statements(function)
+        .into_iter()
+        .flat_map(statement_actions)
+        .collect()
+}
+
+/// Every (action, resource) a function's role allows.
+fn grants(function: &Value) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for s in statements(function) {
+        for a in statement_actions(s) {
+            for r in statement_resources(s) {
+                out.insert((a.clone(), r));
+            }
+        }
+    }
+    out
+}
+
+const TABLE_ARN: &str = "!GetAtt Table.Arn";
+
+/// The one statement that lets a function which checks tokens record a
+/// token's last use (`tfreg::auth`, `DynamoStore::touch`): `UpdateItem` of
+/// `touched_at` on items of the `TOKENS` partition, returning nothing.
+fn record_token_use() -> Value {
+    let yaml = format!(
+        r#"
+Sid: RecordTokenUse
+Effect: Allow
+Action: dynamodb:UpdateItem
+Resource: !GetAtt Table.Arn
+Condition:
+  ForAllValues:StringEquals:
+    dynamodb:LeadingKeys: [{tokens}]
+    dynamodb:Attributes: [{pk}, {sk}, {touched}]
+  StringEquals:
+    dynamodb:ReturnValues: NONE
+"#,
+        tokens = tfreg::auth::TOKENS_PK,
+        pk = tfreg::aws::dynamodb::PK,
+        sk = tfreg::aws::dynamodb::SK,
+        touched = tfreg::aws::dynamodb::TOUCHED_AT,
+    );
+    serde_norway::from_str(&yaml).unwrap()
+}
+
+/// Whether the router asks a token for the routes of a function (its sample
+/// request, as [`sample`] builds it from its route key).
+fn needs_token(route_key: &str) -> bool {
+    let (method, path) = sample(route_key);
+    let route = tfreg::router::route(&method, &path).unwrap();
+    let host = tfreg::address::Hostname::parse("registry.example.com").unwrap();
+    matches!(route.access(&host), tfreg::auth::Access::Token { .. })
+}
+
 #[test]
-fn only_publish_writes_and_reads_are_read_only() {
+fn only_publish_and_admin_write_and_reads_are_read_only() {
     let t = template();
     let functions = functions(&t);
+    let routes = routes(&t);
+    let mut token_checkers = BTreeSet::new();
     for (binary, id) in &functions {
         let function = &resources(&t)[id.as_str()];
         let actions = actions(function);
@@ -483,27 +570,249 @@ fn only_publish_writes_and_reads_are_read_only() {
                 "{binary}: unexpected action {a}"
             );
         }
-        let writes: Vec<_> = actions
+        let statements = statements(function);
+        let token_use: Vec<&&Value> = statements
             .iter()
+            .filter(|s| s["Sid"].as_str() == Some("RecordTokenUse"))
+            .collect();
+        // Writes other than the last-use stamp.
+        let writes: Vec<String> = statements
+            .iter()
+            .filter(|s| s["Sid"].as_str() != Some("RecordTokenUse"))
+            .flat_map(|s| statement_actions(s))
             .filter(|a| WRITE_ACTIONS.contains(&a.as_str()))
             .collect();
-        if binary == "publish" {
-            assert_eq!(
-                writes.len(),
-                WRITE_ACTIONS.len(),
-                "publish writes the table and the bucket"
-            );
-        } else {
-            assert!(writes.is_empty(), "{binary} may not write: {writes:?}");
+        for s in &statements {
+            if s["Sid"].as_str() != Some("RecordTokenUse") {
+                assert!(
+                    s["Condition"].is_null(),
+                    "{binary}: only RecordTokenUse has conditions: {s:?}"
+                );
+            }
+        }
+        let protected = needs_token(&routes[id][0]);
+        if protected {
+            token_checkers.insert(binary.clone());
+        }
+        match binary.as_str() {
+            "publish" => {
+                assert_eq!(token_use.len(), 1, "publish records its tokens' last use");
+                assert_eq!(
+                    *token_use[0],
+                    &record_token_use(),
+                    "publish: RecordTokenUse"
+                );
+                let mut expected: Vec<&str> = WRITE_ACTIONS.to_vec();
+                expected.retain(|a| *a != "dynamodb:UpdateItem");
+                let mut found: Vec<&str> = writes.iter().map(String::as_str).collect();
+                found.sort();
+                expected.sort();
+                assert_eq!(
+                    found, expected,
+                    "publish writes the table (PutItem, DeleteItem) and the bucket, and updates only a token's last use"
+                );
+            }
+            "admin" => {
+                assert!(protected, "the admin API needs a token");
+                assert!(token_use.is_empty(), "admin may update any item already");
+                let expected: BTreeSet<(String, String)> = [
+                    ("dynamodb:GetItem", TABLE_ARN.to_string()),
+                    ("dynamodb:Query", TABLE_ARN.to_string()),
+                    ("dynamodb:PutItem", TABLE_ARN.to_string()),
+                    ("dynamodb:DeleteItem", TABLE_ARN.to_string()),
+                    ("dynamodb:UpdateItem", TABLE_ARN.to_string()),
+                    (
+                        "s3:DeleteObject",
+                        format!("!Sub ${{Bucket.Arn}}/{}*", tfreg::blob_key::ARCHIVES),
+                    ),
+                    ("s3:ListBucket", "!GetAtt Bucket.Arn".to_string()),
+                ]
+                .into_iter()
+                .map(|(a, r)| (a.to_string(), r))
+                .collect();
+                assert_eq!(
+                    grants(function),
+                    expected,
+                    "admin: its catalog, deleting a release's archives, and 404s for missing ones; nothing else"
+                );
+            }
+            _ => {
+                assert!(writes.is_empty(), "{binary} may not write: {writes:?}");
+                for forbidden in ["dynamodb:PutItem", "dynamodb:DeleteItem"] {
+                    assert!(
+                        !actions.iter().any(|a| a == forbidden),
+                        "{binary} may not {forbidden}"
+                    );
+                }
+                if protected {
+                    assert_eq!(
+                        token_use.len(),
+                        1,
+                        "{binary} checks tokens: one RecordTokenUse statement"
+                    );
+                    assert_eq!(
+                        *token_use[0],
+                        &record_token_use(),
+                        "{binary}: RecordTokenUse may update touched_at of a token, nothing else"
+                    );
+                } else {
+                    assert!(
+                        !actions.iter().any(|a| a == "dynamodb:UpdateItem"),
+                        "{binary} checks no token and may update nothing: {actions:?}"
+                    );
+                }
+            }
         }
         if binary == "discovery" {
             assert!(actions.is_empty(), "discovery reads nothing: {actions:?}");
         }
         let s3: Vec<_> = actions.iter().filter(|a| a.starts_with("s3:")).collect();
-        if !["blob", "publish"].contains(&binary.as_str()) {
+        if !["blob", "publish", "admin"].contains(&binary.as_str()) {
             assert!(s3.is_empty(), "{binary} needs no bucket access: {s3:?}");
         }
     }
+    // The router's own view: every endpoint but discovery and blob needs a token.
+    let expected: BTreeSet<String> = Endpoint::ALL
+        .iter()
+        .filter(|e| !matches!(e, Endpoint::Discovery | Endpoint::Blob))
+        .map(|e| e.name().to_string())
+        .collect();
+    assert_eq!(token_checkers, expected, "functions that check tokens");
+}
+
+/// Private by default: reads need a token unless the operator says otherwise.
+#[test]
+fn access_parameters_reach_the_functions_and_reads_are_private_by_default() {
+    let t = template();
+    let params = &t["Parameters"];
+    let env = &t["Globals"]["Function"]["Environment"]["Variables"];
+    assert!(
+        params["RequireReadToken"].is_null(),
+        "RequireReadToken is gone (TFREG_ANONYMOUS_READS replaced it)"
+    );
+    for (param, var) in [
+        ("AnonymousReads", tfreg::aws::config::ANONYMOUS_READS),
+        (
+            "RequireNamespaceKeys",
+            tfreg::aws::config::REQUIRE_NAMESPACE_KEYS,
+        ),
+    ] {
+        let p = &params[param];
+        assert_eq!(p["Type"].as_str(), Some("String"), "{param}");
+        assert_eq!(
+            p["Default"].as_str(),
+            Some("false"),
+            "{param} is off by default"
+        );
+        let allowed: Vec<_> = p["AllowedValues"]
+            .as_sequence()
+            .unwrap_or_else(|| panic!("{param}: AllowedValues"))
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(allowed, ["false", "true"], "{param}");
+        assert_eq!(tagged_str(&env[var], "!Ref"), param, "{var}");
+    }
+    let cache = &params["TokenCacheSeconds"];
+    assert_eq!(cache["Type"].as_str(), Some("Number"));
+    assert_eq!(
+        cache["Default"].as_u64(),
+        Some(tfreg::auth::DEFAULT_TOKEN_CACHE_SECS)
+    );
+    assert_eq!(cache["MinValue"].as_u64(), Some(0));
+    assert_eq!(
+        cache["MaxValue"].as_u64(),
+        Some(tfreg::auth::MAX_TOKEN_CACHE_SECS)
+    );
+    assert_eq!(
+        tagged_str(&env[tfreg::aws::config::TOKEN_CACHE_SECS], "!Ref"),
+        "TokenCacheSeconds"
+    );
+    // No function turns a default back on its own.
+    for (id, f) in of_type(&t, "AWS::Serverless::Function") {
+        let own = &f["Properties"]["Environment"]["Variables"];
+        for var in [
+            tfreg::aws::config::ANONYMOUS_READS,
+            tfreg::aws::config::REQUIRE_NAMESPACE_KEYS,
+            tfreg::aws::config::TOKEN_CACHE_SECS,
+        ] {
+            assert!(own[var].is_null(), "{id} overrides {var}");
+        }
+    }
+    // And the code agrees that nothing set means private.
+    let settings = tfreg::aws::config::Settings::from_lookup(|name| match name {
+        "TFREG_TABLE" | "TFREG_BUCKET" => Some("x".into()),
+        "TFREG_HOSTNAME" => Some("registry.example.com".into()),
+        _ => None,
+    })
+    .unwrap();
+    assert!(
+        !settings.anonymous_reads,
+        "the code's default is private too"
+    );
+}
+
+/// Every `TFREG_*` name anywhere in the template (environments, comments,
+/// outputs) is a setting the code reads.
+#[test]
+fn every_tfreg_variable_in_the_template_is_a_setting() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
+    let mut found = BTreeSet::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("TFREG_") {
+        let tail = &rest[at..];
+        let len = tail
+            .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+            .unwrap_or(tail.len());
+        found.insert(tail[..len].to_string());
+        rest = &tail[len..];
+    }
+    assert!(found.contains(tfreg::aws::config::ENDPOINT), "{found:?}");
+    for name in &found {
+        assert!(
+            tfreg::aws::config::ALL.contains(&name.as_str()),
+            "{name} (template.yaml) is not a setting the code reads"
+        );
+    }
+    // Function-level variables too, not only Globals.
+    for (id, f) in of_type(&template(), "AWS::Serverless::Function") {
+        for name in f["Properties"]["Environment"]["Variables"]
+            .as_mapping()
+            .unwrap()
+            .keys()
+        {
+            let name = name.as_str().unwrap();
+            assert!(tfreg::aws::config::ALL.contains(&name), "{id}: {name}");
+        }
+    }
+}
+
+#[test]
+fn the_admin_function_and_outputs() {
+    let t = template();
+    let functions = functions(&t);
+    let admin = &resources(&t)[functions["admin"].as_str()]["Properties"];
+    assert_eq!(tagged_str(&admin["MemorySize"], "!Ref"), "ReadMemorySize");
+    assert_eq!(admin["Timeout"].as_u64(), Some(30));
+    let outputs = &t["Outputs"];
+    let command = tagged_str(&outputs["TokenCommand"]["Value"], "!Sub");
+    for part in ["tfreg token create", "--table ${Table}", "--scope admin"] {
+        assert!(
+            command.contains(part),
+            "TokenCommand {command:?} lacks {part}"
+        );
+    }
+    let admin_url = &outputs["AdminApiUrl"]["Value"];
+    let admin_url = tagged(admin_url, "!Sub").expect("AdminApiUrl: !Sub");
+    assert_eq!(
+        admin_url[0].as_str(),
+        Some(format!("https://${{Host}}{}", tfreg::protocol::ADMIN_V1).as_str())
+    );
+    let cli = tagged(&outputs["CliConfiguration"]["Value"], "!Sub").unwrap()[0]
+        .as_str()
+        .unwrap();
+    assert!(cli.contains("credentials \"${Host}\""), "{cli}");
 }
 
 #[test]

@@ -96,19 +96,30 @@ pub async fn clients_at(
 
 impl Function {
     /// Initialise from the environment: settings and clients. The publish
-    /// function also makes sure the URL signing secret exists (it alone may
-    /// write the table); the others read it when first needed.
+    /// function also makes sure the URL signing secret exists, creating it at
+    /// its first cold start (of the two functions whose roles may write the
+    /// table, publish and admin, only publish signs URLs); the others read it
+    /// when first needed, and admin never needs it.
     pub async fn from_env(endpoint: Endpoint) -> Result<Self, InitError> {
         let settings = Settings::from_env()?;
         let (dynamodb, s3) = clients(settings.s3_force_path_style).await?;
         let items = Arc::new(DynamoStore::new(dynamodb, &settings.table));
         let blobs = Arc::new(S3BlobStore::new(s3, &settings.bucket, settings.url_ttl));
         let config = settings.registry_config();
-        let registry = if endpoint == Endpoint::Publish {
-            let signer = crate::signed_url::load_signer(items.as_ref()).await?;
-            Registry::new(items, blobs, signer, config)
-        } else {
-            Registry::with_stored_signer(items, blobs, config)
+        let registry = match endpoint {
+            Endpoint::Publish => {
+                let signer = crate::signed_url::load_signer(items.as_ref()).await?;
+                Registry::new(items, blobs, signer, config)
+            }
+            Endpoint::Discovery
+            | Endpoint::ProviderVersions
+            | Endpoint::ProviderDownload
+            | Endpoint::ModuleVersions
+            | Endpoint::ModuleDownload
+            | Endpoint::MirrorIndex
+            | Endpoint::MirrorVersion
+            | Endpoint::Blob
+            | Endpoint::Admin => Registry::with_stored_signer(items, blobs, config),
         };
         Ok(Self {
             registry: Arc::new(registry),
