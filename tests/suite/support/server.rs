@@ -198,7 +198,7 @@ impl Server {
     }
 
     /// Like [`Server::start_lambda`], with more of the functions' settings
-    /// (`tfreg::aws::config`: `TFREG_REQUIRE_READ_TOKEN`, `TFREG_URL_TTL`, ...).
+    /// (`tfreg::aws::config`: `TFREG_ANONYMOUS_READS`, `TFREG_URL_TTL`, ...).
     pub fn start_lambda_with(dir: &Path, settings: &[(&str, &str)]) -> Server {
         require_emulators();
         let tools = Tools::get();
