@@ -99,21 +99,21 @@ pub async fn handle_as(
     let mut principal = None;
     let result = match routed {
         Ok(r) => {
-            let who = match caller {
-                Caller::Operator => Ok(Principal::Operator),
+            let (who, verdict) = match caller {
+                Caller::Operator => (Principal::Operator, Ok(())),
                 Caller::Network => {
                     let access = r.access(&registry.config.hostname);
-                    auth::authorize(registry, authorization(&parts.headers), access).await
+                    auth::authorize_naming(registry, authorization(&parts.headers), access).await
                 }
             };
-            match who {
-                Ok(who) => {
-                    let result = dispatch(registry, r, &who, &parts, body).await;
-                    principal = Some(who);
-                    result
-                }
+            // Who asked is kept even when refused (a valid token without
+            // the right): the audit trail records the refused change.
+            let result = match verdict {
+                Ok(()) => dispatch(registry, r, &who, &parts, body).await,
                 Err(e) => Err(e),
-            }
+            };
+            principal = Some(who);
+            result
         }
         Err(e) => Err(e),
     };

@@ -509,26 +509,51 @@ pub async fn authorize(
     authorization: Option<&str>,
     access: Access<'_>,
 ) -> Result<Principal, Error> {
+    let (principal, verdict) = authorize_naming(registry, authorization, access).await;
+    verdict.map(|()| principal)
+}
+
+/// [`authorize`], naming the caller even when refused: a valid token
+/// without the right (403) is still who asked, for the audit trail (a
+/// missing, malformed or unknown token names nobody: [`Principal::Anonymous`]).
+pub async fn authorize_naming(
+    registry: &Registry,
+    authorization: Option<&str>,
+    access: Access<'_>,
+) -> (Principal, Result<(), Error>) {
+    match check(registry, authorization, access).await {
+        Ok(principal) => (principal, Ok(())),
+        Err((Some(record), e)) => (Principal::Token(record), Err(e)),
+        Err((None, e)) => (Principal::Anonymous, Err(e)),
+    }
+}
+
+async fn check(
+    registry: &Registry,
+    authorization: Option<&str>,
+    access: Access<'_>,
+) -> Result<Principal, (Option<Arc<TokenRecord>>, Error)> {
+    let nobody = |e| (None, e);
     let Access::Token { scope, realm } = access else {
         return Ok(Principal::Anonymous);
     };
     let anonymous_read = scope == Scope::Read && registry.config.anonymous_reads;
-    let Some(token) = bearer(authorization)? else {
+    let Some(token) = bearer(authorization).map_err(nobody)? else {
         if anonymous_read {
             return Ok(Principal::Anonymous);
         }
-        return Err(Error::Unauthorized(match scope {
+        return Err(nobody(Error::Unauthorized(match scope {
             Scope::Read => "this registry requires a token to read: set TF_TOKEN_<host> or a credentials \"<host>\" block (see `tfreg token create`)".into(),
             Scope::Publish => "publishing needs a token: pass --token or set TFREG_TOKEN".into(),
             Scope::Admin => "this needs an admin token: pass --token or set TFREG_TOKEN".into(),
-        }));
+        })));
     };
-    let record = verify(registry, token).await?;
+    let record = verify(registry, token).await.map_err(nobody)?;
     if anonymous_read {
         return Ok(Principal::Token(record));
     }
     if !record.has(scope) {
-        return Err(Error::Forbidden(format!(
+        let e = Error::Forbidden(format!(
             "the token {} may not {}",
             record.name,
             match scope {
@@ -536,10 +561,11 @@ pub async fn authorize(
                 Scope::Publish => "publish (it needs the publish scope)",
                 Scope::Admin => "do this (it needs the admin scope)",
             }
-        )));
+        ));
+        return Err((Some(record), e));
     }
     if !record.covers(realm) {
-        return Err(Error::Forbidden(format!(
+        let e = Error::Forbidden(format!(
             "the token {} does not cover {realm} (it covers namespace{} {})",
             record.name,
             if record.namespaces.len() == 1 {
@@ -548,7 +574,8 @@ pub async fn authorize(
                 "s"
             },
             record.namespaces.join(", ")
-        )));
+        ));
+        return Err((Some(record), e));
     }
     Ok(Principal::Token(record))
 }

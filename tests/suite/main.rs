@@ -19,8 +19,13 @@
 //! - `aws_outage`: DynamoDB and S3 stopped and restarted under an in-process
 //!   registry (emulators of its own): 503 with `Retry-After`, then recovery.
 //!
+//! - `access`: access control in-process on both backends: the endpoint ×
+//!   credential matrix, revocation and expiry bounds, authorisation cost
+//!   (counted), last use, the audit trail, release lifecycle, namespace keys.
+//!
 //! `support` is the harness, split by job.
 
+mod access;
 mod aws_outage;
 mod backend_contract;
 mod bad_input;

@@ -1,0 +1,1284 @@
+//! Access control, in-process, on both backends (embedded SQLite + a
+//! directory, and DynamoDB + S3 on the emulators): the matrix of every
+//! endpoint × every kind of credential against rules written once here; the
+//! bounds on revocation and expiry; what authorisation costs in item-store
+//! requests (measured with a counting store); last use; the audit trail;
+//! release lifecycle (deprecate, yank, delete); namespace signing keys.
+//!
+//! Figures are printed as `FIGURE ...` lines.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use serde_json::{Value, json};
+use tfreg::auth::{NewToken, Scope, TokenCache};
+use tfreg::hashing::sha256_hex;
+use tfreg::registry::{Registry, unix_now};
+use tfreg::router::PublishTarget;
+use tfreg::storage::counting::{CountingStore, Counts};
+use tfreg::testing::{
+    HOST, TestRegistry, TestResponse, TestSigner, module_archive, provider_release,
+    provider_request,
+};
+
+use crate::backend_contract::contract;
+
+// ---------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------
+
+/// The namespace the fixtures are published in, and another one.
+const A: &str = "alpha";
+const B: &str = "beta";
+
+fn target(s: &str) -> PublishTarget {
+    PublishTarget::try_from(s.to_string()).unwrap()
+}
+
+/// The same stores with `anonymous_reads` as given and a token cache of
+/// `ttl` (the cache is built at `Registry::new`, so it is replaced here).
+fn view(r: &TestRegistry, anonymous_reads: bool, ttl: Duration) -> TestRegistry {
+    r.reconfigure(|mut reg: Registry| {
+        reg.config.anonymous_reads = anonymous_reads;
+        reg.config.token_cache_secs = ttl.as_secs();
+        reg.tokens = Arc::new(TokenCache::new(ttl));
+        reg
+    })
+}
+
+/// A private registry (no anonymous reads) that trusts no token without
+/// looking it up (cache 0).
+fn private(r: &TestRegistry) -> TestRegistry {
+    view(r, false, Duration::ZERO)
+}
+
+/// A token's public id.
+fn id_of(token: &str) -> String {
+    sha256_hex(token.as_bytes())[..12].to_string()
+}
+
+/// A named token.
+async fn named(r: &TestRegistry, name: &str, scope: Scope, ns: Option<&str>) -> String {
+    r.token_with(NewToken {
+        name: name.into(),
+        scopes: vec![scope],
+        namespaces: ns.map(str::to_string).into_iter().collect(),
+        expires_at: None,
+    })
+    .await
+}
+
+/// A JSON request with a bearer token.
+async fn send(
+    r: &TestRegistry,
+    method: Method,
+    path: &str,
+    token: &str,
+    body: Value,
+) -> TestResponse {
+    let body = if body.is_null() {
+        Bytes::new()
+    } else {
+        Bytes::from(body.to_string())
+    };
+    r.request(method, path, Some(token), &[], body).await
+}
+
+/// Publish provider `ns/null` `version` (linux_amd64) signed by `signer`.
+async fn publish_provider(
+    r: &TestRegistry,
+    token: &str,
+    ns: &str,
+    version: &str,
+    signer: &TestSigner,
+) -> TestResponse {
+    let files = provider_release("null", version, &["linux_amd64"], signer);
+    r.publish(
+        &target(&format!("providers/{ns}/null/{version}")),
+        token,
+        &files,
+        provider_request(signer),
+    )
+    .await
+}
+
+/// Publish module `ns/m/aws` `version`.
+async fn publish_module(r: &TestRegistry, token: &str, ns: &str, version: &str) -> TestResponse {
+    let archive = module_archive(&[("main.tf", &format!("# {version}\n"))]);
+    r.publish(
+        &target(&format!("modules/{ns}/m/aws/{version}")),
+        token,
+        &[("m.tar.gz".to_string(), archive)],
+        Default::default(),
+    )
+    .await
+}
+
+/// Versions listed by a provider versions response.
+fn provider_versions(resp: &TestResponse) -> Vec<String> {
+    resp.json()["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["version"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Versions listed by a mirror index.
+fn mirror_versions(resp: &TestResponse) -> Vec<String> {
+    resp.json()["versions"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect()
+}
+
+/// Every key under `archives/`.
+async fn archives(r: &TestRegistry) -> BTreeSet<String> {
+    r.registry
+        .blobs
+        .list("archives/")
+        .await
+        .unwrap()
+        .iter()
+        .map(|k| k.to_string())
+        .collect()
+}
+
+/// Counts of requests made by `f` through `counting`.
+async fn counted<F: std::future::Future<Output = TestResponse>>(
+    counting: &CountingStore,
+    expect: StatusCode,
+    f: F,
+) -> Counts {
+    let before = counting.counts();
+    let resp = f.await;
+    assert_eq!(resp.status, expect, "{}", resp.text());
+    counting.counts() - before
+}
+
+// ---------------------------------------------------------------------------
+// The matrix: rules written once, every endpoint × every credential.
+// ---------------------------------------------------------------------------
+
+/// What a route needs, as the rules below judge it.
+#[derive(Debug, Clone, Copy)]
+enum Need {
+    /// Discovery, archives behind signed URLs.
+    Nothing,
+    /// `scope` covering namespace `Some(ns)`, or the whole registry (`None`).
+    Token(Scope, Option<&'static str>),
+}
+
+/// A credential a request may carry.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Cred {
+    None,
+    Basic,
+    BearerEmpty,
+    Unknown,
+    Expired,
+    Revoked,
+    /// A valid token with `scope`, limited to namespace `Some(ns)` or not.
+    Valid(Scope, Option<&'static str>),
+}
+
+const CREDS: [Cred; 11] = [
+    Cred::None,
+    Cred::Basic,
+    Cred::BearerEmpty,
+    Cred::Unknown,
+    Cred::Expired,
+    Cred::Revoked,
+    Cred::Valid(Scope::Read, None),
+    Cred::Valid(Scope::Read, Some(B)),
+    Cred::Valid(Scope::Publish, Some(B)),
+    Cred::Valid(Scope::Publish, None),
+    Cred::Valid(Scope::Admin, None),
+];
+
+impl Cred {
+    fn label(self) -> String {
+        match self {
+            Cred::None => "none".into(),
+            Cred::Basic => "basic".into(),
+            Cred::BearerEmpty => "bearer-".into(),
+            Cred::Unknown => "unknown".into(),
+            Cred::Expired => "expired".into(),
+            Cred::Revoked => "revoked".into(),
+            Cred::Valid(scope, None) => scope.to_string(),
+            Cred::Valid(scope, Some(ns)) => format!("{scope}@{ns}"),
+        }
+    }
+}
+
+/// The verdict the rules give.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// Not 401/403: the handler ran. 200, 201, 204, 307 (S3 redirect), 400
+    /// (a body that passes authorisation and then fails validation) and 404
+    /// all count as allowed; the point is 401/403 vs not.
+    Allowed,
+    Unauthorized,
+    Forbidden,
+}
+
+/// The rules: discovery and archives need nothing; a missing, malformed,
+/// unknown, expired or revoked token is 401 wherever a token is looked at
+/// (reads with anonymous reads on still check a presented token); reads need
+/// any scope covering the namespace (or none at all with anonymous reads);
+/// publish needs publish or admin covering it; admin needs admin; the whole
+/// registry (another host's mirror, tokens, audit) only a token without a
+/// namespace limit covers.
+fn rule(need: Need, cred: Cred, anonymous_reads: bool) -> Verdict {
+    let Need::Token(scope, realm) = need else {
+        return Verdict::Allowed;
+    };
+    let anonymous_read = scope == Scope::Read && anonymous_reads;
+    match cred {
+        Cred::None if anonymous_read => Verdict::Allowed,
+        Cred::None
+        | Cred::Basic
+        | Cred::BearerEmpty
+        | Cred::Unknown
+        | Cred::Expired
+        | Cred::Revoked => Verdict::Unauthorized,
+        Cred::Valid(..) if anonymous_read => Verdict::Allowed,
+        Cred::Valid(has, limit) => {
+            let covers = match (limit, realm) {
+                (None, _) => true,
+                (Some(l), Some(ns)) => l == ns,
+                (Some(_), None) => false,
+            };
+            if has >= scope && covers {
+                Verdict::Allowed
+            } else {
+                Verdict::Forbidden
+            }
+        }
+    }
+}
+
+/// One endpoint of the matrix.
+struct Endpoint {
+    name: &'static str,
+    method: Method,
+    /// Path and query.
+    path: String,
+    body: Value,
+    need: Need,
+}
+
+/// Every endpoint, over the fixtures [`matrix_fixtures`] published.
+fn endpoints(blob_path: &str) -> Vec<Endpoint> {
+    let ep = |name, method, path: String, body, need| Endpoint {
+        name,
+        method,
+        path,
+        body,
+        need,
+    };
+    let read_a = Need::Token(Scope::Read, Some(A));
+    vec![
+        ep(
+            "discovery",
+            Method::GET,
+            "/.well-known/terraform.json".into(),
+            Value::Null,
+            Need::Nothing,
+        ),
+        ep(
+            "provider versions",
+            Method::GET,
+            format!("/v1/providers/{A}/null/versions"),
+            Value::Null,
+            read_a,
+        ),
+        ep(
+            "provider download",
+            Method::GET,
+            format!("/v1/providers/{A}/null/1.0.0/download/linux/amd64"),
+            Value::Null,
+            read_a,
+        ),
+        ep(
+            "module versions",
+            Method::GET,
+            format!("/v1/modules/{A}/m/aws/versions"),
+            Value::Null,
+            read_a,
+        ),
+        ep(
+            "module download",
+            Method::GET,
+            format!("/v1/modules/{A}/m/aws/1.0.0/download"),
+            Value::Null,
+            read_a,
+        ),
+        ep(
+            "mirror index (own host)",
+            Method::GET,
+            format!("/v1/mirror/{HOST}/{A}/null/index.json"),
+            Value::Null,
+            read_a,
+        ),
+        ep(
+            "mirror version (own host)",
+            Method::GET,
+            format!("/v1/mirror/{HOST}/{A}/null/1.0.0.json"),
+            Value::Null,
+            read_a,
+        ),
+        ep(
+            "mirror index (other host)",
+            Method::GET,
+            "/v1/mirror/registry.terraform.io/hashicorp/null/index.json".into(),
+            Value::Null,
+            Need::Token(Scope::Read, None),
+        ),
+        ep(
+            "blob (signed URL)",
+            Method::GET,
+            blob_path.to_string(),
+            Value::Null,
+            Need::Nothing,
+        ),
+        ep(
+            "publish begin provider",
+            Method::POST,
+            format!("/v1/publish/providers/{A}/null/9.0.0/begin"),
+            json!({"files": []}),
+            Need::Token(Scope::Publish, Some(A)),
+        ),
+        ep(
+            "publish begin module",
+            Method::POST,
+            format!("/v1/publish/modules/{A}/m/aws/9.0.0/begin"),
+            json!({"files": []}),
+            Need::Token(Scope::Publish, Some(A)),
+        ),
+        ep(
+            "publish begin mirror",
+            Method::POST,
+            "/v1/publish/mirror/registry.terraform.io/hashicorp/null/9.0.0/begin".into(),
+            json!({"files": []}),
+            Need::Token(Scope::Publish, None),
+        ),
+        ep(
+            "admin list tokens",
+            Method::GET,
+            "/v1/admin/tokens".into(),
+            Value::Null,
+            Need::Token(Scope::Admin, None),
+        ),
+        ep(
+            "admin create token",
+            Method::POST,
+            "/v1/admin/tokens".into(),
+            json!({"name": "made-by-matrix", "scopes": ["read"]}),
+            Need::Token(Scope::Admin, None),
+        ),
+        ep(
+            "admin list keys of A",
+            Method::GET,
+            format!("/v1/admin/keys/{A}"),
+            Value::Null,
+            Need::Token(Scope::Admin, Some(A)),
+        ),
+        ep(
+            "admin deprecate in A",
+            Method::POST,
+            format!("/v1/admin/providers/{A}/null/1.0.0/deprecate"),
+            json!({"message": "use 2.x"}),
+            Need::Token(Scope::Admin, Some(A)),
+        ),
+        ep(
+            "admin audit",
+            Method::GET,
+            "/v1/admin/audit".into(),
+            Value::Null,
+            Need::Token(Scope::Admin, None),
+        ),
+    ]
+}
+
+/// Publish the matrix's fixtures (provider and module 1.0.0 in A) with an
+/// admin token; the path of a signed archive URL from a download.
+async fn matrix_fixtures(r: &TestRegistry) -> String {
+    let admin = r.token(Scope::Admin, None).await;
+    publish_provider(r, &admin, A, "1.0.0", &TestSigner::rsa())
+        .await
+        .expect(StatusCode::CREATED, "publish provider");
+    publish_module(r, &admin, A, "1.0.0")
+        .await
+        .expect(StatusCode::CREATED, "publish module");
+    let download = r
+        .get_with(
+            &format!("/v1/providers/{A}/null/1.0.0/download/linux/amd64"),
+            &admin,
+        )
+        .await;
+    download.expect(StatusCode::OK, "download");
+    let url = download.json()["download_url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    url.strip_prefix(tfreg::testing::PUBLIC_URL)
+        .expect("an archive URL of the registry")
+        .to_string()
+}
+
+/// Make the token `cred` stands for (none for the header-only ones).
+async fn make_credential(r: &TestRegistry, cred: Cred) -> Option<String> {
+    let items = r.registry.items.as_ref();
+    let operator = tfreg::auth::Principal::Operator.actor();
+    match cred {
+        Cred::None | Cred::Basic | Cred::BearerEmpty => None,
+        Cred::Unknown => Some("tfreg_thisTokenWasNeverIssuedByThisRegistry000".into()),
+        Cred::Expired => {
+            // Made "at" unix time 1, expiring at 2: long expired now.
+            let new = NewToken {
+                name: "expired".into(),
+                scopes: vec![Scope::Admin],
+                namespaces: vec![],
+                expires_at: Some(2),
+            };
+            Some(
+                tfreg::auth::create_token(items, new, 1, &operator)
+                    .await
+                    .unwrap()
+                    .0,
+            )
+        }
+        Cred::Revoked => {
+            let admin = r.token(Scope::Admin, None).await;
+            let revoked = named(r, "revoked", Scope::Admin, None).await;
+            send(
+                r,
+                Method::DELETE,
+                &format!("/v1/admin/tokens/{}", id_of(&revoked)),
+                &admin,
+                Value::Null,
+            )
+            .await
+            .expect(StatusCode::OK, "revoke");
+            Some(revoked)
+        }
+        Cred::Valid(scope, ns) => Some(r.token(scope, ns).await),
+    }
+}
+
+/// Run the matrix on `r` with anonymous reads as given; print the table.
+async fn matrix(r: TestRegistry, anonymous_reads: bool) {
+    let blob = matrix_fixtures(&r).await;
+    let r = view(&r, anonymous_reads, Duration::ZERO);
+    let mut tokens = Vec::new();
+    for cred in CREDS {
+        tokens.push((cred, make_credential(&r, cred).await));
+    }
+    let mode = if anonymous_reads {
+        "anonymous reads"
+    } else {
+        "private"
+    };
+    eprintln!(
+        "FIGURE access matrix {} ({mode}): {:<28} {}",
+        r.name,
+        "endpoint",
+        CREDS
+            .iter()
+            .map(|c| format!("{:>13}", c.label()))
+            .collect::<String>()
+    );
+    let mut failures = Vec::new();
+    for ep in endpoints(&blob) {
+        let mut row = String::new();
+        for (cred, token) in &tokens {
+            let header = match cred {
+                Cred::Basic => Some("Basic x".to_string()),
+                Cred::BearerEmpty => Some("Bearer".to_string()),
+                _ => token.as_ref().map(|t| format!("Bearer {t}")),
+            };
+            let headers: Vec<(&str, &str)> = header
+                .as_deref()
+                .map(|h| ("authorization", h))
+                .into_iter()
+                .collect();
+            let body = if ep.body.is_null() {
+                Bytes::new()
+            } else {
+                Bytes::from(ep.body.to_string())
+            };
+            let resp = r
+                .request(ep.method.clone(), &ep.path, None, &headers, body)
+                .await;
+            let status = resp.status.as_u16();
+            let want = rule(ep.need, *cred, anonymous_reads);
+            let got = match status {
+                401 => Verdict::Unauthorized,
+                403 => Verdict::Forbidden,
+                200 | 201 | 204 | 307 | 400 | 404 => Verdict::Allowed,
+                _ => {
+                    failures.push(format!(
+                        "{} / {}: unexpected {status}: {}",
+                        ep.name,
+                        cred.label(),
+                        resp.text()
+                    ));
+                    Verdict::Allowed
+                }
+            };
+            let mark = if got == want { " " } else { "!" };
+            row.push_str(&format!("{:>12}{mark}", status));
+            if got != want {
+                failures.push(format!(
+                    "{} / {}: expected {want:?}, got {status}: {}",
+                    ep.name,
+                    cred.label(),
+                    resp.text()
+                ));
+            }
+            if status >= 400 {
+                let body = resp.json();
+                let errors = body["errors"].as_array();
+                if errors.is_none_or(|e| e.is_empty()) {
+                    failures.push(format!(
+                        "{} / {}: {status} without an errors array: {body}",
+                        ep.name,
+                        cred.label()
+                    ));
+                }
+            }
+            let challenge = resp.headers.get("www-authenticate");
+            match status {
+                401 if challenge.is_none_or(|v| v != "Bearer") => failures.push(format!(
+                    "{} / {}: 401 without WWW-Authenticate: Bearer",
+                    ep.name,
+                    cred.label()
+                )),
+                s if s != 401 && challenge.is_some() => failures.push(format!(
+                    "{} / {}: {s} with WWW-Authenticate",
+                    ep.name,
+                    cred.label()
+                )),
+                _ => {}
+            }
+        }
+        eprintln!(
+            "FIGURE access matrix {} ({mode}): {:<28} {row}",
+            r.name, ep.name
+        );
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Private registry (no anonymous reads, token cache 0): every endpoint ×
+/// every credential answers as the rules say; every 4xx has an errors body,
+/// every 401 (and only 401) says `WWW-Authenticate: Bearer`.
+async fn matrix_private(r: TestRegistry) {
+    matrix(r, false).await
+}
+
+/// Anonymous reads on: no token reads (200/404), a bad token on a read is
+/// still 401, writes and admin are unchanged.
+async fn matrix_anonymous_reads(r: TestRegistry) {
+    matrix(r, true).await
+}
+
+// ---------------------------------------------------------------------------
+// Namespaces, revocation, expiry
+// ---------------------------------------------------------------------------
+
+/// A read token limited to A reads everything of A (versions, download,
+/// mirror) and nothing of B (403), though B is published too.
+#[tokio::test]
+async fn namespace_limited_read_token() {
+    let base = TestRegistry::embedded().await;
+    let admin = base.token(Scope::Admin, None).await;
+    for ns in [A, B] {
+        publish_provider(&base, &admin, ns, "1.0.0", &TestSigner::rsa())
+            .await
+            .expect(StatusCode::CREATED, ns);
+        publish_module(&base, &admin, ns, "1.0.0")
+            .await
+            .expect(StatusCode::CREATED, ns);
+    }
+    let r = private(&base);
+    let reader = r.token(Scope::Read, Some(A)).await;
+    for (ns, want) in [(A, StatusCode::OK), (B, StatusCode::FORBIDDEN)] {
+        for path in [
+            format!("/v1/providers/{ns}/null/versions"),
+            format!("/v1/providers/{ns}/null/1.0.0/download/linux/amd64"),
+            format!("/v1/mirror/{HOST}/{ns}/null/index.json"),
+            format!("/v1/mirror/{HOST}/{ns}/null/1.0.0.json"),
+            format!("/v1/modules/{ns}/m/aws/versions"),
+        ] {
+            let resp = r.get_with(&path, &reader).await;
+            assert_eq!(resp.status, want, "{path}: {}", resp.text());
+        }
+        let want = if ns == A {
+            StatusCode::NO_CONTENT
+        } else {
+            StatusCode::FORBIDDEN
+        };
+        let path = format!("/v1/modules/{ns}/m/aws/1.0.0/download");
+        assert_eq!(r.get_with(&path, &reader).await.status, want, "{path}");
+    }
+    let resp = r
+        .get_with(&format!("/v1/providers/{B}/null/versions"), &reader)
+        .await;
+    assert!(resp.error().contains("does not cover namespace beta"));
+}
+
+/// Revocation: immediate in the process that revokes (even with its 10 s
+/// cache warm); in another process (a second `Registry` on the same stores,
+/// cache 2 s) a revoked token keeps working at most the cache's ttl.
+#[tokio::test]
+async fn revocation_is_immediate_here_and_bounded_elsewhere() {
+    let base = TestRegistry::embedded().await;
+    let here = view(&base, false, Duration::from_secs(10));
+    let path = format!("/v1/modules/{A}/m/aws/versions");
+    let admin = here.token(Scope::Admin, None).await;
+    let revoke = |token: String| {
+        let here = &here;
+        let admin = &admin;
+        async move {
+            send(
+                here,
+                Method::DELETE,
+                &format!("/v1/admin/tokens/{}", id_of(&token)),
+                admin,
+                Value::Null,
+            )
+            .await
+            .expect(StatusCode::OK, "revoke");
+        }
+    };
+    // Same process: cached, revoked, refused at once.
+    let token = here.token(Scope::Read, None).await;
+    assert_eq!(
+        here.get_with(&path, &token).await.status,
+        StatusCode::NOT_FOUND
+    );
+    revoke(token.clone()).await;
+    let resp = here.get_with(&path, &token).await;
+    assert_eq!(resp.status, StatusCode::UNAUTHORIZED, "{}", resp.text());
+
+    // Another process's view: its own cache of 2 s.
+    let ttl = Duration::from_secs(2);
+    let elsewhere = view(&base, false, ttl);
+    let token = here.token(Scope::Read, None).await;
+    assert_eq!(
+        elsewhere.get_with(&path, &token).await.status,
+        StatusCode::NOT_FOUND,
+        "cached there"
+    );
+    revoke(token.clone()).await;
+    let revoked_at = Instant::now();
+    assert_eq!(
+        elsewhere.get_with(&path, &token).await.status,
+        StatusCode::NOT_FOUND,
+        "still trusted there right after revocation (cached)"
+    );
+    let stopped = loop {
+        let status = elsewhere.get_with(&path, &token).await.status;
+        if status == StatusCode::UNAUTHORIZED {
+            break revoked_at.elapsed();
+        }
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        assert!(
+            revoked_at.elapsed() < ttl + Duration::from_secs(1),
+            "a revoked token still works after {:?} (cache ttl {ttl:?})",
+            revoked_at.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    eprintln!(
+        "FIGURE revocation: immediate in the revoking process; elsewhere stopped after {:.2} s (cache ttl {} s)",
+        stopped.as_secs_f64(),
+        ttl.as_secs()
+    );
+    assert!(stopped <= ttl + Duration::from_secs(1));
+}
+
+/// The clock of [`expiry_is_exact`].
+static EXPIRY_NOW: AtomicU64 = AtomicU64::new(0);
+
+fn expiry_clock() -> u64 {
+    EXPIRY_NOW.load(Ordering::SeqCst)
+}
+
+/// A token expiring at T works at T-1 and is refused (401) at T, cached or
+/// not.
+#[tokio::test]
+async fn expiry_is_exact() {
+    let base = TestRegistry::embedded().await;
+    let t = unix_now() + 1000;
+    EXPIRY_NOW.store(t - 10, Ordering::SeqCst);
+    let r = view(&base, false, Duration::from_secs(60))
+        .reconfigure(|reg: Registry| reg.with_clock(expiry_clock));
+    let token = r
+        .token_with(NewToken {
+            name: "short".into(),
+            scopes: vec![Scope::Read],
+            namespaces: vec![],
+            expires_at: Some(t),
+        })
+        .await;
+    let path = format!("/v1/modules/{A}/m/aws/versions");
+    EXPIRY_NOW.store(t - 1, Ordering::SeqCst);
+    assert_eq!(
+        r.get_with(&path, &token).await.status,
+        StatusCode::NOT_FOUND
+    );
+    EXPIRY_NOW.store(t, Ordering::SeqCst);
+    let resp = r.get_with(&path, &token).await;
+    assert_eq!(resp.status, StatusCode::UNAUTHORIZED, "{}", resp.text());
+    assert!(resp.error().contains("expired"), "{}", resp.error());
+    assert_eq!(resp.headers["www-authenticate"], "Bearer");
+}
+
+// ---------------------------------------------------------------------------
+// Cost, last use
+// ---------------------------------------------------------------------------
+
+/// Two hours from now: a token touched now is due for another touch then.
+fn two_hours_later() -> u64 {
+    unix_now() + 7200
+}
+
+/// What authorisation costs in item-store requests, counted: a token read
+/// is one GetItem when cold, none when warm; last use is written at most
+/// once per hour per token; anonymous reads cost no token request.
+async fn authorisation_cost(r: TestRegistry) {
+    let admin = r.token(Scope::Admin, None).await;
+    publish_provider(&r, &admin, A, "1.0.0", &TestSigner::rsa())
+        .await
+        .expect(StatusCode::CREATED, "publish");
+    publish_module(&r, &admin, A, "1.0.0")
+        .await
+        .expect(StatusCode::CREATED, "publish");
+    let versions = format!("/v1/providers/{A}/null/versions");
+    let module = format!("/v1/modules/{A}/m/aws/1.0.0/download");
+    let token = r.token(Scope::Read, None).await;
+    // First use elsewhere: the token's last use is now recent.
+    r.get_with(&versions, &token)
+        .await
+        .expect(StatusCode::OK, "first use");
+
+    let counting = CountingStore::new(r.registry.items.clone());
+    let counted_view = |clock: Option<fn() -> u64>, anonymous: bool| {
+        let counting = counting.clone();
+        r.reconfigure(move |mut reg: Registry| {
+            reg.items = Arc::new(counting);
+            reg.config.anonymous_reads = anonymous;
+            reg.tokens = Arc::new(TokenCache::new(Duration::from_secs(60)));
+            match clock {
+                Some(c) => reg.with_clock(c),
+                None => reg,
+            }
+        })
+    };
+    let v = counted_view(None, false);
+    let cold = counted(&counting, StatusCode::OK, v.get_with(&versions, &token)).await;
+    let warm = counted(&counting, StatusCode::OK, v.get_with(&versions, &token)).await;
+    let module_warm = counted(
+        &counting,
+        StatusCode::NO_CONTENT,
+        v.get_with(&module, &token),
+    )
+    .await;
+    // Two hours on: the first use touches, the next does not.
+    let later = counted_view(Some(two_hours_later), false);
+    let due = counted(&counting, StatusCode::OK, later.get_with(&versions, &token)).await;
+    let again = counted(&counting, StatusCode::OK, later.get_with(&versions, &token)).await;
+    // Another process two hours on, cache cold: the touch is already done.
+    let other = counted_view(Some(two_hours_later), false);
+    let other_cold = counted(&counting, StatusCode::OK, other.get_with(&versions, &token)).await;
+    let anonymous = counted_view(None, true);
+    let anon = counted(&counting, StatusCode::OK, anonymous.get(&versions)).await;
+
+    let show = |c: Counts| {
+        format!(
+            "{} requests ({} GetItem + {} Query + {} touch)",
+            c.total(),
+            c.gets,
+            c.queries,
+            c.touches
+        )
+    };
+    eprintln!(
+        "FIGURE auth cost {}: versions cold = {}, warm = {}; module download warm = {}; \
+         last use older than 1 h: first request = {}, next = {}, other process cold = {}; \
+         anonymous versions = {}",
+        r.name,
+        show(cold),
+        show(warm),
+        show(module_warm),
+        show(due),
+        show(again),
+        show(other_cold),
+        show(anon)
+    );
+    let c = |gets, queries, touches| Counts {
+        gets,
+        queries,
+        touches,
+        ..Counts::default()
+    };
+    assert_eq!(cold, c(1, 1, 0), "cold: 1 token GetItem + 1 Query");
+    assert_eq!(warm, c(0, 1, 0), "warm: the Query only");
+    assert_eq!(module_warm, c(1, 0, 0), "module download: its GetItem only");
+    assert_eq!(due, c(1, 1, 1), "due: one touch");
+    assert_eq!(again, c(0, 1, 0), "no second touch");
+    assert_eq!(
+        other_cold,
+        c(1, 1, 0),
+        "touched once per hour, not per process"
+    );
+    assert_eq!(anon, c(0, 1, 0), "anonymous: no token request");
+}
+
+/// The listed record of the token named `name`.
+async fn listed_token(r: &TestRegistry, admin: &str, name: &str) -> Value {
+    let resp = send(r, Method::GET, "/v1/admin/tokens", admin, Value::Null).await;
+    resp.expect(StatusCode::OK, "list tokens");
+    resp.json()["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("{name} is listed: {}", resp.text()))
+}
+
+/// `GET /v1/admin/tokens` shows a token's `last_used_at` once it is used.
+async fn last_use_is_listed(r: TestRegistry) {
+    let r = private(&r);
+    let admin = r.token(Scope::Admin, None).await;
+    let reader = named(&r, "reader", Scope::Read, None).await;
+    let before = listed_token(&r, &admin, "reader").await;
+    assert_eq!(before["id"], id_of(&reader));
+    assert!(before.get("last_used_at").is_none(), "{before}");
+    let used_at = r.registry.now();
+    r.get_with(&format!("/v1/modules/{A}/m/aws/versions"), &reader)
+        .await
+        .expect(StatusCode::NOT_FOUND, "a use");
+    let after = listed_token(&r, &admin, "reader").await;
+    let last = after["last_used_at"].as_u64().expect("last_used_at");
+    assert!(last >= used_at && last <= r.registry.now(), "{after}");
+    assert!(!after.to_string().contains(&reader), "never the secret");
+}
+
+// ---------------------------------------------------------------------------
+// Audit
+// ---------------------------------------------------------------------------
+
+/// Every change leaves an event naming the actor's token (name and id, never
+/// the secret), the action, the target and the outcome; a change refused
+/// (403) to a known token is recorded as refused.
+async fn audit_trail(r: TestRegistry) {
+    let r = private(&r);
+    let admin = named(&r, "release-admin", Scope::Admin, None).await;
+    let admin_id = id_of(&admin);
+    let outsider = named(&r, "outsider", Scope::Publish, Some(B)).await;
+    let signer = TestSigner::rsa();
+    publish_provider(&r, &admin, A, "1.0.0", &signer)
+        .await
+        .expect(StatusCode::CREATED, "publish");
+    let release = format!("/v1/admin/providers/{A}/null/1.0.0");
+    for (action, body) in [
+        ("deprecate", json!({"message": "use 2.x"})),
+        ("yank", json!({})),
+    ] {
+        send(
+            &r,
+            Method::POST,
+            &format!("{release}/{action}"),
+            &admin,
+            body,
+        )
+        .await
+        .expect(StatusCode::OK, action);
+    }
+    let created = send(
+        &r,
+        Method::POST,
+        "/v1/admin/tokens",
+        &admin,
+        json!({"name": "ci", "scopes": ["publish"], "namespaces": [A]}),
+    )
+    .await;
+    created.expect(StatusCode::CREATED, "create token");
+    let created_token = created.json()["token"].as_str().unwrap().to_string();
+    let created_id = created.json()["id"].as_str().unwrap().to_string();
+    send(
+        &r,
+        Method::DELETE,
+        &format!("/v1/admin/tokens/{created_id}"),
+        &admin,
+        Value::Null,
+    )
+    .await
+    .expect(StatusCode::OK, "revoke");
+    let keys = send(
+        &r,
+        Method::POST,
+        &format!("/v1/admin/keys/{A}"),
+        &admin,
+        json!({"keys": [signer.public_armor]}),
+    )
+    .await;
+    keys.expect(StatusCode::CREATED, "add key");
+    let key_id = keys.json()["keys"][0]["key_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    send(
+        &r,
+        Method::DELETE,
+        &format!("/v1/admin/keys/{A}/{key_id}"),
+        &admin,
+        Value::Null,
+    )
+    .await
+    .expect(StatusCode::OK, "remove key");
+    // Refused: a publish token of B tries to deprecate in A.
+    send(
+        &r,
+        Method::POST,
+        &format!("{release}/deprecate"),
+        &outsider,
+        json!({"message": "mine now"}),
+    )
+    .await
+    .expect(StatusCode::FORBIDDEN, "refused");
+
+    let listed = send(&r, Method::GET, "/v1/admin/audit", &admin, Value::Null).await;
+    listed.expect(StatusCode::OK, "audit");
+    let text = listed.text();
+    for secret in [&admin, &outsider, &created_token] {
+        assert!(
+            !text.contains(secret.as_str()),
+            "a token secret in the audit list"
+        );
+    }
+    let events = listed.json()["events"].as_array().unwrap().clone();
+    let find = |action: &str, outcome: &str| {
+        events
+            .iter()
+            .find(|e| e["action"] == action && e["outcome"] == outcome)
+            .unwrap_or_else(|| panic!("no {outcome} {action} event in {events:#?}"))
+            .clone()
+    };
+    let provider = format!("providers/{A}/null/1.0.0");
+    let expected = [
+        ("publish", provider.clone()),
+        ("release.deprecate", provider.clone()),
+        ("release.yank", provider.clone()),
+        ("token.create", "tokens".to_string()),
+        ("token.revoke", format!("token {created_id}")),
+        ("key.add", format!("keys of {A}")),
+        ("key.remove", format!("key {key_id} of {A}")),
+    ];
+    for (action, target) in &expected {
+        let e = find(action, "ok");
+        assert_eq!(e["actor"]["kind"], "token", "{e}");
+        assert_eq!(e["actor"]["token_name"], "release-admin", "{e}");
+        assert_eq!(e["actor"]["token_id"], admin_id.as_str(), "{e}");
+        assert_eq!(e["target"], target.as_str(), "{e}");
+    }
+    let refused = find("release.deprecate", "refused");
+    assert_eq!(refused["actor"]["token_name"], "outsider", "{refused}");
+    assert_eq!(refused["actor"]["token_id"], id_of(&outsider), "{refused}");
+    assert_eq!(refused["status"], 403, "{refused}");
+    assert_eq!(refused["target"], provider.as_str(), "{refused}");
+    eprintln!(
+        "FIGURE audit {}: {} events listed, {} actions checked (+1 refused)",
+        r.name,
+        events.len(),
+        expected.len()
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Lifecycle
+// ---------------------------------------------------------------------------
+
+/// Deprecate warns and keeps listing; yank unlists but exact downloads
+/// answer; unyank and undeprecate restore; a module's deprecation shows its
+/// reason; delete removes the version from every response and its archives
+/// from the blob store, and the other version still downloads.
+async fn release_lifecycle(r: TestRegistry) {
+    let admin = r.token(Scope::Admin, None).await;
+    let signer = TestSigner::rsa();
+    for version in ["1.0.0", "2.0.0"] {
+        publish_provider(&r, &admin, A, version, &signer)
+            .await
+            .expect(StatusCode::CREATED, version);
+    }
+    publish_module(&r, &admin, A, "1.0.0")
+        .await
+        .expect(StatusCode::CREATED, "module");
+    let versions = format!("/v1/providers/{A}/null/versions");
+    let download = |v: &str| format!("/v1/providers/{A}/null/{v}/download/linux/amd64");
+    let mirror_index = format!("/v1/mirror/{HOST}/{A}/null/index.json");
+    let mirror_version = |v: &str| format!("/v1/mirror/{HOST}/{A}/null/{v}.json");
+    let admin_path = |v: &str, action: &str| format!("/v1/admin/providers/{A}/null/{v}/{action}");
+    let change = |v: &'static str, action: &'static str, body: Value| {
+        let r = &r;
+        let admin = &admin;
+        let path = admin_path(v, action);
+        async move {
+            send(r, Method::POST, &path, admin, body)
+                .await
+                .expect(StatusCode::OK, action)
+                .json()
+        }
+    };
+    let get = |path: String| {
+        let r = &r;
+        let admin = &admin;
+        async move { r.get_with(&path, admin).await }
+    };
+
+    // Deprecate: listed, with a warning naming it.
+    change("1.0.0", "deprecate", json!({"message": "use 2.0.0"})).await;
+    let resp = get(versions.clone()).await;
+    assert_eq!(provider_versions(&resp), ["1.0.0", "2.0.0"], "{}", r.name);
+    let warnings = resp.json()["warnings"].clone();
+    assert!(
+        warnings
+            .as_array()
+            .is_some_and(|w| w.len() == 1 && w[0].as_str().unwrap().contains("1.0.0")),
+        "{}: {warnings}",
+        r.name
+    );
+    // Yank: unlisted; exact downloads still answer.
+    change("1.0.0", "yank", json!({"message": "broken"})).await;
+    assert_eq!(provider_versions(&get(versions.clone()).await), ["2.0.0"]);
+    get(download("1.0.0"))
+        .await
+        .expect(StatusCode::OK, "yanked download");
+    assert_eq!(mirror_versions(&get(mirror_index.clone()).await), ["2.0.0"]);
+    get(mirror_version("1.0.0"))
+        .await
+        .expect(StatusCode::OK, "yanked mirror version");
+    // Restore.
+    let unyanked = change("1.0.0", "unyank", json!({})).await;
+    assert_eq!(unyanked["changed"], true);
+    let undeprecated = change("1.0.0", "undeprecate", json!({})).await;
+    assert_eq!(undeprecated["changed"], true);
+    let resp = get(versions.clone()).await;
+    assert_eq!(provider_versions(&resp), ["1.0.0", "2.0.0"]);
+    assert!(
+        resp.json()["warnings"]
+            .as_array()
+            .is_none_or(|w| w.is_empty()),
+        "{}",
+        resp.text()
+    );
+    assert_eq!(
+        mirror_versions(&get(mirror_index.clone()).await),
+        ["1.0.0", "2.0.0"]
+    );
+    // A module's deprecation carries its reason.
+    send(
+        &r,
+        Method::POST,
+        &format!("/v1/admin/modules/{A}/m/aws/1.0.0/deprecate"),
+        &admin,
+        json!({"message": "moved to alpha/m2/aws"}),
+    )
+    .await
+    .expect(StatusCode::OK, "module deprecate");
+    let modules = get(format!("/v1/modules/{A}/m/aws/versions")).await.json();
+    assert_eq!(
+        modules["modules"][0]["versions"][0]["deprecation"]["reason"],
+        "moved to alpha/m2/aws"
+    );
+
+    // Delete 1.0.0: gone everywhere, its archives too.
+    let before = archives(&r).await;
+    let deleted = send(
+        &r,
+        Method::DELETE,
+        &format!("/v1/admin/providers/{A}/null/1.0.0"),
+        &admin,
+        Value::Null,
+    )
+    .await;
+    deleted.expect(StatusCode::OK, "delete");
+    let after = archives(&r).await;
+    let removed: Vec<&String> = before.difference(&after).collect();
+    assert!(!removed.is_empty(), "{}: archives removed", r.name);
+    assert!(removed.iter().all(|k| k.contains("_1.0.0")), "{removed:?}");
+    assert!(!after.iter().any(|k| k.contains("null_1.0.0")), "{after:?}");
+    assert_eq!(
+        deleted.json()["archives_removed"].as_u64(),
+        Some(removed.len() as u64)
+    );
+    assert_eq!(provider_versions(&get(versions.clone()).await), ["2.0.0"]);
+    get(download("1.0.0"))
+        .await
+        .expect(StatusCode::NOT_FOUND, "deleted download");
+    get(mirror_version("1.0.0"))
+        .await
+        .expect(StatusCode::NOT_FOUND, "deleted mirror version");
+    assert_eq!(mirror_versions(&get(mirror_index.clone()).await), ["2.0.0"]);
+    let resp = get(download("2.0.0")).await;
+    resp.expect(StatusCode::OK, "the other version");
+    let url = resp.json()["download_url"].as_str().unwrap().to_string();
+    r.download(&url)
+        .await
+        .expect(StatusCode::OK, "the other version's archive");
+    send(
+        &r,
+        Method::DELETE,
+        &format!("/v1/admin/providers/{A}/null/1.0.0"),
+        &admin,
+        Value::Null,
+    )
+    .await
+    .expect(StatusCode::NOT_FOUND, "delete again");
+    eprintln!(
+        "FIGURE lifecycle {}: delete removed {} archive files, {} left",
+        r.name,
+        removed.len(),
+        after.len()
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Namespace signing keys
+// ---------------------------------------------------------------------------
+
+/// 2020-01-01T12:00:00Z: the expired test key is valid then (the other one
+/// is not made yet: it signs at the real time).
+fn new_year_2020() -> u64 {
+    1_577_880_000
+}
+
+/// The key id a provider download names.
+async fn download_key_id(r: &TestRegistry, token: &str, version: &str) -> String {
+    let resp = r
+        .get_with(
+            &format!("/v1/providers/{A}/null/{version}/download/linux/amd64"),
+            token,
+        )
+        .await;
+    resp.expect(StatusCode::OK, "download");
+    resp.json()["signing_keys"]["gpg_public_keys"][0]["key_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Registered keys decide who may sign a namespace's releases: another key
+/// is refused naming the registered ones, a registered key passes and is
+/// the one downloads name; rotation (remove one, add another) moves that
+/// right. With `require_namespace_keys`, a namespace without keys is refused
+/// at begin (403), before any upload.
+#[tokio::test]
+async fn namespace_keys_decide_and_rotate() {
+    let r = TestRegistry::embedded().await;
+    // The second key signs in 2020 (it expired the next day).
+    let then = r.reconfigure(|reg: Registry| reg.with_clock(new_year_2020));
+    let admin = r.token(Scope::Admin, None).await;
+    let (first, second) = (TestSigner::rsa(), TestSigner::expired());
+    let add = |signer: &TestSigner| {
+        let armor = signer.public_armor;
+        let r = &r;
+        let admin = &admin;
+        async move {
+            let resp = send(
+                r,
+                Method::POST,
+                &format!("/v1/admin/keys/{A}"),
+                admin,
+                json!({ "keys": [armor] }),
+            )
+            .await;
+            resp.expect(StatusCode::CREATED, "add key");
+            resp.json()["keys"][0]["key_id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        }
+    };
+    let first_id = add(&first).await;
+    let resp = publish_provider(&then, &admin, A, "1.0.0", &second).await;
+    resp.expect(StatusCode::BAD_REQUEST, "signed by an unregistered key");
+    assert!(resp.error().contains(&first_id), "{}", resp.error());
+    publish_provider(&r, &admin, A, "1.0.1", &first)
+        .await
+        .expect(StatusCode::CREATED, "signed by the registered key");
+    assert_eq!(download_key_id(&r, &admin, "1.0.1").await, first_id);
+
+    // Rotation: remove the first key, add the second.
+    send(
+        &r,
+        Method::DELETE,
+        &format!("/v1/admin/keys/{A}/{first_id}"),
+        &admin,
+        Value::Null,
+    )
+    .await
+    .expect(StatusCode::OK, "remove key");
+    let second_id = add(&second).await;
+    assert_ne!(first_id, second_id);
+    let resp = publish_provider(&r, &admin, A, "1.0.2", &first).await;
+    resp.expect(StatusCode::BAD_REQUEST, "the old key after rotation");
+    assert!(resp.error().contains(&second_id), "{}", resp.error());
+    publish_provider(&then, &admin, A, "1.0.3", &second)
+        .await
+        .expect(StatusCode::CREATED, "the new key");
+    assert_eq!(download_key_id(&r, &admin, "1.0.3").await, second_id);
+    assert_eq!(
+        download_key_id(&r, &admin, "1.0.1").await,
+        first_id,
+        "a release keeps the key it was verified with"
+    );
+
+    // Keys required: a namespace without keys is refused at begin.
+    let strict = r.reconfigure(|mut reg: Registry| {
+        reg.config.require_namespace_keys = true;
+        reg
+    });
+    let before = strict.registry.blobs.list("").await.unwrap();
+    let files = provider_release("null", "1.0.0", &["linux_amd64"], &first);
+    let resp = strict
+        .publish(
+            &target(&format!("providers/{B}/null/1.0.0")),
+            &admin,
+            &files,
+            provider_request(&first),
+        )
+        .await;
+    resp.expect(StatusCode::FORBIDDEN, "no keys in beta");
+    assert!(resp.error().contains("no registered signing keys"));
+    assert!(resp.headers.get("www-authenticate").is_none());
+    assert_eq!(strict.registry.blobs.list("").await.unwrap(), before);
+    // A namespace with keys still publishes.
+    let strict_then = then.reconfigure(|mut reg: Registry| {
+        reg.config.require_namespace_keys = true;
+        reg
+    });
+    publish_provider(&strict_then, &admin, A, "1.0.4", &second)
+        .await
+        .expect(StatusCode::CREATED, "keys in alpha");
+}
+
+contract!(
+    matrix_private,
+    matrix_anonymous_reads,
+    authorisation_cost,
+    last_use_is_listed,
+    audit_trail,
+    release_lifecycle,
+);
