@@ -1,5 +1,6 @@
 //! Access control, in-process, on both backends (embedded SQLite + a
-//! directory, and DynamoDB + S3 on the emulators): the matrix of every
+//! directory, and DynamoDB + S3 on the emulators), and the matrix again
+//! against the Lambda functions over HTTPS: the matrix of every
 //! endpoint × every kind of credential against rules written once here; the
 //! bounds on revocation and expiry; what authorisation costs in item-store
 //! requests (measured with a counting store); last use; the audit trail;
@@ -274,8 +275,10 @@ struct Endpoint {
     need: Need,
 }
 
-/// Every endpoint, over the fixtures [`matrix_fixtures`] published.
-fn endpoints(blob_path: &str) -> Vec<Endpoint> {
+/// Every endpoint, over the fixtures [`matrix_fixtures`] published;
+/// `own_host` is the registry's hostname (its own providers in the mirror).
+fn endpoints(blob_path: &str, own_host: &str) -> Vec<Endpoint> {
+    let own_host = own_host.replace(':', "%3A");
     let ep = |name, method, path: String, body, need| Endpoint {
         name,
         method,
@@ -323,14 +326,14 @@ fn endpoints(blob_path: &str) -> Vec<Endpoint> {
         ep(
             "mirror index (own host)",
             Method::GET,
-            format!("/v1/mirror/{HOST}/{A}/null/index.json"),
+            format!("/v1/mirror/{own_host}/{A}/null/index.json"),
             Value::Null,
             read_a,
         ),
         ep(
             "mirror version (own host)",
             Method::GET,
-            format!("/v1/mirror/{HOST}/{A}/null/1.0.0.json"),
+            format!("/v1/mirror/{own_host}/{A}/null/1.0.0.json"),
             Value::Null,
             read_a,
         ),
@@ -473,8 +476,70 @@ async fn make_credential(r: &TestRegistry, cred: Cred) -> Option<String> {
     }
 }
 
+/// Where the matrix's requests go: the registry in-process, or a server over
+/// HTTPS (the Lambda functions) whose stores `r` shares.
+enum Via<'a> {
+    InProcess,
+    Https(&'a crate::support::Server),
+}
+
+/// One request of the matrix: status, headers, body.
+async fn matrix_request(
+    r: &TestRegistry,
+    via: &Via<'_>,
+    method: Method,
+    path: &str,
+    header: Option<&str>,
+    body: Bytes,
+) -> TestResponse {
+    match via {
+        Via::InProcess => {
+            let headers: Vec<(&str, &str)> =
+                header.map(|h| ("authorization", h)).into_iter().collect();
+            r.request(method, path, None, &headers, body).await
+        }
+        Via::Https(server) => {
+            let (http, url) = (server.http.clone(), server.url(path));
+            let header = header.map(str::to_string);
+            tokio::task::spawn_blocking(move || {
+                let method = reqwest::Method::from_bytes(method.as_str().as_bytes()).unwrap();
+                let mut req = http.request(method, url).body(body.to_vec());
+                if let Some(h) = header {
+                    req = req.header("authorization", h);
+                }
+                if !body.is_empty() {
+                    req = req.header("content-type", "application/json");
+                }
+                let resp = req.send().unwrap();
+                let status = StatusCode::from_u16(resp.status().as_u16()).unwrap();
+                let mut headers = http::HeaderMap::new();
+                for (k, v) in resp.headers() {
+                    if let (Ok(k), Ok(v)) = (
+                        http::HeaderName::from_bytes(k.as_str().as_bytes()),
+                        http::HeaderValue::from_bytes(v.as_bytes()),
+                    ) {
+                        headers.insert(k, v);
+                    }
+                }
+                TestResponse {
+                    status,
+                    headers,
+                    body: resp.bytes().unwrap(),
+                }
+            })
+            .await
+            .unwrap()
+        }
+    }
+}
+
 /// Run the matrix on `r` with anonymous reads as given; print the table.
 async fn matrix(r: TestRegistry, anonymous_reads: bool) {
+    matrix_via(r, anonymous_reads, Via::InProcess, HOST).await
+}
+
+/// [`matrix`], with requests sent `via` a registry at `own_host`.
+async fn matrix_via(r: TestRegistry, anonymous_reads: bool, via: Via<'_>, own_host: &str) {
     let blob = matrix_fixtures(&r).await;
     let r = view(&r, anonymous_reads, Duration::ZERO);
     let mut tokens = Vec::new();
@@ -496,7 +561,7 @@ async fn matrix(r: TestRegistry, anonymous_reads: bool) {
             .collect::<String>()
     );
     let mut failures = Vec::new();
-    for ep in endpoints(&blob) {
+    for ep in endpoints(&blob, own_host) {
         let mut row = String::new();
         for (cred, token) in &tokens {
             let header = match cred {
@@ -504,19 +569,20 @@ async fn matrix(r: TestRegistry, anonymous_reads: bool) {
                 Cred::BearerEmpty => Some("Bearer".to_string()),
                 _ => token.as_ref().map(|t| format!("Bearer {t}")),
             };
-            let headers: Vec<(&str, &str)> = header
-                .as_deref()
-                .map(|h| ("authorization", h))
-                .into_iter()
-                .collect();
             let body = if ep.body.is_null() {
                 Bytes::new()
             } else {
                 Bytes::from(ep.body.to_string())
             };
-            let resp = r
-                .request(ep.method.clone(), &ep.path, None, &headers, body)
-                .await;
+            let resp = matrix_request(
+                &r,
+                &via,
+                ep.method.clone(),
+                &ep.path,
+                header.as_deref(),
+                body,
+            )
+            .await;
             let status = resp.status.as_u16();
             let want = rule(ep.need, *cred, anonymous_reads);
             let got = match status {
@@ -1272,6 +1338,35 @@ async fn namespace_keys_decide_and_rotate() {
     publish_provider(&strict_then, &admin, A, "1.0.4", &second)
         .await
         .expect(StatusCode::CREATED, "keys in alpha");
+}
+
+/// The matrix against the Lambda functions (every function its own process
+/// under `cargo lambda watch`, over HTTPS, on the DynamoDB and S3 emulators),
+/// private as deployed, their token cache off: the same rules, the same
+/// answers as in-process. Fixtures and tokens are made in-process on the
+/// functions' own table and bucket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn matrix_on_the_lambda_functions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("lambda");
+    let server = tokio::task::spawn_blocking(move || {
+        crate::support::Server::start_lambda_with(&dir, &[("TFREG_TOKEN_CACHE_SECS", "0")])
+    })
+    .await
+    .unwrap();
+    let mut stores =
+        TestRegistry::aws_existing(server.table().expect("a Lambda server's table")).await;
+    stores.name = "lambda";
+    let host = server.host.clone();
+    matrix_via(stores, false, Via::Https(&server), &host).await;
+    let requests = crate::support::log::requests(&server.server_log());
+    let admin = requests.iter().filter(|r| r.endpoint == "admin").count();
+    assert!(admin > 0, "the admin function answered: {requests:#?}");
+    eprintln!(
+        "FIGURE access matrix lambda: {} requests through the functions, {admin} to admin",
+        requests.len()
+    );
+    drop(server);
 }
 
 contract!(

@@ -112,6 +112,22 @@ impl TestRegistry {
         .await
     }
 
+    /// The table and bucket `name` that already exist (those of a running
+    /// Lambda stack), on the emulators of the environment: to publish and
+    /// make tokens in-process for a registry served elsewhere.
+    #[cfg(feature = "aws")]
+    pub async fn aws_existing(name: &str) -> TestRegistry {
+        require_emulators();
+        let (dynamodb, s3) = crate::aws::lambda::clients(true)
+            .await
+            .expect("AWS clients");
+        let items = crate::aws::dynamodb::DynamoStore::new(dynamodb, name);
+        let ttl = std::time::Duration::from_secs(crate::registry::DEFAULT_URL_TTL_SECS);
+        let blobs = crate::aws::s3::S3BlobStore::new(s3, name, ttl);
+        let dir = tempfile::tempdir().expect("temp dir");
+        Self::with_stores("aws", Arc::new(items), Arc::new(blobs), dir).await
+    }
+
     #[cfg(feature = "aws")]
     async fn aws_on(endpoints: crate::aws::lambda::Endpoints) -> TestRegistry {
         require_emulators();

@@ -383,6 +383,12 @@ impl Server {
         token.trim().to_string()
     }
 
+    /// The DynamoDB table (and S3 bucket, same name) of a Lambda server.
+    pub fn table(&self) -> Option<&str> {
+        let at = self.store_args.iter().position(|a| a == "--table")?;
+        self.store_args.get(at + 1).map(String::as_str)
+    }
+
     /// Run the tfreg CLI against this server with `token`.
     pub fn tfreg(&self, token: &str, args: &[&str]) -> Output {
         Command::new(tfreg_bin())
