@@ -3,6 +3,8 @@
 //! - `e2e_terraform`, `e2e_lambda`: the real Terraform CLI over real HTTPS against
 //!   `tfreg serve` and against the Lambda functions on the DynamoDB and S3 emulators.
 //! - `bad_input`: refusals through the real server and the real `tfreg` CLI.
+//! - `cli_admin`: the admin commands of the real `tfreg` CLI on a data dir and
+//!   through the admin API of a running `tfreg serve`.
 //! - `cli_network`: whom the CLI trusts over TLS, and its network errors, with
 //!   real `tfreg serve`, openssl, curl and `tfreg publish` processes.
 //! - `backend_contract`: the storage contract and the publish path, in-process,
@@ -29,6 +31,7 @@ mod access;
 mod aws_outage;
 mod backend_contract;
 mod bad_input;
+mod cli_admin;
 mod cli_network;
 mod concurrent_publish;
 mod e2e_lambda;

@@ -1,0 +1,251 @@
+//! The admin commands of the real `tfreg` CLI (`token`, `key`, `deprecate`,
+//! `yank`, `delete`, `audit`), against a running `tfreg serve`, both ways:
+//! in-process on its data directory (the operator) and through its admin API
+//! with an admin token. Both leave the same state and the same audit trail.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::support::fixtures::NS;
+use crate::support::tools::tfreg_bin;
+use crate::support::*;
+
+/// `tfreg ARGS --data-dir DIR`.
+fn local(data: &Path, args: &[&str]) -> Output {
+    Command::new(tfreg_bin())
+        .args(args)
+        .arg("--data-dir")
+        .arg(data)
+        .output()
+        .unwrap()
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+#[test]
+fn admin_commands_work_on_the_data_dir_and_through_the_api() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let server = Server::start(&data, &["--private"]);
+
+    // The first admin token, made on the data directory (the bootstrap).
+    let made = ok(
+        local(
+            &data,
+            &["token", "create", "--name", "boot", "--scope", "admin"],
+        ),
+        "token create on the data dir",
+    );
+    let admin = made.lines().next().unwrap().trim().to_string();
+    assert!(admin.starts_with("tfreg_"), "{made}");
+
+    // Through the API with it: a namespace-limited publish token that expires.
+    let out = server.tfreg(
+        &admin,
+        &[
+            "token",
+            "create",
+            "--name",
+            "ci",
+            "--scope",
+            "publish",
+            "--namespace",
+            NS,
+            "--expires-in",
+            "30d",
+        ],
+    );
+    let ci = ok(out, "token create through the API")
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .to_string();
+    let listed = json(&ok(
+        local(&data, &["token", "list", "--json"]),
+        "token list on the data dir",
+    ));
+    let tokens = listed["tokens"].as_array().unwrap();
+    let ci_entry = tokens
+        .iter()
+        .find(|t| t["name"] == "ci")
+        .expect("ci listed");
+    assert_eq!(ci_entry["scopes"], serde_json::json!(["publish"]));
+    assert_eq!(ci_entry["namespaces"], serde_json::json!([NS]));
+    assert!(ci_entry["expires_at"].as_u64().unwrap() > 29 * 86_400);
+    assert!(
+        !listed.to_string().contains(&ci) && !listed.to_string().contains(&admin),
+        "no secret is ever listed"
+    );
+    let table = ok(
+        server.tfreg(&admin, &["token", "list"]),
+        "token list (table)",
+    );
+    assert!(table.contains("ci") && table.contains(NS), "{table}");
+
+    // A publish token may not administer: a clear refusal, exit 1.
+    let out = fails(
+        server.tfreg(&ci, &["token", "list"]),
+        "token list with a publish token",
+    );
+    assert!(out.contains("403") && out.contains("admin"), "{out}");
+
+    // Publish with the ci token, then manage the release both ways.
+    let gpg = Gpg::new("rsa2048");
+    let dist = tmp.path().join("dist");
+    provider_dist(&dist, "null", "1.0.0", &["linux_amd64"], &gpg);
+    ok(server.publish_provider(&ci, &dist, NS, &[]), "publish");
+    let address = format!("{NS}/null");
+    ok(
+        local(
+            &data,
+            &[
+                "deprecate",
+                "provider",
+                &address,
+                "1.0.0",
+                "--message",
+                "use 2.x",
+            ],
+        ),
+        "deprecate on the data dir",
+    );
+    let versions = server
+        .http
+        .get(server.url(&format!("/v1/providers/{address}/versions")))
+        .bearer_auth(&ci)
+        .send()
+        .unwrap()
+        .json::<Value>()
+        .unwrap();
+    assert_eq!(
+        versions["warnings"],
+        serde_json::json!(["version 1.0.0 is deprecated: use 2.x"])
+    );
+    ok(
+        server.tfreg(&admin, &["yank", "provider", &address, "1.0.0"]),
+        "yank through the API",
+    );
+    let status = server
+        .http
+        .get(server.url(&format!("/v1/providers/{address}/versions")))
+        .bearer_auth(&ci)
+        .send()
+        .unwrap()
+        .status();
+    assert_eq!(status, 404, "every version yanked: nothing to list");
+    ok(
+        local(&data, &["yank", "--undo", "provider", &address, "1.0.0"]),
+        "unyank on the data dir",
+    );
+    let out = fails(
+        local(
+            &data,
+            &["deprecate", "module", &address, "1.0.0", "--message", "x"],
+        ),
+        "a provider address given as a module",
+    );
+    assert!(out.contains("NAMESPACE/NAME/SYSTEM"), "{out}");
+
+    // Keys: add on the data dir, list through the API, remove.
+    let key = dist.join("key.asc");
+    let added = json(&ok(
+        local(&data, &["key", "add", NS, key.to_str().unwrap(), "--json"]),
+        "key add",
+    ));
+    let key_id = added["keys"][0]["key_id"].as_str().unwrap().to_string();
+    let listed = ok(server.tfreg(&admin, &["key", "list", NS]), "key list");
+    assert!(listed.contains(&key_id), "{listed}");
+    ok(
+        server.tfreg(&admin, &["key", "remove", NS, &key_id]),
+        "key remove",
+    );
+
+    // Delete through the API; the archives go with it.
+    let archives = |d: &Path| walkdir(&d.join("blobs").join("archives"));
+    let before = archives(&data);
+    ok(
+        server.tfreg(&admin, &["delete", "provider", &address, "1.0.0"]),
+        "delete",
+    );
+    let after = archives(&data);
+    assert!(after < before, "archive files removed: {before} -> {after}");
+    let out = fails(
+        server.tfreg(&admin, &["delete", "provider", &address, "1.0.0"]),
+        "delete twice",
+    );
+    assert!(out.contains("404"), "{out}");
+
+    // Revoke the ci token by id; it stops working at once here (this server
+    // revoked it) — and the audit trail has every change, by whom.
+    let id = ci_entry["id"].as_str().unwrap();
+    ok(server.tfreg(&admin, &["token", "revoke", id]), "revoke");
+    let status = server
+        .http
+        .get(server.url(&format!("/v1/providers/{address}/versions")))
+        .bearer_auth(&ci)
+        .send()
+        .unwrap()
+        .status();
+    assert_eq!(status, 401);
+    let audit = json(&ok(
+        local(&data, &["audit", "--json", "--limit", "100"]),
+        "audit",
+    ));
+    let events: Vec<(String, String)> = audit["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["action"].as_str().unwrap().to_string(),
+                e["actor"]["kind"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    for (action, by) in [
+        ("token.create", "operator"),
+        ("token.create", "token"),
+        ("publish", "token"),
+        ("release.deprecate", "operator"),
+        ("release.yank", "token"),
+        ("release.unyank", "operator"),
+        ("key.add", "operator"),
+        ("key.remove", "token"),
+        ("release.delete", "token"),
+        ("token.revoke", "token"),
+    ] {
+        assert!(
+            events.iter().any(|(a, k)| a == action && k == by),
+            "{action} by {by} in {events:?}"
+        );
+    }
+    let text = audit.to_string();
+    assert!(
+        !text.contains(&admin) && !text.contains(&ci),
+        "no secret in the audit trail"
+    );
+    let lines = std::fs::read_to_string(&server.log).unwrap();
+    assert!(
+        !lines.contains(&admin) && !lines.contains(&ci),
+        "no secret in the server's log"
+    );
+}
+
+/// How many files are under `dir`.
+fn walkdir(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| {
+            let path = e.path();
+            if path.is_dir() { walkdir(&path) } else { 1 }
+        })
+        .sum()
+}
