@@ -20,6 +20,8 @@ fn lambda_functions_serve_terraform_through_registry_and_mirror() {
         started.elapsed().as_secs_f64()
     );
     let token = server.token("publish", None);
+    // A deployed registry is private by default: every read below needs a token.
+    let read_token = server.token("read", None);
     let published = publish_fixture(&server, &token, tmp.path());
     let host = server.host.clone();
 
@@ -57,9 +59,20 @@ fn lambda_functions_serve_terraform_through_registry_and_mirror() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("FAIL provider versions: HTTP 404"));
 
+    // Private by default: without a token the versions list is refused.
+    let anonymous = server.get(&format!("/v1/providers/{NS}/null/versions"));
+    assert_eq!(
+        anonymous.status(),
+        401,
+        "a deployed registry is private by default"
+    );
+
     // Registry protocol with Terraform 1.0.3 (GET only) and 1.11.4 (HEAD, then GET).
+    // Both get the read token from a `credentials` block: TF_TOKEN_<host> cannot
+    // name this host, 127.0.0.1:PORT (the variable's name has no way to spell
+    // the `:`), so 1.11 cannot use the environment form here (e2e_access does).
     for var in ["TFREG_TERRAFORM_1_0", "TFREG_TERRAFORM_1_11"] {
-        let tf = Terraform::new(tools.path(var), &server, "");
+        let tf = Terraform::new(tools.path(var), &server, &credentials(&host, &read_token));
         let work = tmp.path().join(format!("work-{var}"));
         root_config(&work, &host);
         init_and_apply(&tf, &work, &format!("{var} on Lambda (registry protocol)"));
@@ -90,7 +103,8 @@ fn lambda_functions_serve_terraform_through_registry_and_mirror() {
         "tfreg mirror import",
     );
     let config = format!(
-        "provider_installation {{\n  network_mirror {{\n    url = \"https://{host}/v1/mirror/\"\n  }}\n}}\n"
+        "{}provider_installation {{\n  network_mirror {{\n    url = \"https://{host}/v1/mirror/\"\n  }}\n}}\n",
+        credentials(&host, &read_token)
     );
     let tf = Terraform::new(tools.path("TFREG_TERRAFORM_1_0"), &server, &config);
     let work = tmp.path().join("work-mirror");

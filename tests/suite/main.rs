@@ -2,6 +2,10 @@
 //!
 //! - `e2e_terraform`, `e2e_lambda`: the real Terraform CLI over real HTTPS against
 //!   `tfreg serve` and against the Lambda functions on the DynamoDB and S3 emulators.
+//! - `e2e_access`: the real Terraform CLI (1.0.3, 1.11, 1.12) against
+//!   `tfreg serve --private`: credentials blocks and `TF_TOKEN_<host>`, refusals
+//!   without a token and after a revoke, deprecation warnings, yanked versions,
+//!   the audit trail.
 //! - `bad_input`: refusals through the real server and the real `tfreg` CLI.
 //! - `cli_admin`: the admin commands of the real `tfreg` CLI on a data dir and
 //!   through the admin API of a running `tfreg serve`.
@@ -34,6 +38,7 @@ mod bad_input;
 mod cli_admin;
 mod cli_network;
 mod concurrent_publish;
+mod e2e_access;
 mod e2e_lambda;
 mod e2e_terraform;
 mod handlers;

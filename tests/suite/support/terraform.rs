@@ -27,6 +27,11 @@ impl Terraform {
     }
 
     pub fn run(&self, dir: &Path, args: &[&str]) -> Output {
+        self.run_env(dir, args, &[])
+    }
+
+    /// [`Terraform::run`] with more environment variables (e.g. `TF_TOKEN_<host>`).
+    pub fn run_env(&self, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         Command::new(&self.bin)
             .args(args)
             .current_dir(dir)
@@ -38,6 +43,7 @@ impl Terraform {
             .env("CHECKPOINT_DISABLE", "1")
             .env("TF_IN_AUTOMATION", "1")
             .env("TF_INPUT", "0")
+            .envs(env.iter().copied())
             .output()
             .unwrap()
     }
