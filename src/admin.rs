@@ -158,12 +158,17 @@ impl Transport {
     }
 }
 
-fn print_json(value: &impl serde::Serialize) -> Result<()> {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).map_err(|e| e.to_string())?
-    );
-    Ok(())
+impl Where {
+    /// Show an answer: as JSON with `--json`, else as `human` prints it.
+    fn show<T: serde::Serialize>(&self, value: &T, human: impl FnOnce(&T)) -> Result<()> {
+        if self.json {
+            let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+            println!("{text}");
+        } else {
+            human(value);
+        }
+        Ok(())
+    }
 }
 
 /// `2026-11-23 01:02:03Z`, or `-`.
@@ -286,11 +291,7 @@ pub async fn token(cmd: TokenCommand) -> Result<()> {
         TokenCommand::List(args) => {
             let api = args.r#where.connect().await?;
             let list: TokenList = api.send(AdminRoute::ListTokens, None::<&()>).await?;
-            if args.r#where.json {
-                return print_json(&list);
-            }
-            print_tokens(&list.tokens);
-            Ok(())
+            args.r#where.show(&list, |l| print_tokens(&l.tokens))
         }
         TokenCommand::Revoke(args) => {
             let api = args.r#where.connect().await?;
@@ -405,11 +406,7 @@ pub async fn key(cmd: KeyCommand) -> Result<()> {
             let list: KeyList = api
                 .send(AdminRoute::AddKeys { namespace }, Some(&AddKeys { keys }))
                 .await?;
-            if args.r#where.json {
-                return print_json(&list);
-            }
-            print_keys(&list);
-            Ok(())
+            args.r#where.show(&list, print_keys)
         }
         KeyCommand::List(args) => {
             let api = args.r#where.connect().await?;
@@ -417,11 +414,7 @@ pub async fn key(cmd: KeyCommand) -> Result<()> {
             let list: KeyList = api
                 .send(AdminRoute::ListKeys { namespace }, None::<&()>)
                 .await?;
-            if args.r#where.json {
-                return print_json(&list);
-            }
-            print_keys(&list);
-            Ok(())
+            args.r#where.show(&list, print_keys)
         }
         KeyCommand::Remove(args) => {
             let api = args.r#where.connect().await?;
@@ -555,21 +548,19 @@ async fn lifecycle(
             Some(&LifecycleRequest { message }),
         )
         .await?;
-    if r#where.json {
-        return print_json(&result);
-    }
     let verb = match action {
         LifecycleAction::Deprecate => "deprecated",
         LifecycleAction::Undeprecate => "no longer deprecated",
         LifecycleAction::Yank => "yanked: left out of versions lists, exact downloads still work",
         LifecycleAction::Unyank => "listed again",
     };
-    if result.changed {
-        eprintln!("{}: {verb}", result.release);
-    } else {
-        eprintln!("{}: already {verb}; nothing changed", result.release);
-    }
-    Ok(())
+    r#where.show(&result, |result| {
+        if result.changed {
+            eprintln!("{}: {verb}", result.release);
+        } else {
+            eprintln!("{}: already {verb}; nothing changed", result.release);
+        }
+    })
 }
 
 pub async fn deprecate(args: DeprecateArgs) -> Result<()> {
@@ -596,21 +587,19 @@ pub async fn delete(args: DeleteArgs) -> Result<()> {
     let result: DeleteResult = api
         .send(AdminRoute::Delete { release }, None::<&()>)
         .await?;
-    if args.r#where.json {
-        return print_json(&result);
-    }
-    eprintln!(
-        "{}: deleted from every response; {} archive files removed",
-        result.deleted, result.archives_removed
-    );
-    if !result.archives_left.is_empty() {
+    args.r#where.show(&result, |result| {
         eprintln!(
-            "warning: could not remove {} archive files now (the store failed): {}",
-            result.archives_left.len(),
-            result.archives_left.join(", ")
+            "{}: deleted from every response; {} archive files removed",
+            result.deleted, result.archives_removed
         );
-    }
-    Ok(())
+        if !result.archives_left.is_empty() {
+            eprintln!(
+                "warning: could not remove {} archive files now (the store failed): {}",
+                result.archives_left.len(),
+                result.archives_left.join(", ")
+            );
+        }
+    })
 }
 
 // ------------------------------------------------------------------ audit
@@ -632,9 +621,10 @@ pub async fn audit(args: AuditArgs) -> Result<()> {
         args.limit
     );
     let list: AuditList = api.call(Method::GET, &path, None).await?;
-    if args.r#where.json {
-        return print_json(&list);
-    }
+    args.r#where.show(&list, print_audit)
+}
+
+fn print_audit(list: &AuditList) {
     println!(
         "{:<20}  {:<30}  {:<19}  {:<40}  {:<8}  DETAIL",
         "WHEN", "WHO", "ACTION", "TARGET", "OUTCOME"
@@ -650,5 +640,4 @@ pub async fn audit(args: AuditArgs) -> Result<()> {
             e.detail.as_deref().unwrap_or("")
         );
     }
-    Ok(())
 }
