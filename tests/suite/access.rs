@@ -407,6 +407,65 @@ fn endpoints(blob_path: &str, own_host: &str) -> Vec<Endpoint> {
             Value::Null,
             Need::Token(Scope::Admin, None),
         ),
+        // The other admin operations, on things that do not exist (404 once
+        // authorised) or with a body refused after authorisation (400): the
+        // fixtures stay as they are for every credential.
+        ep(
+            "admin revoke token",
+            Method::DELETE,
+            "/v1/admin/tokens/000000000000".into(),
+            Value::Null,
+            Need::Token(Scope::Admin, None),
+        ),
+        ep(
+            "admin add keys to A",
+            Method::POST,
+            format!("/v1/admin/keys/{A}"),
+            json!({"keys": []}),
+            Need::Token(Scope::Admin, Some(A)),
+        ),
+        ep(
+            "admin remove key of A",
+            Method::DELETE,
+            format!("/v1/admin/keys/{A}/0123456789ABCDEF"),
+            Value::Null,
+            Need::Token(Scope::Admin, Some(A)),
+        ),
+        ep(
+            "admin yank in A",
+            Method::POST,
+            format!("/v1/admin/providers/{A}/null/9.9.9/yank"),
+            json!({}),
+            Need::Token(Scope::Admin, Some(A)),
+        ),
+        ep(
+            "admin unyank module in A",
+            Method::POST,
+            format!("/v1/admin/modules/{A}/m/aws/9.9.9/unyank"),
+            json!({}),
+            Need::Token(Scope::Admin, Some(A)),
+        ),
+        ep(
+            "admin undeprecate in A",
+            Method::POST,
+            format!("/v1/admin/providers/{A}/null/9.9.9/undeprecate"),
+            json!({}),
+            Need::Token(Scope::Admin, Some(A)),
+        ),
+        ep(
+            "admin delete module in A",
+            Method::DELETE,
+            format!("/v1/admin/modules/{A}/m/aws/9.9.9"),
+            Value::Null,
+            Need::Token(Scope::Admin, Some(A)),
+        ),
+        ep(
+            "admin delete mirrored (other host)",
+            Method::DELETE,
+            "/v1/admin/mirror/registry.terraform.io/hashicorp/null/9.9.9".into(),
+            Value::Null,
+            Need::Token(Scope::Admin, None),
+        ),
     ]
 }
 

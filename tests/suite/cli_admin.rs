@@ -22,6 +22,16 @@ fn local(data: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `GET /v1/providers/{address}/versions` with `token`.
+fn versions(server: &Server, address: &str, token: &str) -> reqwest::blocking::Response {
+    server
+        .http
+        .get(server.url(&format!("/v1/providers/{address}/versions")))
+        .bearer_auth(token)
+        .send()
+        .unwrap()
+}
+
 fn json(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
@@ -114,29 +124,16 @@ fn admin_commands_work_on_the_data_dir_and_through_the_api() {
         ),
         "deprecate on the data dir",
     );
-    let versions = server
-        .http
-        .get(server.url(&format!("/v1/providers/{address}/versions")))
-        .bearer_auth(&ci)
-        .send()
-        .unwrap()
-        .json::<Value>()
-        .unwrap();
+    let listed = versions(&server, &address, &ci).json::<Value>().unwrap();
     assert_eq!(
-        versions["warnings"],
+        listed["warnings"],
         serde_json::json!(["version 1.0.0 is deprecated: use 2.x"])
     );
     ok(
         server.tfreg(&admin, &["yank", "provider", &address, "1.0.0"]),
         "yank through the API",
     );
-    let status = server
-        .http
-        .get(server.url(&format!("/v1/providers/{address}/versions")))
-        .bearer_auth(&ci)
-        .send()
-        .unwrap()
-        .status();
+    let status = versions(&server, &address, &ci).status();
     assert_eq!(status, 404, "every version yanked: nothing to list");
     ok(
         local(&data, &["yank", "--undo", "provider", &address, "1.0.0"]),
@@ -184,14 +181,7 @@ fn admin_commands_work_on_the_data_dir_and_through_the_api() {
     // revoked it) — and the audit trail has every change, by whom.
     let id = ci_entry["id"].as_str().unwrap();
     ok(server.tfreg(&admin, &["token", "revoke", id]), "revoke");
-    let status = server
-        .http
-        .get(server.url(&format!("/v1/providers/{address}/versions")))
-        .bearer_auth(&ci)
-        .send()
-        .unwrap()
-        .status();
-    assert_eq!(status, 401);
+    assert_eq!(versions(&server, &address, &ci).status(), 401);
     let audit = json(&ok(
         local(&data, &["audit", "--json", "--limit", "100"]),
         "audit",
