@@ -103,7 +103,7 @@ pub async fn handle_as(
                 Caller::Operator => (Principal::Operator, Ok(())),
                 Caller::Network => {
                     let access = r.access(&registry.config.hostname);
-                    auth::authorize_naming(registry, authorization(&parts.headers), access).await
+                    auth::authorize(registry, authorization(&parts.headers), access).await
                 }
             };
             // Who asked is kept even when refused (a valid token without

@@ -279,11 +279,6 @@ fn id_of(hash: &str) -> String {
     hash[..TOKEN_ID_LEN].to_string()
 }
 
-fn decode(item: &Item) -> Result<TokenRecord, Error> {
-    serde_json::from_slice(&item.data)
-        .map_err(|e| Error::internal(format!("corrupt token record {}: {e}", item.sk)))
-}
-
 /// Create a token, store its hash and return the token (the only time it is
 /// seen) with its record.
 pub async fn create_token(
@@ -322,7 +317,7 @@ pub async fn list_tokens(store: &dyn ItemStore) -> Result<Vec<TokenInfo>, Error>
         .iter()
         .map(|item| {
             Ok(TokenInfo {
-                record: decode(item)?,
+                record: crate::catalog::decode(item)?,
                 last_used_at: item.touched_at,
             })
         })
@@ -351,7 +346,7 @@ pub async fn revoke_token(
     for item in page.items {
         if let Some(taken) = store.take(&item.pk, &item.sk).await? {
             cache.forget(&taken.sk);
-            revoked = Some(decode(&taken)?);
+            revoked = Some(crate::catalog::decode(&taken)?);
         }
     }
     Ok(revoked)
@@ -462,7 +457,7 @@ async fn verify(registry: &Registry, token: &str) -> Result<Arc<TokenRecord>, Er
                 .await?
                 .ok_or_else(unknown_token)?;
             let v = Verified {
-                record: Arc::new(decode(&item)?),
+                record: Arc::new(crate::catalog::decode(&item)?),
                 touched_at: item.touched_at,
                 hash,
             };
@@ -502,21 +497,13 @@ async fn verify(registry: &Registry, token: &str) -> Result<Arc<TokenRecord>, Er
 /// needs? 401 (with `WWW-Authenticate`) for a missing, malformed, unknown,
 /// revoked or expired token; 403 for a valid token without the right.
 ///
+/// The caller is named even when refused: a valid token without the right
+/// (403) is still who asked, for the audit trail (a missing, malformed or
+/// unknown token names nobody: [`Principal::Anonymous`]).
+///
 /// A presented token is always checked, even where none is needed for
 /// reading (anonymous reads): a client with a bad token hears about it.
 pub async fn authorize(
-    registry: &Registry,
-    authorization: Option<&str>,
-    access: Access<'_>,
-) -> Result<Principal, Error> {
-    let (principal, verdict) = authorize_naming(registry, authorization, access).await;
-    verdict.map(|()| principal)
-}
-
-/// [`authorize`], naming the caller even when refused: a valid token
-/// without the right (403) is still who asked, for the audit trail (a
-/// missing, malformed or unknown token names nobody: [`Principal::Anonymous`]).
-pub async fn authorize_naming(
     registry: &Registry,
     authorization: Option<&str>,
     access: Access<'_>,
