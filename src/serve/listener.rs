@@ -2,7 +2,8 @@
 //! bounded: connections (a limit; past it new connections wait in the kernel's
 //! backlog), the TLS handshake, the request head (time and size) and each wait
 //! for request body data. TCP_NODELAY is set: a small response on a reused
-//! connection must not wait for Nagle and a delayed ACK.
+//! connection must not wait for Nagle and a delayed ACK. A closing connection
+//! lingers ([`super::linger`]) so that a refusal reaches a client still sending.
 //!
 //! Sizes a request may use *before* anything checks its token: hyper's read
 //! buffer ([`MAX_HEAD_BYTES`]) per connection, times [`Limits::max_connections`].
@@ -20,6 +21,8 @@ use tfreg::http_types::with_idle_timeout;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tower::ServiceExt as _;
+
+use super::linger::Lingering;
 
 /// The hard bound of a request head, in bytes: hyper's HTTP/1 read buffer and
 /// the HTTP/2 header list. The registry's own limit
@@ -156,7 +159,7 @@ pub async fn serve(
                 }
             };
             let conn = builder
-                .serve_connection_with_upgrades(TokioIo::new(tls), service)
+                .serve_connection_with_upgrades(TokioIo::new(Lingering::new(tls)), service)
                 .into_owned();
             if let Err(e) = watcher.watch(conn).await {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");

@@ -5,6 +5,7 @@
 //! data directory (a lock file says which process has it).
 
 mod housekeeping;
+mod linger;
 pub mod listener;
 mod signals;
 

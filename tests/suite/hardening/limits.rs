@@ -259,6 +259,31 @@ fn every_limit_answers_with_a_status_and_a_json_error() {
     assert!(resp.text().unwrap().contains(r#"{"errors":["#));
 }
 
+/// A client refused while still sending (its head past what the server
+/// buffers) reads the refusal: the server reads and discards what keeps
+/// arriving for a while before it closes, instead of closing on unread data,
+/// which makes the kernel reset the connection and lose the answer.
+#[test]
+fn a_client_still_sending_when_refused_reads_the_answer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = Server::start(&tmp.path().join("data"), &[]);
+    let host = &server.host;
+    for attempt in 0..5 {
+        let mut tls = connect(&server);
+        let head = format!(
+            "GET /.well-known/terraform.json HTTP/1.1\r\nHost: {host}\r\nX-Big: {}",
+            "x".repeat(140_000)
+        );
+        send(&mut tls, head.as_bytes());
+        // The server has answered 431 by now; the client goes on sending.
+        std::thread::sleep(Duration::from_millis(300));
+        send(&mut tls, "y".repeat(100_000).as_bytes());
+        send(&mut tls, b"\r\n\r\n");
+        let response = read_all(&mut tls);
+        assert_eq!(status_of(&response), 431, "attempt {attempt}: {response:?}");
+    }
+}
+
 #[test]
 fn a_small_archive_on_a_reused_connection_is_as_quick_as_json() {
     let tmp = tempfile::tempdir().unwrap();
