@@ -1,0 +1,52 @@
+//! `tfreg-bench`: the benchmarks of tfreg, each one beside a baseline measured
+//! in the same run (this machine is shared and noisy: figures are ratios and
+//! medians, never a time limit). Each benchmark is a module with a `run` that
+//! returns a [`report::Section`]; `all` runs every one and writes
+//! `BENCHMARKS.md` (see `scripts/bench`).
+
+mod report;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(about = "tfreg's benchmarks, each beside a baseline in the same run")]
+struct Cli {
+    /// Where figures (JSON, one file per benchmark) and charts are written.
+    #[arg(long, default_value = "target/bench")]
+    out: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Every benchmark, then BENCHMARKS.md from their sections.
+    All {
+        /// The report written.
+        #[arg(long, default_value = "BENCHMARKS.md")]
+        report: PathBuf,
+    },
+    /// BENCHMARKS.md from the figures already in `--out`.
+    Report {
+        #[arg(long, default_value = "BENCHMARKS.md")]
+        report: PathBuf,
+    },
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let cli = Cli::parse();
+    std::fs::create_dir_all(&cli.out)?;
+    match cli.command {
+        Command::All { report } => {
+            let sections: Vec<report::Section> = Vec::new();
+            for section in &sections {
+                section.save(&cli.out)?;
+            }
+            report::write(&report, &cli.out)?;
+        }
+        Command::Report { report } => report::write(&report, &cli.out)?,
+    }
+    Ok(())
+}
