@@ -5,6 +5,7 @@
 //! `BENCHMARKS.md` (see `scripts/bench`).
 
 mod report;
+mod scale;
 
 use std::path::PathBuf;
 
@@ -28,6 +29,8 @@ enum Command {
         #[arg(long, default_value = "BENCHMARKS.md")]
         report: PathBuf,
     },
+    /// Versions lists as providers and modules grow: before and with the versions index.
+    Scale,
     /// BENCHMARKS.md from the figures already in `--out`.
     Report {
         #[arg(long, default_value = "BENCHMARKS.md")]
@@ -40,12 +43,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::create_dir_all(&cli.out)?;
     match cli.command {
         Command::All { report } => {
-            let sections: Vec<report::Section> = Vec::new();
+            let sections: Vec<report::Section> = vec![scale::run(&cli.out)?];
             for section in &sections {
                 section.save(&cli.out)?;
             }
             report::write(&report, &cli.out)?;
         }
+        Command::Scale => scale::run(&cli.out)?.save(&cli.out)?,
         Command::Report { report } => report::write(&report, &cli.out)?,
     }
     Ok(())
