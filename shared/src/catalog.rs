@@ -578,8 +578,9 @@ async fn read_index(
     index_from_releases(store, pk, listing).await
 }
 
-/// How many times an index update retries after losing a race.
-const SYNC_ATTEMPTS: u32 = 25;
+/// How many times an index update retries after losing a race (many
+/// publishes of one provider at once all update its one index).
+const SYNC_ATTEMPTS: u32 = 60;
 
 /// Copy the stored state of release `version` (or its absence) into the index
 /// of `pk`, with a compare-and-swap; with no `version`, or no usable index,
@@ -595,7 +596,7 @@ async fn sync(
     for attempt in 0..SYNC_ATTEMPTS {
         if attempt > 0 {
             // Jittered, growing pauses: racing writers spread out.
-            let ms = rand::random_range(0..=u64::from(attempt) * 8);
+            let ms = rand::random_range(0..=(u64::from(attempt) * 16).min(250));
             tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
         }
         let current = store.get(pk, INDEX_SK).await?;
