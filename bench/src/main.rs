@@ -4,7 +4,10 @@
 //! returns a [`report::Section`]; `all` runs every one and writes
 //! `BENCHMARKS.md` (see `scripts/bench`).
 
+mod cost;
+mod e2e;
 mod report;
+mod tools;
 
 use std::path::PathBuf;
 
@@ -28,6 +31,12 @@ enum Command {
         #[arg(long, default_value = "BENCHMARKS.md")]
         report: PathBuf,
     },
+    /// `terraform init` of 10 providers and 10 modules, tfreg beside nginx, and its cost on AWS.
+    E2e {
+        /// Inits of each, alternating.
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+    },
     /// BENCHMARKS.md from the figures already in `--out`.
     Report {
         #[arg(long, default_value = "BENCHMARKS.md")]
@@ -40,12 +49,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::create_dir_all(&cli.out)?;
     match cli.command {
         Command::All { report } => {
-            let sections: Vec<report::Section> = Vec::new();
+            let sections = vec![e2e::run(5)?];
             for section in &sections {
                 section.save(&cli.out)?;
             }
             report::write(&report, &cli.out)?;
         }
+        Command::E2e { rounds } => e2e::run(rounds)?.save(&cli.out)?,
         Command::Report { report } => report::write(&report, &cli.out)?,
     }
     Ok(())
