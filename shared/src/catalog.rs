@@ -710,8 +710,11 @@ pub async fn import_module_releases(
     sync(store, &pk, None, module_listing).await
 }
 
-/// How many writes an import keeps in flight.
-const IMPORT_CONCURRENCY: usize = 32;
+/// How many writes an import keeps in flight. dynalite answers one request at
+/// a time: more in flight only makes each wait longer, and with several
+/// imports at once (the scale suite on a loaded machine) past the SDK's
+/// per-attempt timeout.
+const IMPORT_CONCURRENCY: usize = 8;
 
 async fn import<T: Serialize>(
     store: &dyn ItemStore,
