@@ -5,6 +5,7 @@
 //! `BENCHMARKS.md` (see `scripts/bench`).
 
 mod report;
+mod serve;
 
 use std::path::PathBuf;
 
@@ -28,6 +29,8 @@ enum Command {
         #[arg(long, default_value = "BENCHMARKS.md")]
         report: PathBuf,
     },
+    /// `tfreg serve` beside nginx serving the same bytes (needs a release `tfreg`).
+    Serve(serve::Opts),
     /// BENCHMARKS.md from the figures already in `--out`.
     Report {
         #[arg(long, default_value = "BENCHMARKS.md")]
@@ -40,12 +43,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::create_dir_all(&cli.out)?;
     match cli.command {
         Command::All { report } => {
-            let sections: Vec<report::Section> = Vec::new();
+            let sections: Vec<report::Section> = vec![serve::run(&serve::Opts::default())?];
             for section in &sections {
                 section.save(&cli.out)?;
             }
             report::write(&report, &cli.out)?;
         }
+        Command::Serve(opts) => serve::run(&opts)?.save(&cli.out)?,
         Command::Report { report } => report::write(&report, &cli.out)?,
     }
     Ok(())
