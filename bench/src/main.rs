@@ -8,6 +8,7 @@ mod cost;
 mod e2e;
 mod report;
 mod scale;
+mod serve;
 mod tools;
 
 use std::path::PathBuf;
@@ -40,6 +41,8 @@ enum Command {
         #[arg(long, default_value_t = 5)]
         rounds: usize,
     },
+    /// `tfreg serve` beside nginx serving the same bytes (needs a release `tfreg`).
+    Serve(serve::Opts),
     /// BENCHMARKS.md from the figures already in `--out`.
     Report {
         #[arg(long, default_value = "BENCHMARKS.md")]
@@ -52,7 +55,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::create_dir_all(&cli.out)?;
     match cli.command {
         Command::All { report } => {
-            let sections = vec![scale::run(&cli.out)?, e2e::run(5)?];
+            let sections = vec![
+                scale::run(&cli.out)?,
+                serve::run(&serve::Opts::default())?,
+                e2e::run(5)?,
+            ];
             for section in &sections {
                 section.save(&cli.out)?;
             }
@@ -60,6 +67,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         Command::Scale => scale::run(&cli.out)?.save(&cli.out)?,
         Command::E2e { rounds } => e2e::run(rounds)?.save(&cli.out)?,
+        Command::Serve(opts) => serve::run(&opts)?.save(&cli.out)?,
         Command::Report { report } => report::write(&report, &cli.out)?,
     }
     Ok(())

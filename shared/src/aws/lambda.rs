@@ -133,16 +133,35 @@ impl Function {
     }
 }
 
+/// The functions' log format, written to `writer`: one JSON object a line,
+/// the event's fields at its top level; no time (CloudWatch stamps every
+/// line), no target and no spans (the runtime's invoke span would repeat the
+/// Lambda request id and X-Ray trace id on every line, and CloudWatch bills
+/// every byte).
+pub(crate) fn log_subscriber<W>(
+    filter: tracing_subscriber::EnvFilter,
+    writer: W,
+) -> impl tracing::Subscriber + Send + Sync + 'static
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    tracing_subscriber::fmt()
+        .json()
+        .flatten_event(true)
+        .with_current_span(false)
+        .with_span_list(false)
+        .with_target(false)
+        .without_time()
+        .with_env_filter(filter)
+        .with_writer(writer)
+        .finish()
+}
+
 fn init_tracing() {
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_env(super::config::LOG)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(filter)
-        .with_current_span(false)
-        .with_target(false)
-        .without_time() // CloudWatch stamps every line
-        .try_init();
+    let _ = log_subscriber(filter, std::io::stdout).try_init();
 }
 
 /// The whole life of a function whose endpoint is named by `TFREG_ENDPOINT`

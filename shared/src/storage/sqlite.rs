@@ -7,12 +7,21 @@
 //! and the next request opens a new one. The rollback journal, not WAL: WAL
 //! maps its `-shm` index into memory, and a write to that mapping on a file
 //! made read-only or a full disk kills the process with SIGBUS.
+//!
+//! Writes go through one read-write connection, on a blocking thread. Point
+//! reads and query pages are served first on the caller's thread by an idle
+//! read-only connection that never waits for a lock: the database is small
+//! and in the page cache, so such a read takes microseconds, far less than a
+//! hand-over to a blocking thread. When that connection cannot answer at
+//! once (another connection holds a lock, a hot journal to roll back, any
+//! failure), the read goes the writer's way, which waits and reports as
+//! before. Every read is its own transaction, so a write shows at once.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 use super::{Condition, Item, ItemStore, Page, StoreError};
 
@@ -59,6 +68,24 @@ struct Inner {
     path: Option<PathBuf>,
     /// The open connection; `None` after a failure that a new one may not have.
     conn: Mutex<Option<Connection>>,
+    /// Idle read-only connections to `path`, for reads on the caller's thread.
+    readers: Mutex<Vec<Connection>>,
+}
+
+/// Most idle read-only connections kept (one per thread reading at once is enough).
+const IDLE_READERS: usize = 8;
+
+/// A read-only connection that fails at once on a lock rather than wait:
+/// it runs on an async worker thread.
+fn open_reader(path: &Path) -> Result<Connection, StoreError> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(sqlite_error)?;
+    conn.busy_timeout(std::time::Duration::ZERO)
+        .map_err(sqlite_error)?;
+    Ok(conn)
 }
 
 impl SqliteStore {
@@ -79,6 +106,7 @@ impl SqliteStore {
             inner: Arc::new(Inner {
                 path,
                 conn: Mutex::new(Some(conn)),
+                readers: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -126,36 +154,92 @@ impl SqliteStore {
         .await
     }
 
-    /// The one item `sql` (with `pk`, `sk` as ?1, ?2) returns as `data, expires_at, touched_at`.
-    async fn one_item(
-        &self,
-        sql: &'static str,
-        pk: &str,
-        sk: &str,
-    ) -> Result<Option<Item>, StoreError> {
-        let (pk, sk) = (pk.to_string(), sk.to_string());
-        self.with_conn(move |c| {
-            c.query_row(sql, params![pk, sk], |row| {
-                Ok((
-                    row.get::<_, Vec<u8>>(0)?,
-                    row.get::<_, Option<i64>>(1)?,
-                    row.get::<_, Option<i64>>(2)?,
-                ))
-            })
-            .optional()
-            .map_err(sqlite_error)
-            .map(|found| {
-                found.map(|(data, expires_at, touched_at)| Item {
-                    pk,
-                    sk,
-                    data,
-                    expires_at: unix(expires_at),
-                    touched_at: unix(touched_at),
-                })
-            })
-        })
-        .await
+    /// `read` at once on this thread with an idle read-only connection;
+    /// `None` when that cannot answer (an in-memory database, a lock held
+    /// elsewhere, any failure): the caller then reads through [`Self::with_conn`].
+    fn read_now<T>(&self, read: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Option<T> {
+        let path = self.inner.path.as_ref()?;
+        let idle = self.inner.readers.lock().ok()?.pop();
+        let conn = match idle {
+            Some(conn) => conn,
+            None => open_reader(path).ok()?,
+        };
+        // A failed connection is dropped: the next read opens a new one.
+        let found = read(&conn).ok()?;
+        if let Ok(mut idle) = self.inner.readers.lock()
+            && idle.len() < IDLE_READERS
+        {
+            idle.push(conn);
+        }
+        Some(found)
     }
+
+    /// A read: on this thread if it can be answered at once, else on the
+    /// writer's connection (waiting for locks, reporting failures).
+    async fn read<T: Send + 'static>(
+        &self,
+        read: impl Fn(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        match self.read_now(&read) {
+            Some(found) => Ok(found),
+            None => self.with_conn(move |c| read(c)).await,
+        }
+    }
+}
+
+/// The one item `sql` (with `pk`, `sk` as ?1, ?2) returns as `data, expires_at, touched_at`.
+fn one_item(c: &Connection, sql: &str, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
+    let mut stmt = c.prepare_cached(sql).map_err(sqlite_error)?;
+    stmt.query_row(params![pk, sk], |row| {
+        Ok(Item {
+            pk: pk.to_string(),
+            sk: sk.to_string(),
+            data: row.get(0)?,
+            expires_at: unix(row.get(1)?),
+            touched_at: unix(row.get(2)?),
+        })
+    })
+    .optional()
+    .map_err(sqlite_error)
+}
+
+/// One page of `pk`'s items whose sort key starts with `prefix`, after `after`.
+fn page(c: &Connection, pk: &str, prefix: &str, after: Option<&str>) -> Result<Page, StoreError> {
+    let mut stmt = c
+        .prepare_cached(
+            "SELECT sk, data, expires_at, touched_at FROM items
+             WHERE pk = ?1 AND substr(sk, 1, ?2) = ?3 AND (?4 IS NULL OR sk > ?4)
+             ORDER BY sk LIMIT ?5",
+        )
+        .map_err(sqlite_error)?;
+    let rows = stmt
+        .query_map(
+            params![
+                pk,
+                prefix.chars().count() as i64,
+                prefix,
+                after,
+                PAGE_SIZE as i64 + 1
+            ],
+            |row| {
+                Ok(Item {
+                    pk: pk.to_string(),
+                    sk: row.get(0)?,
+                    data: row.get(1)?,
+                    expires_at: unix(row.get(2)?),
+                    touched_at: unix(row.get(3)?),
+                })
+            },
+        )
+        .map_err(sqlite_error)?;
+    let mut items = rows.collect::<Result<Vec<_>, _>>().map_err(sqlite_error)?;
+    let next = if items.len() > PAGE_SIZE {
+        items.truncate(PAGE_SIZE);
+        items.last().map(|i| i.sk.clone())
+    } else {
+        None
+    };
+    Ok(Page { items, next })
 }
 
 fn unix(t: Option<i64>) -> Option<u64> {
@@ -198,11 +282,15 @@ fn init(conn: Connection) -> Result<Connection, StoreError> {
 #[async_trait]
 impl ItemStore for SqliteStore {
     async fn get(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
-        self.one_item(
-            "SELECT data, expires_at, touched_at FROM items WHERE pk = ?1 AND sk = ?2",
-            pk,
-            sk,
-        )
+        let (pk, sk) = (pk.to_string(), sk.to_string());
+        self.read(move |c| {
+            one_item(
+                c,
+                "SELECT data, expires_at, touched_at FROM items WHERE pk = ?1 AND sk = ?2",
+                &pk,
+                &sk,
+            )
+        })
         .await
     }
 
@@ -214,44 +302,8 @@ impl ItemStore for SqliteStore {
     ) -> Result<Page, StoreError> {
         let (pk, prefix) = (pk.to_string(), sk_prefix.to_string());
         let after = start_after.map(str::to_string);
-        self.with_conn(move |c| {
-            let mut stmt = c
-                .prepare_cached(
-                    "SELECT sk, data, expires_at, touched_at FROM items
-                     WHERE pk = ?1 AND substr(sk, 1, ?2) = ?3 AND (?4 IS NULL OR sk > ?4)
-                     ORDER BY sk LIMIT ?5",
-                )
-                .map_err(sqlite_error)?;
-            let rows = stmt
-                .query_map(
-                    params![
-                        pk,
-                        prefix.chars().count() as i64,
-                        prefix,
-                        after,
-                        PAGE_SIZE as i64 + 1
-                    ],
-                    |row| {
-                        Ok(Item {
-                            pk: pk.clone(),
-                            sk: row.get(0)?,
-                            data: row.get(1)?,
-                            expires_at: unix(row.get(2)?),
-                            touched_at: unix(row.get(3)?),
-                        })
-                    },
-                )
-                .map_err(sqlite_error)?;
-            let mut items = rows.collect::<Result<Vec<_>, _>>().map_err(sqlite_error)?;
-            let next = if items.len() > PAGE_SIZE {
-                items.truncate(PAGE_SIZE);
-                items.last().map(|i| i.sk.clone())
-            } else {
-                None
-            };
-            Ok(Page { items, next })
-        })
-        .await
+        self.read(move |c| page(c, &pk, &prefix, after.as_deref()))
+            .await
     }
 
     async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError> {
@@ -286,11 +338,15 @@ impl ItemStore for SqliteStore {
     }
 
     async fn take(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
-        self.one_item(
-            "DELETE FROM items WHERE pk = ?1 AND sk = ?2 RETURNING data, expires_at, touched_at",
-            pk,
-            sk,
-        )
+        let (pk, sk) = (pk.to_string(), sk.to_string());
+        self.with_conn(move |c| {
+            one_item(
+                c,
+                "DELETE FROM items WHERE pk = ?1 AND sk = ?2 RETURNING data, expires_at, touched_at",
+                &pk,
+                &sk,
+            )
+        })
         .await
     }
 
@@ -335,6 +391,50 @@ mod tests {
         let left = crate::storage::query_all(&store, "P", "").await.unwrap();
         let left: Vec<&str> = left.iter().map(|i| i.sk.as_str()).collect();
         assert_eq!(left, ["kept", "new"]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reads_see_each_write_at_once_and_wait_out_a_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let store = SqliteStore::open(&path).unwrap();
+        let read = |store: SqliteStore| async move {
+            store.get("P", "S").await.unwrap().map(|item| item.data)
+        };
+        assert_eq!(read(store.clone()).await, None);
+        store
+            .put(Item::new("P", "S", b"1".to_vec()), Condition::IfAbsent)
+            .await
+            .unwrap();
+        assert_eq!(read(store.clone()).await, Some(b"1".to_vec()));
+        assert_eq!(
+            store.inner.readers.lock().unwrap().len(),
+            1,
+            "the reads were answered by a kept read-only connection"
+        );
+        store
+            .put(Item::new("P", "S", b"2".to_vec()), Condition::Always)
+            .await
+            .unwrap();
+        assert_eq!(
+            read(store.clone()).await,
+            Some(b"2".to_vec()),
+            "no stale read"
+        );
+        // Another process writing: the read cannot be answered at once, so it
+        // waits for the lock (as reads always did) and then sees the write.
+        let other = Connection::open(&path).unwrap();
+        other
+            .execute_batch("BEGIN EXCLUSIVE; UPDATE items SET data = x'33';")
+            .unwrap();
+        let reading = tokio::spawn(read(store.clone()));
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert!(
+            !reading.is_finished(),
+            "a read does not pass an exclusive lock"
+        );
+        other.execute_batch("COMMIT").unwrap();
+        assert_eq!(reading.await.unwrap(), Some(b"3".to_vec()));
     }
 
     #[test]
