@@ -6,6 +6,7 @@
 
 mod cost;
 mod e2e;
+mod handlers;
 mod report;
 mod scale;
 mod serve;
@@ -41,6 +42,8 @@ enum Command {
         #[arg(long, default_value_t = 5)]
         rounds: usize,
     },
+    /// Each read endpoint in-process (criterion), embedded and on the emulators, with its storage requests counted.
+    Handlers,
     /// `tfreg serve` beside nginx serving the same bytes (needs a release `tfreg`).
     Serve(serve::Opts),
     /// BENCHMARKS.md from the figures already in `--out`.
@@ -55,16 +58,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::create_dir_all(&cli.out)?;
     match cli.command {
         Command::All { report } => {
-            let sections = vec![
-                scale::run(&cli.out)?,
-                serve::run(&serve::Opts::default())?,
-                e2e::run(5)?,
-            ];
-            for section in &sections {
-                section.save(&cli.out)?;
-            }
+            // Each saved as soon as it is done: a later failure keeps it.
+            handlers::run(&cli.out)?.save(&cli.out)?;
+            scale::run(&cli.out)?.save(&cli.out)?;
+            serve::run(&serve::Opts::default())?.save(&cli.out)?;
+            e2e::run(5)?.save(&cli.out)?;
             report::write(&report, &cli.out)?;
         }
+        Command::Handlers => handlers::run(&cli.out)?.save(&cli.out)?,
         Command::Scale => scale::run(&cli.out)?.save(&cli.out)?,
         Command::E2e { rounds } => e2e::run(rounds)?.save(&cli.out)?,
         Command::Serve(opts) => serve::run(&opts)?.save(&cli.out)?,

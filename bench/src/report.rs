@@ -24,8 +24,40 @@ impl Section {
     }
 }
 
+/// The machine, the date and the commit the figures come from.
+fn machine() -> String {
+    let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+    let cpuinfo = read("/proc/cpuinfo");
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map_or("unknown CPU".to_string(), |m| m.trim().to_string());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let memory_gib = read("/proc/meminfo")
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|l| l.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(0.0, |kib| kib / 1024.0 / 1024.0);
+    let run = |cmd: &str, args: &[&str]| {
+        std::process::Command::new(cmd)
+            .args(args)
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default()
+    };
+    format!(
+        "- Machine: {cores} cores ({model}), {memory_gib:.0} GiB, {} {}, shared with other work (so ratios, not absolutes)\n- Date: {}\n- Commit: {}",
+        run("uname", &["-sr"]),
+        std::env::consts::ARCH,
+        run("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+        run("git", &["describe", "--always", "--dirty"]),
+    )
+}
+
 /// The order of sections in the report (others follow, by name).
-const ORDER: &[&str] = &[];
+const ORDER: &[&str] = &["e2e", "serve", "handlers", "scale", "lambda"];
 
 /// BENCHMARKS.md from every section saved under `out`.
 pub fn write(report: &Path, out: &Path) -> Result<(), Box<dyn std::error::Error>> {
@@ -39,8 +71,9 @@ pub fn write(report: &Path, out: &Path) -> Result<(), Box<dyn std::error::Error>
     }
     let rank = |name: &str| ORDER.iter().position(|n| *n == name).unwrap_or(ORDER.len());
     sections.sort_by(|a, b| rank(&a.name).cmp(&rank(&b.name)).then(a.name.cmp(&b.name)));
-    let mut text = String::from(
-        "# tfreg benchmarks\n\nEvery figure is measured beside its baseline in the same run, on the machine named below; ratios and medians, not absolute times. Made by `scripts/bench`.\n\n",
+    let mut text = format!(
+        "# tfreg benchmarks\n\nEvery figure is measured beside its baseline in the same run, on the machine named below; ratios and medians, not absolute times. Made by `scripts/bench` (all of them) or `target/release/tfreg-bench <name>` then `tfreg-bench report` (one, after `scripts/bench`'s set-up).\n\n{}\n\n",
+        machine()
     );
     for section in sections {
         text.push_str(&format!(

@@ -398,8 +398,13 @@ async fn change_release_lifecycle(
 }
 
 /// Remove the release `target` from the catalog: from every response at
-/// once. Returns the archive keys no other release of its partition refers
-/// to (the caller deletes them), or 404 if it is not published.
+/// once. Returns the archive keys its item referred to (the caller deletes
+/// them), or 404 if it is not published.
+///
+/// No other release can refer to them: a published file's key names the
+/// upload that published it ([`BlobKey::archive`]), and one upload publishes
+/// one release. So a delete costs one `take` and the index's update, not a
+/// read of every release of the partition (2.9 s at 5,000 versions before).
 pub async fn delete_release(
     store: &dyn ItemStore,
     target: &PublishTarget,
@@ -409,15 +414,10 @@ pub async fn delete_release(
     // Also when it was gone already: a retried delete repairs the index.
     sync_index(store, target).await?;
     let item = taken.ok_or_else(|| no_release(target))?;
-    let ours = item_keys(target, &item)?;
-    // Each publish keeps its files under keys of its own, so no other release
-    // should share them; checked anyway, as deleting a shared archive would
-    // break a release nobody asked to touch.
-    let mut shared = std::collections::HashSet::new();
-    for other in query_all(store, &pk, VERSION_PREFIX).await? {
-        shared.extend(item_keys(target, &other)?);
-    }
-    Ok(ours.into_iter().filter(|k| !shared.contains(k)).collect())
+    let mut keys = item_keys(target, &item)?;
+    keys.sort();
+    keys.dedup();
+    Ok(keys)
 }
 
 /// The 409 for a version that exists with other content.
