@@ -4,6 +4,7 @@
 //! returns a [`report::Section`]; `all` runs every one and writes
 //! `BENCHMARKS.md` (see `scripts/bench`).
 
+mod lambda;
 mod report;
 
 use std::path::PathBuf;
@@ -28,6 +29,8 @@ enum Command {
         #[arg(long, default_value = "BENCHMARKS.md")]
         report: PathBuf,
     },
+    /// Lambda functions: size and cold start beside a hello-world.
+    Lambda(lambda::Args),
     /// BENCHMARKS.md from the figures already in `--out`.
     Report {
         #[arg(long, default_value = "BENCHMARKS.md")]
@@ -40,12 +43,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::create_dir_all(&cli.out)?;
     match cli.command {
         Command::All { report } => {
-            let sections: Vec<report::Section> = Vec::new();
+            let sections: Vec<report::Section> = vec![lambda::run(&lambda::Args::default())?];
             for section in &sections {
                 section.save(&cli.out)?;
             }
             report::write(&report, &cli.out)?;
         }
+        Command::Lambda(args) => lambda::run(&args)?.save(&cli.out)?,
         Command::Report { report } => report::write(&report, &cli.out)?,
     }
     Ok(())
