@@ -47,19 +47,19 @@ const fn function(
 const FUNCTIONS: &[Function] = &[
     function(
         "discovery",
-        "lambda",
+        "lambda-read",
         ("GET", "/.well-known/terraform.json"),
         200,
     ),
     function(
         "provider-versions",
-        "lambda",
+        "lambda-read",
         ("GET", "/v1/providers/acme/widget/versions"),
         404,
     ),
     function(
         "provider-download",
-        "lambda",
+        "lambda-read",
         (
             "GET",
             "/v1/providers/acme/widget/1.0.0/download/linux/amd64",
@@ -68,19 +68,19 @@ const FUNCTIONS: &[Function] = &[
     ),
     function(
         "module-versions",
-        "lambda",
+        "lambda-read",
         ("GET", "/v1/modules/acme/net/aws/versions"),
         404,
     ),
     function(
         "module-download",
-        "lambda",
+        "lambda-read",
         ("GET", "/v1/modules/acme/net/aws/1.0.0/download"),
         404,
     ),
     function(
         "mirror-index",
-        "lambda",
+        "lambda-read",
         (
             "GET",
             "/v1/mirror/registry.example.com/acme/widget/index.json",
@@ -89,7 +89,7 @@ const FUNCTIONS: &[Function] = &[
     ),
     function(
         "mirror-version",
-        "lambda",
+        "lambda-read",
         (
             "GET",
             "/v1/mirror/registry.example.com/acme/widget/1.0.0.json",
@@ -98,7 +98,7 @@ const FUNCTIONS: &[Function] = &[
     ),
     function(
         "blob",
-        "lambda",
+        "lambda-read",
         ("GET", "/v1/blobs/providers/acme/widget/1.0.0/x.zip"),
         403,
     ),

@@ -10,6 +10,7 @@ use aws_config::BehaviorVersion;
 use super::config::{ConfigError, Settings};
 use super::dynamodb::DynamoStore;
 use super::s3::S3BlobStore;
+use super::tls::{Roots, https_client};
 use crate::registry::Registry;
 use crate::router::Endpoint;
 
@@ -20,6 +21,8 @@ pub enum InitError {
     Config(#[from] ConfigError),
     #[error("loading the URL signing secret from DynamoDB: {0}")]
     Store(#[from] crate::storage::StoreError),
+    #[error("this binary serves the read endpoints only; the {0} function runs `lambda`")]
+    ReadsOnly(&'static str),
 }
 
 /// One initialised function.
@@ -62,7 +65,19 @@ pub async fn clients_at(
     endpoints: &Endpoints,
     s3_force_path_style: bool,
 ) -> Result<(aws_sdk_dynamodb::Client, aws_sdk_s3::Client), ConfigError> {
-    let sdk = aws_config::load_defaults(BehaviorVersion::latest()).await;
+    clients_trusting(endpoints, s3_force_path_style, Roots::System).await
+}
+
+/// [`clients_at`], their TLS trusting `roots`.
+pub async fn clients_trusting(
+    endpoints: &Endpoints,
+    s3_force_path_style: bool,
+    roots: Roots,
+) -> Result<(aws_sdk_dynamodb::Client, aws_sdk_s3::Client), ConfigError> {
+    let sdk = aws_config::defaults(BehaviorVersion::latest())
+        .http_client(https_client(roots))
+        .load()
+        .await;
     if sdk.region().is_none() {
         return Err(ConfigError::Missing("AWS_REGION"));
     }
@@ -102,7 +117,9 @@ impl Function {
     /// when first needed, and admin never needs it.
     pub async fn from_env(endpoint: Endpoint) -> Result<Self, InitError> {
         let settings = Settings::from_env()?;
-        let (dynamodb, s3) = clients(settings.s3_force_path_style).await?;
+        let roots = Roots::for_function(|name| std::env::var(name).ok());
+        let (dynamodb, s3) =
+            clients_trusting(&Endpoints::default(), settings.s3_force_path_style, roots).await?;
         let items = Arc::new(DynamoStore::new(dynamodb, &settings.table));
         let blobs = Arc::new(S3BlobStore::new(s3, &settings.bucket, settings.url_ttl));
         let config = settings.registry_config();
@@ -131,6 +148,11 @@ impl Function {
     pub fn service(&self) -> axum::Router {
         crate::app::app(self.registry.clone(), Some(self.endpoint))
     }
+
+    /// [`service`](Self::service) without the publish and admin handlers.
+    pub fn read_service(&self) -> axum::Router {
+        crate::app::read_app(self.registry.clone(), Some(self.endpoint))
+    }
 }
 
 fn init_tracing() {
@@ -146,11 +168,30 @@ fn init_tracing() {
 }
 
 /// The whole life of a function whose endpoint is named by `TFREG_ENDPOINT`
-/// (the `lambda` binary, which every function of template.yaml runs).
+/// (the `lambda` binary, which the publish and admin functions run).
 pub async fn run_configured() -> Result<(), lambda_http::Error> {
     init_tracing();
     match super::config::endpoint_from_lookup(|name| std::env::var(name).ok()) {
-        Ok(endpoint) => serve(endpoint).await,
+        Ok(endpoint) => serve(endpoint, Function::service).await,
+        Err(e) => {
+            tracing::error!(error = %e, "init failed");
+            Err(e.into())
+        }
+    }
+}
+
+/// [`run_configured`] for a read endpoint, without the publish and admin
+/// handlers (the `lambda-read` binary, which the read functions run).
+pub async fn run_configured_reads() -> Result<(), lambda_http::Error> {
+    init_tracing();
+    let endpoint = super::config::endpoint_from_lookup(|name| std::env::var(name).ok())
+        .map_err(InitError::from)
+        .and_then(|e| match e.writes() {
+            true => Err(InitError::ReadsOnly(e.name())),
+            false => Ok(e),
+        });
+    match endpoint {
+        Ok(endpoint) => serve(endpoint, Function::read_service).await,
         Err(e) => {
             tracing::error!(error = %e, "init failed");
             Err(e.into())
@@ -161,10 +202,13 @@ pub async fn run_configured() -> Result<(), lambda_http::Error> {
 /// The whole life of one function: init once, then serve invocations.
 pub async fn run(endpoint: Endpoint) -> Result<(), lambda_http::Error> {
     init_tracing();
-    serve(endpoint).await
+    serve(endpoint, Function::service).await
 }
 
-async fn serve(endpoint: Endpoint) -> Result<(), lambda_http::Error> {
+async fn serve(
+    endpoint: Endpoint,
+    service: fn(&Function) -> axum::Router,
+) -> Result<(), lambda_http::Error> {
     let function = match Function::from_env(endpoint).await {
         Ok(f) => f,
         Err(e) => {
@@ -172,5 +216,5 @@ async fn serve(endpoint: Endpoint) -> Result<(), lambda_http::Error> {
             return Err(e.into());
         }
     };
-    lambda_http::run(function.service()).await
+    lambda_http::run(service(&function)).await
 }
