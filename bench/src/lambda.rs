@@ -42,7 +42,7 @@ const fn function(
 
 /// template.yaml's functions (TFREG_ENDPOINT and Binary). Anonymous reads
 /// are on: the read routes query DynamoDB (nothing is published, so 404),
-/// blob checks a URL signature that is not there (403); publish and admin
+/// blob refuses a URL without its signature (400); publish and admin
 /// answer 401 to a request without a token.
 const FUNCTIONS: &[Function] = &[
     function(
@@ -100,12 +100,12 @@ const FUNCTIONS: &[Function] = &[
         "blob",
         "lambda-read",
         ("GET", "/v1/blobs/providers/acme/widget/1.0.0/x.zip"),
-        403,
+        400,
     ),
     function(
         "publish",
         "lambda",
-        ("POST", "/v1/publish/provider/acme/widget/1.0.0/begin"),
+        ("POST", "/v1/publish/providers/acme/widget/1.0.0/begin"),
         401,
     ),
     function("admin", "lambda", ("GET", "/v1/admin/tokens"), 401),
