@@ -4,8 +4,12 @@
 //! returns a [`report::Section`]; `all` runs every one and writes
 //! `BENCHMARKS.md` (see `scripts/bench`).
 
+mod cost;
+mod e2e;
 mod lambda;
 mod report;
+mod scale;
+mod tools;
 
 use std::path::PathBuf;
 
@@ -29,6 +33,14 @@ enum Command {
         #[arg(long, default_value = "BENCHMARKS.md")]
         report: PathBuf,
     },
+    /// Versions lists as providers and modules grow: before and with the versions index.
+    Scale,
+    /// `terraform init` of 10 providers and 10 modules, tfreg beside nginx, and its cost on AWS.
+    E2e {
+        /// Inits of each, alternating.
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+    },
     /// Lambda functions: size and cold start beside a hello-world.
     Lambda(lambda::Args),
     /// BENCHMARKS.md from the figures already in `--out`.
@@ -43,12 +55,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::create_dir_all(&cli.out)?;
     match cli.command {
         Command::All { report } => {
-            let sections: Vec<report::Section> = vec![lambda::run(&lambda::Args::default())?];
+            let sections = vec![
+                scale::run(&cli.out)?,
+                e2e::run(5)?,
+                lambda::run(&lambda::Args::default())?,
+            ];
             for section in &sections {
                 section.save(&cli.out)?;
             }
             report::write(&report, &cli.out)?;
         }
+        Command::Scale => scale::run(&cli.out)?.save(&cli.out)?,
+        Command::E2e { rounds } => e2e::run(rounds)?.save(&cli.out)?,
         Command::Lambda(args) => lambda::run(&args)?.save(&cli.out)?,
         Command::Report { report } => report::write(&report, &cli.out)?,
     }

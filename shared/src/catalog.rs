@@ -13,12 +13,23 @@
 //! | audit event                  | `AUDIT`                          | `<inverted time>#<random>` |
 //! | publish in progress          | `UPLOAD#<upload id>`             | `UPLOAD`           |
 //!
-//! A release's lifecycle (deprecated, yanked) lives in its item, so a versions
-//! list still costs one query; a change of it is one compare-and-swap write.
+//! | versions index               | the releases' own `pk`           | `INDEX`            |
 //!
-//! One release is one item holding every platform, so a versions list is one
-//! partition query and a download is one `GetItem`. Versions are sorted by
-//! semver precedence in code (string order is not semver order).
+//! One release is one item holding every platform, so a download is one
+//! `GetItem`. A release's lifecycle (deprecated, yanked) lives in its item; a
+//! change of it is one compare-and-swap write.
+//!
+//! A versions list is one `GetItem` too, of the partition's versions index
+//! ([`crate::version_index`]): what the lists show of every release, in semver
+//! order. The release items stay the truth; after every change of one (publish,
+//! lifecycle, delete) [`sync_index`] copies that release's state into the index
+//! with a compare-and-swap, reading the release only after the index, so the
+//! last writer always copies the latest state. A crash between the two writes
+//! leaves the index behind (a new version not yet listed, a deleted one still
+//! listed) until the operation is retried: a retried publish, lifecycle change
+//! or delete syncs again, even when it finds nothing left to change. A
+//! partition without an index (a store from before it) is read with a query of
+//! its releases; its next write builds the index from that query.
 
 use serde::{Deserialize, Serialize};
 
@@ -28,8 +39,11 @@ use crate::error::Error;
 use crate::router::{LifecycleAction, PublishTarget};
 use crate::storage::{Condition, Item, ItemStore, StoreError, query_all};
 use crate::version::{Version, sort_versions};
+use crate::version_index::{Listing, MAX_INDEX_BYTES, VersionIndex};
 
 const VERSION_PREFIX: &str = "VERSION#";
+/// Sort key of a partition's versions index.
+pub const INDEX_SK: &str = "INDEX";
 
 /// Where a provider release comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -323,6 +337,21 @@ pub async fn change_lifecycle(
     action: LifecycleAction,
     mark: Mark,
 ) -> Result<(Lifecycle, bool), Error> {
+    let result = change_release_lifecycle(store, target, action, mark).await;
+    // Also when nothing changed or nothing is there: a retry after a crash
+    // between the release's write and the index's repairs the index.
+    if matches!(result, Ok(_) | Err(Error::NotFound(_))) {
+        sync_index(store, target).await?;
+    }
+    result
+}
+
+async fn change_release_lifecycle(
+    store: &dyn ItemStore,
+    target: &PublishTarget,
+    action: LifecycleAction,
+    mark: Mark,
+) -> Result<(Lifecycle, bool), Error> {
     let (pk, sk) = release_location(target);
     for _ in 0..CAS_ATTEMPTS {
         let item = store
@@ -376,10 +405,10 @@ pub async fn delete_release(
     target: &PublishTarget,
 ) -> Result<Vec<BlobKey>, Error> {
     let (pk, sk) = release_location(target);
-    let item = store
-        .take(&pk, &sk)
-        .await?
-        .ok_or_else(|| no_release(target))?;
+    let taken = store.take(&pk, &sk).await?;
+    // Also when it was gone already: a retried delete repairs the index.
+    sync_index(store, target).await?;
+    let item = taken.ok_or_else(|| no_release(target))?;
     let ours = item_keys(target, &item)?;
     // Each publish keeps its files under keys of its own, so no other release
     // should share them; checked anyway, as deleting a shared archive would
@@ -432,15 +461,19 @@ pub async fn put_provider_release(
     release: &ProviderRelease,
 ) -> Result<PutOutcome, Error> {
     let what = format!("provider {provider}");
-    put_new(
+    let pk = provider_pk(origin, provider);
+    let outcome = put_new(
         store,
-        provider_pk(origin, provider),
+        pk.clone(),
         version,
         release,
         ProviderRelease::content,
         &what,
     )
-    .await
+    .await?;
+    // Also when unchanged: a retried publish repairs the index.
+    sync(store, &pk, Some(version), provider_listing).await?;
+    Ok(outcome)
 }
 
 /// All releases of a module, oldest first.
@@ -468,15 +501,242 @@ pub async fn put_module_release(
     release: &ModuleRelease,
 ) -> Result<PutOutcome, Error> {
     let what = format!("module {module}");
-    put_new(
+    let pk = module_pk(module);
+    let outcome = put_new(
         store,
-        module_pk(module),
+        pk.clone(),
         version,
         release,
         |r: &ModuleRelease| r.file.sha256.clone(),
         &what,
     )
+    .await?;
+    sync(store, &pk, Some(version), module_listing).await?;
+    Ok(outcome)
+}
+
+// ---------------------------------------------------------------------------
+// The versions index (see the module documentation).
+// ---------------------------------------------------------------------------
+
+/// What a versions list shows of a stored release.
+type ListingOf = fn(&Item) -> Result<Listing, Error>;
+
+fn provider_listing(item: &Item) -> Result<Listing, Error> {
+    Ok(Listing::from(&decode::<ProviderRelease>(item)?))
+}
+
+fn module_listing(item: &Item) -> Result<Listing, Error> {
+    Ok(Listing::from(&decode::<ModuleRelease>(item)?))
+}
+
+fn listing_of(target: &PublishTarget) -> ListingOf {
+    match target {
+        PublishTarget::Provider { .. } | PublishTarget::Mirror { .. } => provider_listing,
+        PublishTarget::Module { .. } => module_listing,
+    }
+}
+
+/// The index of every release in `pk`, from a query of them.
+async fn index_from_releases(
+    store: &dyn ItemStore,
+    pk: &str,
+    listing: ListingOf,
+) -> Result<VersionIndex, Error> {
+    let items = query_all(store, pk, VERSION_PREFIX).await?;
+    let listings = items.iter().map(listing).collect::<Result<Vec<_>, _>>()?;
+    Ok(VersionIndex::of(0, listings))
+}
+
+/// A stored index, unless it is unreadable or overflowed (then `None`:
+/// the releases are queried instead).
+fn usable(pk: &str, item: &Item) -> Option<VersionIndex> {
+    match VersionIndex::decode(&item.data) {
+        Ok(index) if !index.overflow => Some(index),
+        Ok(_) => None,
+        Err(e) => {
+            tracing::warn!(pk, error = %e, "unreadable versions index: querying the releases");
+            None
+        }
+    }
+}
+
+/// The versions index of `pk`: one `GetItem`; a query of the releases where
+/// there is no usable index (a store from before it, or an overflow).
+async fn read_index(
+    store: &dyn ItemStore,
+    pk: &str,
+    listing: ListingOf,
+) -> Result<VersionIndex, Error> {
+    if let Some(index) = store
+        .get(pk, INDEX_SK)
+        .await?
+        .and_then(|item| usable(pk, &item))
+    {
+        return Ok(index);
+    }
+    index_from_releases(store, pk, listing).await
+}
+
+/// How many times an index update retries after losing a race (many
+/// publishes of one provider at once all update its one index).
+const SYNC_ATTEMPTS: u32 = 60;
+
+/// Copy the stored state of release `version` (or its absence) into the index
+/// of `pk`, with a compare-and-swap; with no `version`, or no usable index,
+/// build the index from a query of every release. The index is read before
+/// the release, and every write bumps its `rev`, so of racing updates the
+/// last to write read the latest release.
+async fn sync(
+    store: &dyn ItemStore,
+    pk: &str,
+    version: Option<&Version>,
+    listing: ListingOf,
+) -> Result<(), Error> {
+    for attempt in 0..SYNC_ATTEMPTS {
+        if attempt > 0 {
+            // Jittered, growing pauses: racing writers spread out.
+            let ms = rand::random_range(0..=(u64::from(attempt) * 16).min(250));
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        }
+        let current = store.get(pk, INDEX_SK).await?;
+        let rev = current
+            .as_ref()
+            .and_then(|item| VersionIndex::decode(&item.data).ok())
+            .map_or(0, |index| index.rev);
+        let stored = current.as_ref().and_then(|item| usable(pk, item));
+        let mut index = match (stored, version) {
+            (Some(mut index), Some(version)) => {
+                let release = store.get(pk, &version_sk(version)).await?;
+                index.set(
+                    &version.to_string(),
+                    release.as_ref().map(listing).transpose()?,
+                );
+                index
+            }
+            _ => index_from_releases(store, pk, listing).await?,
+        };
+        index.rev = rev + 1;
+        let mut data = index.encode();
+        if data.len() > MAX_INDEX_BYTES {
+            tracing::warn!(
+                pk,
+                bytes = data.len(),
+                "the versions index does not fit in one item: lists will query the releases"
+            );
+            data = VersionIndex::overflowed(index.rev).encode();
+        }
+        let condition = match current {
+            Some(item) => Condition::IfUnchanged(item.data),
+            None => Condition::IfAbsent,
+        };
+        match store.put(Item::new(pk, INDEX_SK, data), condition).await {
+            Ok(()) => return Ok(()),
+            Err(StoreError::ConditionFailed) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(Error::Unavailable(format!(
+        "the versions index of {pk} kept changing while it was updated; try again"
+    )))
+}
+
+/// Bring the index entry of `target`'s release up to date with its release
+/// item (a publish found already done calls this: it may be the retry of one
+/// that stopped between the two writes).
+pub async fn sync_index(store: &dyn ItemStore, target: &PublishTarget) -> Result<(), Error> {
+    let (pk, _) = release_location(target);
+    sync(store, &pk, Some(target.version()), listing_of(target)).await
+}
+
+/// The versions index of a provider: what its versions list and mirror index show.
+pub async fn provider_index(
+    store: &dyn ItemStore,
+    origin: &Origin,
+    provider: &ProviderName,
+) -> Result<VersionIndex, Error> {
+    read_index(store, &provider_pk(origin, provider), provider_listing).await
+}
+
+/// The versions index of a module.
+pub async fn module_index(
+    store: &dyn ItemStore,
+    module: &ModuleName,
+) -> Result<VersionIndex, Error> {
+    read_index(store, &module_pk(module), module_listing).await
+}
+
+/// Rebuild a provider's versions index from its releases.
+pub async fn reindex_provider(
+    store: &dyn ItemStore,
+    origin: &Origin,
+    provider: &ProviderName,
+) -> Result<(), Error> {
+    sync(
+        store,
+        &provider_pk(origin, provider),
+        None,
+        provider_listing,
+    )
     .await
+}
+
+/// Rebuild a module's versions index from its releases.
+pub async fn reindex_module(store: &dyn ItemStore, module: &ModuleName) -> Result<(), Error> {
+    sync(store, &module_pk(module), None, module_listing).await
+}
+
+/// Write many provider releases at once (none may exist yet), then their
+/// index: a bulk import, many writes at a time, one index write at the end.
+pub async fn import_provider_releases(
+    store: &dyn ItemStore,
+    origin: &Origin,
+    provider: &ProviderName,
+    releases: &[ProviderRelease],
+) -> Result<(), Error> {
+    let pk = provider_pk(origin, provider);
+    import(store, &pk, releases, |r| &r.version).await?;
+    sync(store, &pk, None, provider_listing).await
+}
+
+/// Write many module releases at once (none may exist yet), then their index.
+pub async fn import_module_releases(
+    store: &dyn ItemStore,
+    module: &ModuleName,
+    releases: &[ModuleRelease],
+) -> Result<(), Error> {
+    let pk = module_pk(module);
+    import(store, &pk, releases, |r| &r.version).await?;
+    sync(store, &pk, None, module_listing).await
+}
+
+/// How many writes an import keeps in flight. dynalite answers one request at
+/// a time: more in flight only makes each wait longer, and with several
+/// imports at once (the scale suite on a loaded machine) past the SDK's
+/// per-attempt timeout.
+const IMPORT_CONCURRENCY: usize = 8;
+
+async fn import<T: Serialize>(
+    store: &dyn ItemStore,
+    pk: &str,
+    releases: &[T],
+    version_of: impl Fn(&T) -> &str,
+) -> Result<(), Error> {
+    use futures_util::{StreamExt, TryStreamExt};
+    let items = releases
+        .iter()
+        .map(|r| {
+            let version = Version::parse(version_of(r))?;
+            let data = serde_json::to_vec(r).map_err(Error::internal)?;
+            Ok(Item::new(pk, version_sk(&version), data))
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    futures_util::stream::iter(items)
+        .map(|item| store.put(item, Condition::IfAbsent))
+        .buffer_unordered(IMPORT_CONCURRENCY)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -562,6 +822,112 @@ mod tests {
         let mut same_content = ours.clone();
         same_content.file.key = BlobKey::parse("archives/other/m.tar.gz").unwrap();
         assert_eq!(put(same_content).await, PutOutcome::Unchanged);
+    }
+
+    fn indexed(index: &VersionIndex) -> Vec<(String, Option<String>, bool)> {
+        index
+            .versions()
+            .map(|v| {
+                (
+                    v.version.to_string(),
+                    v.deprecated.map(str::to_string),
+                    v.yanked,
+                )
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_retried_publish_repairs_an_index_left_behind_by_a_crash() {
+        let store = SqliteStore::in_memory().unwrap();
+        let module = ModuleName::parse("ns", "m", "aws").unwrap();
+        let v1 = Version::parse("1.0.0").unwrap();
+        put_module_release(&store, &module, &v1, &release("1.0.0", 'a'))
+            .await
+            .unwrap();
+        // A publish that stopped after its release item: the index lags.
+        let v2 = Version::parse("2.0.0").unwrap();
+        let ours = release("2.0.0", 'b');
+        put_new(
+            &store,
+            module_pk(&module),
+            &v2,
+            &ours,
+            |r| r.file.sha256.clone(),
+            "m",
+        )
+        .await
+        .unwrap();
+        let index = module_index(&store, &module).await.unwrap();
+        assert_eq!(
+            indexed(&index).len(),
+            1,
+            "not listed yet, never listed without its release"
+        );
+        assert_eq!(
+            put_module_release(&store, &module, &v2, &ours)
+                .await
+                .unwrap(),
+            PutOutcome::Created
+        );
+        let index = module_index(&store, &module).await.unwrap();
+        assert_eq!(
+            indexed(&index),
+            vec![("1.0.0".into(), None, false), ("2.0.0".into(), None, false)]
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn racing_publishes_lifecycle_changes_and_deletes_leave_the_index_equal_to_the_releases()
+    {
+        let store = Arc::new(SqliteStore::in_memory().unwrap());
+        let module = ModuleName::parse("ns", "m", "aws").unwrap();
+        let target = |v: &str| PublishTarget::try_from(format!("modules/ns/m/aws/{v}")).unwrap();
+        let mark = Mark {
+            message: "old".into(),
+            at: 0,
+            by: "test".into(),
+        };
+        let tasks: Vec<_> = (0..24)
+            .map(|i| {
+                let (store, module, mark) = (store.clone(), module.clone(), mark.clone());
+                let v = format!("1.{}.0", i % 8);
+                let t = target(&v);
+                tokio::spawn(async move {
+                    let version = Version::parse(&v).unwrap();
+                    match i / 8 {
+                        0 => drop(
+                            put_module_release(
+                                store.as_ref(),
+                                &module,
+                                &version,
+                                &release(&v, 'a'),
+                            )
+                            .await,
+                        ),
+                        1 => drop(
+                            change_lifecycle(store.as_ref(), &t, LifecycleAction::Deprecate, mark)
+                                .await,
+                        ),
+                        _ => drop(delete_release(store.as_ref(), &t).await),
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let from_releases: Vec<_> = module_releases(store.as_ref(), &module)
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let l = Listing::from(r);
+                (l.version, l.deprecated, l.yanked)
+            })
+            .collect();
+        let index = module_index(store.as_ref(), &module).await.unwrap();
+        assert_eq!(indexed(&index), from_releases);
     }
 
     #[tokio::test]

@@ -44,6 +44,7 @@ pub mod storage;
 pub mod testing;
 pub mod upload_session;
 pub mod version;
+pub mod version_index;
 
 pub use error::Error;
 pub use registry::{Config, Registry};

@@ -29,6 +29,9 @@
 //!   credential matrix, revocation and expiry bounds, authorisation cost
 //!   (counted), last use, the audit trail, release lifecycle, namespace keys.
 //!
+//! - `scale`: a provider and a module of 5,000 versions, on both backends:
+//!   every read endpoint costs one storage request, counted.
+//!
 //! `support` is the harness, split by job.
 
 mod access;
@@ -45,4 +48,5 @@ mod handlers;
 mod hardening;
 mod load;
 mod publish_attacks;
+mod scale;
 mod support;

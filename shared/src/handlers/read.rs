@@ -5,12 +5,13 @@ use std::collections::BTreeMap;
 use http::StatusCode;
 
 use crate::address::{Hostname, ProviderName};
-use crate::catalog::{self, Lifecycle, Origin, ProviderRelease};
+use crate::catalog::{self, Origin, ProviderRelease};
 use crate::error::Error;
 use crate::http_types::{Response, empty, header_value, json};
 use crate::protocol::*;
 use crate::registry::Registry;
 use crate::router::ReadRoute;
+use crate::version_index::{VersionIndex, View};
 
 /// `/.well-known/terraform.json`.
 pub fn discovery() -> Response {
@@ -39,16 +40,14 @@ pub async fn handle(registry: &Registry, route: ReadRoute) -> Result<Response, E
             provider_download(registry, &provider, &release, &platform.os, &platform.arch).await
         }
         ReadRoute::ModuleVersions { module } => {
-            let releases = catalog::module_releases(registry.items.as_ref(), &module).await?;
-            let releases = listed(releases, |r| &r.lifecycle, || format!("module {module}"))?;
-            let versions = releases
+            let index = catalog::module_index(registry.items.as_ref(), &module).await?;
+            let versions = listed(&index, || format!("module {module}"))?
                 .into_iter()
-                .map(|r| ModuleVersionEntry {
-                    version: r.version,
-                    deprecation: r
-                        .lifecycle
-                        .deprecated
-                        .map(|d| ModuleDeprecation { reason: d.message }),
+                .map(|v| ModuleVersionEntry {
+                    version: v.version.to_string(),
+                    deprecation: v.deprecated.map(|m| ModuleDeprecation {
+                        reason: m.to_string(),
+                    }),
                 })
                 .collect();
             Ok(json(
@@ -71,11 +70,15 @@ pub async fn handle(registry: &Registry, route: ReadRoute) -> Result<Response, E
             Ok(resp)
         }
         ReadRoute::MirrorIndex { hostname, provider } => {
-            let releases = mirror_releases(registry, &hostname, &provider).await?;
-            let versions = releases
-                .into_iter()
-                .map(|r| (r.version, EmptyObject {}))
-                .collect();
+            let origin = origin_of(registry, &hostname);
+            let index =
+                catalog::provider_index(registry.items.as_ref(), &origin, &provider).await?;
+            let versions = listed(&index, || {
+                format!("provider {hostname}/{provider} in this mirror")
+            })?
+            .into_iter()
+            .map(|v| (v.version.to_string(), EmptyObject {}))
+            .collect();
             Ok(json(StatusCode::OK, &MirrorIndex { versions }))
         }
         ReadRoute::MirrorVersion {
@@ -105,20 +108,13 @@ pub async fn handle(registry: &Registry, route: ReadRoute) -> Result<Response, E
     }
 }
 
-/// The releases a versions list shows: all but the yanked ones. 404 when
+/// The versions a versions list shows: all but the yanked ones. 404 when
 /// nothing is published, or everything is yanked (exact downloads still work).
-fn listed<T>(
-    releases: Vec<T>,
-    lifecycle: impl Fn(&T) -> &Lifecycle,
-    what: impl Fn() -> String,
-) -> Result<Vec<T>, Error> {
-    if releases.is_empty() {
+fn listed(index: &VersionIndex, what: impl Fn() -> String) -> Result<Vec<View<'_>>, Error> {
+    if index.is_empty() {
         return Err(Error::not_found(format!("{} not found", what())));
     }
-    let listed: Vec<T> = releases
-        .into_iter()
-        .filter(|r| lifecycle(r).listed())
-        .collect();
+    let listed: Vec<View<'_>> = index.versions().filter(|v| !v.yanked).collect();
     if listed.is_empty() {
         return Err(Error::not_found(format!(
             "every version of {} is yanked",
@@ -130,13 +126,13 @@ fn listed<T>(
 
 /// One warning per deprecation message, naming its versions in order:
 /// `versions 1.0.0, 1.1.0 are deprecated: use 2.x`.
-fn deprecation_warnings(releases: &[ProviderRelease]) -> Vec<String> {
+fn deprecation_warnings(listed: &[View<'_>]) -> Vec<String> {
     let mut by_message: Vec<(&str, Vec<&str>)> = Vec::new();
-    for r in releases {
-        if let Some(d) = &r.lifecycle.deprecated {
-            match by_message.iter_mut().find(|(m, _)| *m == d.message) {
-                Some((_, versions)) => versions.push(&r.version),
-                None => by_message.push((&d.message, vec![&r.version])),
+    for v in listed {
+        if let Some(message) = v.deprecated {
+            match by_message.iter_mut().find(|(m, _)| *m == message) {
+                Some((_, versions)) => versions.push(v.version),
+                None => by_message.push((message, vec![v.version])),
             }
         }
     }
@@ -159,47 +155,25 @@ fn origin_of(registry: &Registry, hostname: &Hostname) -> Origin {
     }
 }
 
-async fn mirror_releases(
-    registry: &Registry,
-    hostname: &Hostname,
-    provider: &ProviderName,
-) -> Result<Vec<ProviderRelease>, Error> {
-    let releases = catalog::provider_releases(
-        registry.items.as_ref(),
-        &origin_of(registry, hostname),
-        provider,
-    )
-    .await?;
-    listed(
-        releases,
-        |r| &r.lifecycle,
-        || format!("provider {hostname}/{provider} in this mirror"),
-    )
-}
-
 async fn provider_versions(
     registry: &Registry,
     provider: &ProviderName,
 ) -> Result<Response, Error> {
-    let releases =
-        catalog::provider_releases(registry.items.as_ref(), &Origin::Registry, provider).await?;
-    let releases = listed(
-        releases,
-        |r| &r.lifecycle,
-        || format!("provider {provider}"),
-    )?;
-    let warnings = deprecation_warnings(&releases);
-    let versions = releases
+    let index =
+        catalog::provider_index(registry.items.as_ref(), &Origin::Registry, provider).await?;
+    let listed = listed(&index, || format!("provider {provider}"))?;
+    let warnings = deprecation_warnings(&listed);
+    let versions = listed
         .into_iter()
-        .map(|r| ProviderVersionEntry {
-            version: r.version,
-            protocols: r.protocols,
-            platforms: r
-                .packages
-                .into_iter()
-                .map(|p| PlatformEntry {
-                    os: p.os,
-                    arch: p.arch,
+        .map(|v| ProviderVersionEntry {
+            version: v.version.to_string(),
+            protocols: v.protocols.to_vec(),
+            platforms: v
+                .platforms
+                .iter()
+                .map(|(os, arch)| PlatformEntry {
+                    os: os.clone(),
+                    arch: arch.clone(),
                 })
                 .collect(),
         })

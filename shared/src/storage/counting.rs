@@ -1,5 +1,6 @@
-//! An [`ItemStore`] wrapper that counts the requests it passes on, by kind:
-//! what an endpoint costs in metadata requests is measured, not assumed.
+//! An [`ItemStore`] wrapper that counts the requests it passes on, by kind,
+//! and what they read: what an endpoint costs in metadata requests and in
+//! DynamoDB read capacity is measured, not assumed.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,6 +49,51 @@ impl std::ops::Sub for Counts {
     }
 }
 
+/// What reads returned, and what DynamoDB bills for them.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ReadVolume {
+    /// Item bytes returned, as DynamoDB sizes items (names and values).
+    pub bytes: u64,
+    /// Read capacity units as DynamoDB bills them, in halves: a strongly
+    /// consistent `GetItem` is one unit per 4 KB of its item, an eventually
+    /// consistent `Query` half a unit per 4 KB of its page.
+    pub half_units: u64,
+}
+
+impl ReadVolume {
+    /// Read capacity units.
+    pub fn units(&self) -> f64 {
+        self.half_units as f64 / 2.0
+    }
+}
+
+impl std::ops::Sub for ReadVolume {
+    type Output = ReadVolume;
+    fn sub(self, before: ReadVolume) -> ReadVolume {
+        ReadVolume {
+            bytes: self.bytes - before.bytes,
+            half_units: self.half_units - before.half_units,
+        }
+    }
+}
+
+/// An item's size as DynamoDB counts it: attribute names and values.
+pub fn item_size(item: &Item) -> u64 {
+    let number = |n: Option<u64>, name: &str| n.map_or(0, |n| name.len() + n.to_string().len());
+    (2 + item.pk.len()
+        + 2
+        + item.sk.len()
+        + 4
+        + item.data.len()
+        + number(item.expires_at, "expires_at")
+        + number(item.touched_at, "touched_at")) as u64
+}
+
+/// 4 KB blocks, rounded up (at least one: an empty read is billed too).
+fn blocks(bytes: u64) -> u64 {
+    bytes.div_ceil(4096).max(1)
+}
+
 #[derive(Default)]
 struct Counters {
     gets: AtomicU64,
@@ -55,6 +101,8 @@ struct Counters {
     puts: AtomicU64,
     takes: AtomicU64,
     touches: AtomicU64,
+    bytes_read: AtomicU64,
+    half_units: AtomicU64,
 }
 
 /// Counts every request to the store it wraps.
@@ -83,6 +131,21 @@ impl CountingStore {
             touches: c.touches.load(Ordering::Relaxed),
         }
     }
+
+    /// What the reads so far returned.
+    pub fn read_volume(&self) -> ReadVolume {
+        ReadVolume {
+            bytes: self.counters.bytes_read.load(Ordering::Relaxed),
+            half_units: self.counters.half_units.load(Ordering::Relaxed),
+        }
+    }
+
+    fn read(&self, bytes: u64, half_units: u64) {
+        self.counters.bytes_read.fetch_add(bytes, Ordering::Relaxed);
+        self.counters
+            .half_units
+            .fetch_add(half_units, Ordering::Relaxed);
+    }
 }
 
 fn bump(counter: &AtomicU64) {
@@ -93,7 +156,10 @@ fn bump(counter: &AtomicU64) {
 impl ItemStore for CountingStore {
     async fn get(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
         bump(&self.counters.gets);
-        self.inner.get(pk, sk).await
+        let item = self.inner.get(pk, sk).await?;
+        let bytes = item.as_ref().map_or(0, item_size);
+        self.read(bytes, 2 * blocks(bytes));
+        Ok(item)
     }
 
     async fn query_page(
@@ -103,7 +169,10 @@ impl ItemStore for CountingStore {
         start_after: Option<&str>,
     ) -> Result<Page, StoreError> {
         bump(&self.counters.queries);
-        self.inner.query_page(pk, sk_prefix, start_after).await
+        let page = self.inner.query_page(pk, sk_prefix, start_after).await?;
+        let bytes = page.items.iter().map(item_size).sum();
+        self.read(bytes, blocks(bytes));
+        Ok(page)
     }
 
     async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError> {

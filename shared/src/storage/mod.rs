@@ -308,6 +308,7 @@ pub(crate) enum ClaimSource {
     Link(tempfile::TempPath),
     /// The uploaded object and the ETag of the version that was read (S3): a
     /// copy is made only if the object still has that ETag.
+    #[cfg_attr(not(feature = "aws"), allow(dead_code))]
     Object { key: BlobKey, etag: String },
 }
 

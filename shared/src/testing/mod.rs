@@ -10,9 +10,11 @@
 //! - [`TestSigner`]: throwaway OpenPGP keys (committed fixtures) that sign
 //!   SHA256SUMS in-process.
 //! - [`provider_release`], [`provider_zip`], [`module_archive`]: files to publish.
+//! - [`scale`]: catalogs of thousands of versions, written in bulk.
 
 mod files;
 mod registry;
+pub mod scale;
 mod signer;
 
 pub use files::*;

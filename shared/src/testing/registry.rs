@@ -10,6 +10,7 @@ use crate::auth::{NewToken, Scope};
 use crate::protocol::{PublishBegin, PublishRequest};
 use crate::registry::{Config, Registry};
 use crate::router::{PublishRoute, PublishStep, PublishTarget};
+use crate::storage::counting::CountingStore;
 use crate::storage::{BlobStore, ItemStore};
 
 /// The hostname and base URL of every test registry.
@@ -199,6 +200,18 @@ impl TestRegistry {
             #[cfg(feature = "aws")]
             endpoints: self.endpoints.clone(),
         }
+    }
+
+    /// This registry with its item store behind a [`CountingStore`], and the
+    /// counter: what its requests cost, counted.
+    pub fn counted(&self) -> (CountingStore, TestRegistry) {
+        let counting = CountingStore::new(self.registry.items.clone());
+        let inner = counting.clone();
+        let view = self.reconfigure(move |mut reg: Registry| {
+            reg.items = Arc::new(inner);
+            reg
+        });
+        (counting, view)
     }
 
     /// A token for this registry.

@@ -19,6 +19,48 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// Two adjacent loopback ports, `p` and `p + 1`, free a moment ago, for
+/// `cargo lambda watch --tls-*`: it serves TLS on `--invoke-port` and its
+/// runtime API on the port after it, which nobody reserved. The pair is taken
+/// below the kernel's ephemeral range (`ip_local_port_range`), where neither
+/// outgoing connections nor other tests' `bind(0)` listeners land: a CI run
+/// lost a test when the port after a `bind(0)` port was already in use.
+pub fn free_port_pair() -> u16 {
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let (low, high) = (10_000u16, ephemeral_low.saturating_sub(2).max(10_100));
+    // A different start per process and call, so concurrent tests spread out.
+    let seed = {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        h.finish()
+    };
+    let span = u64::from(high - low);
+    for attempt in 0..span {
+        let port = low + ((seed + attempt * 7919) % span) as u16;
+        let first = TcpListener::bind(("127.0.0.1", port));
+        let second = TcpListener::bind(("127.0.0.1", port + 1));
+        if first.is_ok() && second.is_ok() {
+            return port;
+        }
+    }
+    panic!("no two adjacent free loopback ports between {low} and {high}");
+}
+
+/// Panics with the watcher's log if `cargo lambda watch` has exited (a port
+/// it could not bind, say), rather than waiting out the deadline.
+fn watcher_still_running(watcher: &mut Child, log: &Path) {
+    if let Ok(Some(status)) = watcher.try_wait() {
+        panic!(
+            "cargo lambda watch exited ({status}):\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+    }
+}
+
 /// A running registry over HTTPS (`tfreg serve`, or the Lambda functions under
 /// `cargo lambda watch`), stopped on drop.
 pub struct Server {
@@ -202,7 +244,7 @@ impl Server {
     pub fn start_lambda_with(dir: &Path, settings: &[(&str, &str)]) -> Server {
         require_emulators();
         let tools = Tools::get();
-        let port = free_port();
+        let port = free_port_pair();
         let host = format!("127.0.0.1:{port}");
         let name = format!("tfreg-e2e-{port}");
         std::fs::create_dir_all(dir).unwrap();
@@ -278,6 +320,7 @@ impl Server {
                 Instant::now() < deadline,
                 "cargo lambda watch did not start:\n{text}"
             );
+            watcher_still_running(&mut group.leader, &watch_log);
             std::thread::sleep(Duration::from_millis(100));
         };
         // cargo lambda logs the address before its server accepts connections,
@@ -286,8 +329,10 @@ impl Server {
         while std::net::TcpStream::connect(&runtime_addr).is_err() {
             assert!(
                 Instant::now() < deadline,
-                "cargo lambda watch's runtime API at {runtime_addr} never accepted a connection"
+                "cargo lambda watch's runtime API at {runtime_addr} never accepted a connection:\n{}",
+                std::fs::read_to_string(&watch_log).unwrap_or_default()
             );
+            watcher_still_running(&mut group.leader, &watch_log);
             std::thread::sleep(Duration::from_millis(50));
         }
         let functions_dir = std::env::current_exe()

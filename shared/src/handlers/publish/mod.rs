@@ -127,6 +127,9 @@ async fn begin(
 ) -> Result<Response, Error> {
     match same_as_published {
         Some(true) => {
+            // Perhaps the retry of a publish that stopped between writing the
+            // release and its index: the index is brought up to date.
+            crate::catalog::sync_index(registry.items.as_ref(), target).await?;
             return Ok(json(
                 StatusCode::OK,
                 &PublishBegin {

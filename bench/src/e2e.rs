@@ -1,0 +1,699 @@
+//! End to end: `terraform init` of one configuration with 10 providers and 10
+//! modules against `tfreg serve` (registry protocol, private, a read token in
+//! a `credentials` block) and against nginx serving the same archives as
+//! static files (providers as a network mirror, modules as archive URLs),
+//! alternating, in the same run. It also counts what one init asked of tfreg,
+//! by endpoint, and the bytes involved: the inputs of the cost model.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::cost::{self, PerInit};
+use crate::report::Section;
+use crate::tools::{Error, free_port, median, require_env, sibling_binary};
+
+const NS: &str = "bench";
+const COUNT: usize = 10;
+const VERSION: &str = "1.0.0";
+/// The providers' hostname in the nginx configuration: Terraform cannot ask a
+/// network mirror for a provider whose hostname has a port ("first path
+/// segment in URL cannot contain colon"), and a mirror never contacts it.
+const MIRRORED_HOST: &str = "registry.bench.test";
+
+pub fn run(rounds: usize) -> Result<Section, Error> {
+    let terraform = require_env("TFREG_TERRAFORM_NEW")?;
+    let terraform_version = require_env("TFREG_TERRAFORM_NEW_VERSION")?
+        .display()
+        .to_string();
+    let null_provider = require_env("TFREG_NULL_PROVIDER")?;
+    let nginx_bin = require_env("TFREG_NGINX")?;
+    let tfreg = sibling_binary("tfreg")?;
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+
+    let registry = Registry::start(&tfreg, &dir.join("data"))?;
+    let publish_token = registry.token("publish")?;
+    let read_token = registry.token("read")?;
+    let fixture = Fixture::write(&dir.join("fixture"), &std::fs::read(null_provider)?)?;
+    for (i, dist) in fixture.provider_dists.iter().enumerate() {
+        registry.cli(
+            &publish_token,
+            &[
+                "publish",
+                "provider",
+                "--namespace",
+                NS,
+                "--signing-key",
+                &dist.join("key.asc").display().to_string(),
+                &dist.display().to_string(),
+            ],
+            &format!("publish provider p{i}"),
+        )?;
+    }
+    for (i, archive) in fixture.module_archives.iter().enumerate() {
+        registry.cli(
+            &publish_token,
+            &[
+                "publish",
+                "module",
+                "--namespace",
+                NS,
+                "--name",
+                &format!("m{i}"),
+                "--system",
+                "null",
+                "--version",
+                VERSION,
+                &archive.display().to_string(),
+            ],
+            &format!("publish module m{i}"),
+        )?;
+    }
+
+    let static_site = StaticSite::write(&dir.join("www"), &registry, &read_token, &fixture)?;
+    let nginx = Nginx::start(&nginx_bin, &dir.join("nginx"), &static_site.root, &registry)?;
+
+    let tfreg_config = Workspace::write(
+        &dir.join("with-tfreg"),
+        &registry.host,
+        &format!(
+            "credentials \"{}\" {{\n  token = \"{read_token}\"\n}}\n",
+            registry.host
+        ),
+        |i| {
+            format!(
+                "source  = \"{}/{NS}/m{i}/null\"\n  version = \"{VERSION}\"",
+                registry.host
+            )
+        },
+    )?;
+    let nginx_config = Workspace::write(
+        &dir.join("with-nginx"),
+        MIRRORED_HOST,
+        &format!(
+            "provider_installation {{\n  network_mirror {{\n    url = \"https://{}/providers/\"\n  }}\n}}\n",
+            nginx.host
+        ),
+        |i| format!("source = \"https://{}/modules/m{i}.tar.gz\"", nginx.host),
+    )?;
+
+    // Alternate which goes first; every run starts with no .terraform, no lock
+    // file and no plugin cache.
+    let mut times: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    let mut counted: Option<(BTreeMap<String, u64>, u64, Vec<f64>)> = None;
+    let mut tfreg_lines_during_nginx = 0;
+    for round in 0..rounds {
+        let order: [(&str, &Workspace); 2] = if round.is_multiple_of(2) {
+            [("tfreg", &tfreg_config), ("nginx", &nginx_config)]
+        } else {
+            [("nginx", &nginx_config), ("tfreg", &tfreg_config)]
+        };
+        for (name, workspace) in order {
+            let log_before = registry.log_len()?;
+            let seconds = workspace.init(&terraform, &registry.ca)?;
+            let new_lines = registry.log_since(log_before)?;
+            if name == "tfreg" {
+                if counted.is_none() {
+                    counted = Some(count_requests(&new_lines));
+                }
+            } else {
+                tfreg_lines_during_nginx += count_requests(&new_lines).0.values().sum::<u64>();
+            }
+            times.entry(name).or_default().push(seconds);
+        }
+    }
+    let (requests, log_bytes, latencies) = counted.ok_or("no rounds were run")?;
+    let tfreg_s = median(&times["tfreg"]);
+    let nginx_s = median(&times["nginx"]);
+
+    let per_init = per_init(&registry, &fixture, &requests, log_bytes, &latencies)?;
+    let bill = cost::per_thousand_inits(&per_init);
+    let idle = cost::idle_per_month(registry.table_bytes()?, fixture.archive_bytes());
+    let cacheable = cost::edge_cacheable(&bill);
+    let dominant = &bill[0];
+
+    let mut markdown = format!(
+        "`terraform init` (Terraform {terraform_version}) of one configuration with {COUNT} providers (each the real hashicorp/null 2.1.2 binary, {:.1} MB zipped) and {COUNT} modules, from nothing each time (no `.terraform`, no lock file, no plugin cache); {rounds} rounds, alternating which goes first; medians.\n\n\
+         | served by | init (median) | ratio to nginx |\n|---|---:|---:|\n\
+         | tfreg serve (registry protocol, private, token in a `credentials` block) | {tfreg_s:.2} s | {:.2} |\n\
+         | nginx static files (providers as a network mirror, modules as archive URLs) | {nginx_s:.2} s | 1.00 |\n\n\
+         tfreg answered {tfreg_lines_during_nginx} requests during the nginx runs (0 means they used nginx alone).\n\n",
+        fixture.provider_zip_bytes as f64 / 1e6,
+        tfreg_s / nginx_s,
+    );
+    markdown += "### What one init asks of tfreg\n\n| endpoint | requests |\n|---|---:|\n";
+    for (endpoint, n) in &requests {
+        markdown += &format!("| {endpoint} | {n} |\n");
+    }
+    markdown += &format!(
+        "\n### Cost of 1,000 inits on AWS\n\nFrom the counts above, deployed as template.yaml deploys it: discovery from CloudFront, archives on presigned S3 URLs, every other request a Lambda function behind the HTTP API. Inputs: {} invocations per init; {:.1} DynamoDB read units per init (each function reads one item, strongly consistent: 1 unit per 4 KB of item; plus one token lookup per endpoint, a token stays cached in a warm function for 10 s); {:.0} ms billed per invocation (the median handler time measured here, {:.2} ms, plus 5 ms for a DynamoDB round trip in the region, rounded up to the millisecond Lambda bills by); {} B of logs per invocation (this run's request lines, {:.0} B each, plus Lambda's START/END/REPORT platform lines); {} MB read functions (template.yaml `ReadMemorySize`).\n\n{}\nThe largest line is **{}** ({}): the archives themselves, which only a smaller provider makes cheaper. Of what tfreg itself decides, API Gateway, logs and Lambda lead.\n\n**Edge caching of read responses** (CloudFront in front of the API, the token in the cache key, a short TTL) would not pay: a request CloudFront answers costs USD 1.00 per million, what the HTTP API request it replaces costs, so a cache hit saves only the Lambda, DynamoDB and log lines behind it, at most USD {:.5} per 1,000 inits ({:.2}% of the bill), while every revoked token could go on reading cached answers for the TTL. Not done.\n\n### Idle cost per month\n\nStorage only (no provisioned capacity anywhere: HTTP API, Lambda, on-demand DynamoDB and CloudFront cost nothing idle); logs add USD 0.03 per GB kept for `LogRetentionDays`.\n\n{}",
+        per_init.invocations(),
+        per_init.dynamodb_read_units,
+        per_init.billed_ms_per_invocation,
+        median(&latencies),
+        per_init.log_bytes_per_invocation,
+        log_bytes as f64 / requests.values().sum::<u64>().max(1) as f64,
+        per_init.memory_mb,
+        cost::table(&bill, "USD per 1,000 inits"),
+        dominant.service,
+        dominant.what,
+        cacheable,
+        cacheable / cost::total(&bill) * 100.0,
+        cost::table(&idle, "USD per month"),
+    );
+    let figures = serde_json::json!({
+        "rounds": rounds,
+        "init_seconds": times,
+        "ratio_tfreg_to_nginx": tfreg_s / nginx_s,
+        "requests_per_init": requests,
+        "per_init": per_init,
+        "usd_per_1000_inits": cost::total(&bill),
+        "usd_idle_per_month": cost::total(&idle),
+    });
+    drop(nginx);
+    drop(registry);
+    Ok(Section {
+        name: "e2e".into(),
+        title: "End to end: terraform init of 10 providers and 10 modules, and its cost".into(),
+        markdown,
+        figures,
+    })
+}
+
+/// Requests by endpoint, log bytes and handler latencies (ms) in request lines.
+fn count_requests(lines: &[String]) -> (BTreeMap<String, u64>, u64, Vec<f64>) {
+    let mut by_endpoint = BTreeMap::new();
+    let mut bytes = 0;
+    let mut latencies = Vec::new();
+    for line in lines {
+        let Some(endpoint) = field(line, "endpoint") else {
+            continue;
+        };
+        bytes += line.len() as u64 + 1;
+        *by_endpoint.entry(endpoint).or_insert(0) += 1;
+        if let Some(ms) = field(line, "latency_ms").and_then(|v| v.parse().ok()) {
+            latencies.push(ms);
+        }
+    }
+    (by_endpoint, bytes, latencies)
+}
+
+/// `name=value` or `name="value"` (text logs) or `"name":value` (JSON logs).
+fn field(line: &str, name: &str) -> Option<String> {
+    let rest = line
+        .split_once(&format!(" {name}="))
+        .or_else(|| line.split_once(&format!("\"{name}\":")))?
+        .1;
+    let value = match rest.strip_prefix('"') {
+        Some(quoted) => quoted.split('"').next()?,
+        None => rest.split([' ', ',', '}']).next()?,
+    };
+    Some(value.to_string())
+}
+
+/// Endpoints that AWS serves from elsewhere than a Lambda function.
+const CLOUDFRONT: &str = "discovery";
+const S3: &str = "blob";
+
+fn per_init(
+    registry: &Registry,
+    fixture: &Fixture,
+    requests: &BTreeMap<String, u64>,
+    log_bytes: u64,
+    latencies: &[f64],
+) -> Result<PerInit, Error> {
+    let function_requests: BTreeMap<String, u64> = requests
+        .iter()
+        .filter(|(e, _)| *e != CLOUDFRONT && *e != S3)
+        .map(|(e, n)| (e.clone(), *n))
+        .collect();
+    let invocations: u64 = function_requests.values().sum();
+    let lines: u64 = requests.values().sum();
+    // Read units: every function request reads one item (rounded up to 4 KB,
+    // strongly consistent), and each endpoint's function looks its token up once.
+    let item_units = registry.read_units_per_request()?;
+    let dynamodb_read_units =
+        invocations as f64 * item_units + function_requests.len() as f64 * 1.0;
+    let handler_ms = median(latencies);
+    Ok(PerInit {
+        cloudfront_requests: requests.get(CLOUDFRONT).copied().unwrap_or(0),
+        cloudfront_bytes: registry.discovery_bytes as u64,
+        s3_requests: requests.get(S3).copied().unwrap_or(0),
+        s3_bytes: fixture.archive_bytes(),
+        function_bytes: 0,
+        dynamodb_read_units,
+        log_bytes_per_invocation: (log_bytes as f64 / lines.max(1) as f64
+            + LAMBDA_PLATFORM_LINE_BYTES)
+            .round(),
+        billed_ms_per_invocation: (handler_ms + 5.0).ceil(),
+        memory_mb: 256.0,
+        function_requests,
+    })
+}
+
+/// Lambda's own lines per invocation in JSON log format (`platform.start`,
+/// `platform.report`; the sizes of the documented examples, in bytes).
+const LAMBDA_PLATFORM_LINE_BYTES: f64 = 160.0 + 420.0;
+
+/// Ten goreleaser-style provider releases and ten module archives.
+struct Fixture {
+    provider_dists: Vec<PathBuf>,
+    module_archives: Vec<PathBuf>,
+    provider_zip_bytes: u64,
+    /// Every file an init downloads: zips, SHA256SUMS, signatures, modules.
+    downloaded: Vec<PathBuf>,
+}
+
+impl Fixture {
+    fn write(dir: &Path, provider_binary: &[u8]) -> Result<Fixture, Error> {
+        let signer = tfreg::testing::TestSigner::rsa();
+        let mut fixture = Fixture {
+            provider_dists: Vec::new(),
+            module_archives: Vec::new(),
+            provider_zip_bytes: 0,
+            downloaded: Vec::new(),
+        };
+        for i in 0..COUNT {
+            let ty = format!("p{i}");
+            let dist = dir.join(&ty);
+            std::fs::create_dir_all(&dist)?;
+            let zip_name = format!("terraform-provider-{ty}_{VERSION}_linux_amd64.zip");
+            let zip = tfreg::testing::zip_with(&[(
+                &format!("terraform-provider-{ty}_v{VERSION}_x5"),
+                provider_binary,
+            )]);
+            fixture.provider_zip_bytes = zip.len() as u64;
+            let sums = format!("{}  {zip_name}\n", tfreg::hashing::sha256_hex(&zip));
+            let sums_name = format!("terraform-provider-{ty}_{VERSION}_SHA256SUMS");
+            std::fs::write(dist.join(&zip_name), &zip)?;
+            std::fs::write(dist.join(&sums_name), &sums)?;
+            std::fs::write(
+                dist.join(format!("{sums_name}.sig")),
+                signer.sign(sums.as_bytes()),
+            )?;
+            std::fs::write(dist.join("key.asc"), signer.public_armor)?;
+            fixture.downloaded.extend([
+                dist.join(&zip_name),
+                dist.join(&sums_name),
+                dist.join(format!("{sums_name}.sig")),
+            ]);
+            fixture.provider_dists.push(dist);
+
+            let archive = dir.join(format!("m{i}.tar.gz"));
+            std::fs::write(
+                &archive,
+                tfreg::testing::module_archive(&[(
+                    "main.tf",
+                    &format!(
+                        "variable \"size\" {{\n  default = {i}\n}}\noutput \"size\" {{\n  value = var.size\n}}\n"
+                    ),
+                )]),
+            )?;
+            fixture.downloaded.push(archive.clone());
+            fixture.module_archives.push(archive);
+        }
+        Ok(fixture)
+    }
+
+    fn archive_bytes(&self) -> u64 {
+        self.downloaded
+            .iter()
+            .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+            .sum()
+    }
+}
+
+/// `tfreg serve --private` on a loopback port of its own.
+struct Registry {
+    child: Child,
+    tfreg: PathBuf,
+    data: PathBuf,
+    host: String,
+    ca: PathBuf,
+    log: PathBuf,
+    http: reqwest::blocking::Client,
+    discovery_bytes: usize,
+}
+
+impl Registry {
+    fn start(tfreg: &Path, data: &Path) -> Result<Registry, Error> {
+        let host = format!("127.0.0.1:{}", free_port()?);
+        let log = data.with_extension("log");
+        let child = Command::new(tfreg)
+            .args(["serve", "--private", "--data-dir"])
+            .arg(data)
+            .args(["--listen", &host])
+            .env("TFREG_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log)?)
+            .spawn()?;
+        let ca = data.join("tls/ca.pem");
+        let started = Instant::now();
+        let (http, discovery_bytes) = loop {
+            if let Ok(pem) = std::fs::read(&ca) {
+                let http = reqwest::blocking::Client::builder()
+                    .add_root_certificate(reqwest::Certificate::from_pem(&pem)?)
+                    .build()?;
+                if let Ok(resp) = http
+                    .get(format!("https://{host}/.well-known/terraform.json"))
+                    .send()
+                    && resp.status().is_success()
+                {
+                    break (http, resp.bytes()?.len());
+                }
+            }
+            if started.elapsed() > Duration::from_secs(30) {
+                return Err(format!(
+                    "tfreg serve did not answer within 30 s: {}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                )
+                .into());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        Ok(Registry {
+            child,
+            tfreg: tfreg.to_path_buf(),
+            data: data.to_path_buf(),
+            host,
+            ca,
+            log,
+            http,
+            discovery_bytes,
+        })
+    }
+
+    fn token(&self, scope: &str) -> Result<String, Error> {
+        let out = Command::new(&self.tfreg)
+            .args(["token", "create", "--name", &format!("bench-{scope}")])
+            .args(["--scope", scope, "--data-dir"])
+            .arg(&self.data)
+            .output()?;
+        if !out.status.success() {
+            return Err(format!("token create: {}", String::from_utf8_lossy(&out.stderr)).into());
+        }
+        Ok(String::from_utf8(out.stdout)?.trim().to_string())
+    }
+
+    fn cli(&self, token: &str, args: &[&str], what: &str) -> Result<(), Error> {
+        let out = Command::new(&self.tfreg)
+            .args(args)
+            .args(["--registry", &format!("https://{}", self.host)])
+            .arg("--ca-cert")
+            .arg(&self.ca)
+            .env("TFREG_TOKEN", token)
+            .output()?;
+        if !out.status.success() {
+            return Err(format!("{what}: {}", String::from_utf8_lossy(&out.stderr)).into());
+        }
+        Ok(())
+    }
+
+    fn get(&self, token: &str, path: &str) -> Result<Vec<u8>, Error> {
+        let resp = self
+            .http
+            .get(format!("https://{}{path}", self.host))
+            .bearer_auth(token)
+            .send()?;
+        if !resp.status().is_success() {
+            return Err(format!("GET {path}: {}", resp.status()).into());
+        }
+        Ok(resp.bytes()?.to_vec())
+    }
+
+    fn log_len(&self) -> Result<u64, Error> {
+        Ok(std::fs::metadata(&self.log)?.len())
+    }
+
+    fn log_since(&self, offset: u64) -> Result<Vec<String>, Error> {
+        let text = std::fs::read(&self.log)?;
+        let new = text.get(offset as usize..).unwrap_or_default();
+        Ok(String::from_utf8_lossy(new)
+            .lines()
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// Bytes of every item in the embedded store.
+    fn table_bytes(&self) -> Result<u64, Error> {
+        let db = rusqlite::Connection::open_with_flags(
+            self.data.join("registry.db"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )?;
+        let bytes: i64 = db.query_row(
+            "SELECT COALESCE(SUM(length(pk) + length(sk) + length(data)), 0) FROM items",
+            [],
+            |row| row.get(0),
+        )?;
+        Ok(bytes as u64)
+    }
+
+    /// Read units of one item read on a read endpoint (strongly consistent:
+    /// 1 unit per 4 KB or part of it), the mean over this registry's
+    /// release items of the fixture's namespace.
+    fn read_units_per_request(&self) -> Result<f64, Error> {
+        let db = rusqlite::Connection::open_with_flags(
+            self.data.join("registry.db"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )?;
+        let mut statement = db.prepare(
+            "SELECT length(pk) + length(sk) + length(data) FROM items WHERE pk LIKE ?1 OR pk LIKE ?2",
+        )?;
+        let sizes: Vec<i64> = statement
+            .query_map(
+                [format!("PROVIDER#{NS}/%"), format!("MODULE#{NS}/%")],
+                |row| row.get(0),
+            )?
+            .collect::<Result<_, _>>()?;
+        if sizes.is_empty() {
+            return Err("no release items found in the store".into());
+        }
+        let units: f64 = sizes.iter().map(|s| (*s as f64 / 4096.0).ceil()).sum();
+        Ok(units / sizes.len() as f64)
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The same archives as static files: providers in the network mirror layout
+/// (tfreg's own mirror documents with relative archive URLs), modules as
+/// `.tar.gz` files.
+struct StaticSite {
+    root: PathBuf,
+}
+
+impl StaticSite {
+    fn write(
+        root: &Path,
+        registry: &Registry,
+        token: &str,
+        fixture: &Fixture,
+    ) -> Result<StaticSite, Error> {
+        let host_segment = registry.host.replace(':', "%3A");
+        for (i, dist) in fixture.provider_dists.iter().enumerate() {
+            let ty = format!("p{i}");
+            let dir = root
+                .join("providers")
+                .join(MIRRORED_HOST)
+                .join(NS)
+                .join(&ty);
+            std::fs::create_dir_all(&dir)?;
+            let index = registry.get(
+                token,
+                &format!("/v1/mirror/{host_segment}/{NS}/{ty}/index.json"),
+            )?;
+            std::fs::write(dir.join("index.json"), index)?;
+            let version = registry.get(
+                token,
+                &format!("/v1/mirror/{host_segment}/{NS}/{ty}/{VERSION}.json"),
+            )?;
+            let mut version: serde_json::Value = serde_json::from_slice(&version)?;
+            let archives = version["archives"]
+                .as_object_mut()
+                .ok_or("a mirror version document without archives")?;
+            for (platform, archive) in archives.iter_mut() {
+                let name = format!("terraform-provider-{ty}_{VERSION}_{platform}.zip");
+                std::fs::copy(dist.join(&name), dir.join(&name))?;
+                archive["url"] = serde_json::Value::String(name);
+            }
+            std::fs::write(
+                dir.join(format!("{VERSION}.json")),
+                serde_json::to_vec(&version)?,
+            )?;
+        }
+        let modules = root.join("modules");
+        std::fs::create_dir_all(&modules)?;
+        for archive in &fixture.module_archives {
+            std::fs::copy(
+                archive,
+                modules.join(archive.file_name().ok_or("a file name")?),
+            )?;
+        }
+        Ok(StaticSite {
+            root: root.to_path_buf(),
+        })
+    }
+}
+
+/// nginx over HTTPS with tfreg's development certificate (same name, same CA).
+struct Nginx {
+    child: Child,
+    host: String,
+}
+
+impl Nginx {
+    fn start(bin: &Path, dir: &Path, root: &Path, registry: &Registry) -> Result<Nginx, Error> {
+        std::fs::create_dir_all(dir)?;
+        let host = format!("127.0.0.1:{}", free_port()?);
+        let tls = registry.data.join("tls");
+        let user = if crate::tools::running_as_root() {
+            "user root;\n"
+        } else {
+            ""
+        };
+        let d = dir.display();
+        let config = format!(
+            "{user}worker_processes 2;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+             events {{ worker_connections 1024; }}\n\
+             http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+               types {{ application/json json; application/zip zip; application/gzip gz; }}\n  default_type application/octet-stream;\n\
+               server {{\n    listen {host} ssl http2;\n    ssl_certificate {};\n    ssl_certificate_key {};\n    root {};\n  }}\n}}\n",
+            tls.join("server.pem").display(),
+            tls.join("server.key").display(),
+            root.display(),
+        );
+        let conf = dir.join("nginx.conf");
+        std::fs::write(&conf, config)?;
+        let child = Command::new(bin)
+            .arg("-c")
+            .arg(&conf)
+            .arg("-p")
+            .arg(dir)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("stderr.log"))?)
+            .spawn()?;
+        let started = Instant::now();
+        while std::net::TcpStream::connect(&host).is_err() {
+            if started.elapsed() > Duration::from_secs(10) {
+                return Err(format!(
+                    "nginx did not listen within 10 s: {}",
+                    std::fs::read_to_string(dir.join("stderr.log")).unwrap_or_default()
+                )
+                .into());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(Nginx { child, host })
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A Terraform working directory and its CLI configuration.
+struct Workspace {
+    dir: PathBuf,
+    cli_config: PathBuf,
+}
+
+impl Workspace {
+    fn write(
+        dir: &Path,
+        provider_host: &str,
+        cli_config: &str,
+        module_source: impl Fn(usize) -> String,
+    ) -> Result<Workspace, Error> {
+        std::fs::create_dir_all(dir)?;
+        let mut main = String::from("terraform {\n  required_providers {\n");
+        for i in 0..COUNT {
+            main += &format!(
+                "    p{i} = {{\n      source  = \"{provider_host}/{NS}/p{i}\"\n      version = \"{VERSION}\"\n    }}\n"
+            );
+        }
+        main += "  }\n}\n";
+        for i in 0..COUNT {
+            main += &format!("module \"m{i}\" {{\n  {}\n}}\n", module_source(i));
+        }
+        std::fs::write(dir.join("main.tf"), main)?;
+        let config = dir.join("cli.tfrc");
+        std::fs::write(&config, format!("disable_checkpoint = true\n{cli_config}"))?;
+        Ok(Workspace {
+            dir: dir.to_path_buf(),
+            cli_config: config,
+        })
+    }
+
+    /// One `terraform init` from nothing; its wall time in seconds.
+    fn init(&self, terraform: &Path, ca: &Path) -> Result<f64, Error> {
+        let _ = std::fs::remove_dir_all(self.dir.join(".terraform"));
+        let _ = std::fs::remove_file(self.dir.join(".terraform.lock.hcl"));
+        let started = Instant::now();
+        let out = Command::new(terraform)
+            .args(["init", "-input=false", "-no-color"])
+            .current_dir(&self.dir)
+            .env("TF_CLI_CONFIG_FILE", &self.cli_config)
+            .env("SSL_CERT_FILE", ca)
+            .env("CHECKPOINT_DISABLE", "1")
+            .env_remove("TF_PLUGIN_CACHE_DIR")
+            .output()?;
+        let seconds = started.elapsed().as_secs_f64();
+        if !out.status.success() {
+            return Err(format!(
+                "terraform init in {}: {}{}",
+                self.dir.display(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+            .into());
+        }
+        Ok(seconds)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_are_read_from_both_log_formats() {
+        let text = "2026-11-23T04:00:00Z  INFO request method=GET path=/v1/x endpoint=\"provider-versions\" status=200 latency_ms=0.42";
+        assert_eq!(
+            field(text, "endpoint").as_deref(),
+            Some("provider-versions")
+        );
+        assert_eq!(field(text, "latency_ms").as_deref(), Some("0.42"));
+        let json = r#"{"level":"INFO","fields":{"endpoint":"blob","status":200,"latency_ms":1.5}}"#;
+        assert_eq!(field(json, "endpoint").as_deref(), Some("blob"));
+        assert_eq!(field(json, "latency_ms").as_deref(), Some("1.5"));
+        assert_eq!(field(json, "missing"), None);
+    }
+
+    #[test]
+    fn requests_are_counted_by_endpoint_with_their_log_bytes() {
+        let lines = vec![
+            "x endpoint=blob latency_ms=1".to_string(),
+            "x endpoint=blob latency_ms=3".to_string(),
+            "starting up".to_string(),
+            "x endpoint=discovery latency_ms=2".to_string(),
+        ];
+        let (counts, bytes, latencies) = count_requests(&lines);
+        assert_eq!(counts["blob"], 2);
+        assert_eq!(counts["discovery"], 1);
+        assert_eq!(
+            bytes,
+            (lines[0].len() + lines[1].len() + lines[3].len() + 3) as u64
+        );
+        assert_eq!(latencies, vec![1.0, 3.0, 2.0]);
+    }
+}

@@ -1,0 +1,75 @@
+//! What every benchmark needs: the tools it runs, ports, medians.
+
+use std::path::PathBuf;
+
+pub type Error = Box<dyn std::error::Error>;
+
+/// The path an environment variable names (`.tools/env` exports them): a
+/// missing tool is an error, never a benchmark skipped.
+pub fn require_env(name: &str) -> Result<PathBuf, Error> {
+    std::env::var_os(name)
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("{name} is not set: run `.ci/install-tools` and `source .tools/env` (scripts/bench does both)").into())
+}
+
+/// A binary built beside this one (`cargo build --release` puts every binary
+/// of the workspace in one directory).
+pub fn sibling_binary(name: &str) -> Result<PathBuf, Error> {
+    let exe = std::env::current_exe()?;
+    let path = exe.with_file_name(name);
+    if !path.exists() {
+        return Err(format!(
+            "{} not found: build it with the same profile (scripts/bench builds every binary first)",
+            path.display()
+        )
+        .into());
+    }
+    Ok(path)
+}
+
+/// A loopback port nothing listens on now.
+pub fn free_port() -> Result<u16, Error> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// The median (the mean of the middle two for an even count); 0 when empty.
+pub fn median(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    if sorted.len().is_multiple_of(2) {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    } else {
+        sorted[mid]
+    }
+}
+
+/// Whether this process runs as root (nginx then needs `user root;` to read
+/// files in private temporary directories).
+pub fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(|uid| uid == "0"))
+        })
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[]), 0.0);
+    }
+}
