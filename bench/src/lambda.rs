@@ -47,19 +47,19 @@ const fn function(
 const FUNCTIONS: &[Function] = &[
     function(
         "discovery",
-        "lambda-read",
+        "lambda",
         ("GET", "/.well-known/terraform.json"),
         200,
     ),
     function(
         "provider-versions",
-        "lambda-read",
+        "lambda",
         ("GET", "/v1/providers/acme/widget/versions"),
         404,
     ),
     function(
         "provider-download",
-        "lambda-read",
+        "lambda",
         (
             "GET",
             "/v1/providers/acme/widget/1.0.0/download/linux/amd64",
@@ -68,19 +68,19 @@ const FUNCTIONS: &[Function] = &[
     ),
     function(
         "module-versions",
-        "lambda-read",
+        "lambda",
         ("GET", "/v1/modules/acme/net/aws/versions"),
         404,
     ),
     function(
         "module-download",
-        "lambda-read",
+        "lambda",
         ("GET", "/v1/modules/acme/net/aws/1.0.0/download"),
         404,
     ),
     function(
         "mirror-index",
-        "lambda-read",
+        "lambda",
         (
             "GET",
             "/v1/mirror/registry.example.com/acme/widget/index.json",
@@ -89,7 +89,7 @@ const FUNCTIONS: &[Function] = &[
     ),
     function(
         "mirror-version",
-        "lambda-read",
+        "lambda",
         (
             "GET",
             "/v1/mirror/registry.example.com/acme/widget/1.0.0.json",
@@ -98,7 +98,7 @@ const FUNCTIONS: &[Function] = &[
     ),
     function(
         "blob",
-        "lambda-read",
+        "lambda",
         ("GET", "/v1/blobs/providers/acme/widget/1.0.0/x.zip"),
         400,
     ),
@@ -151,19 +151,25 @@ fn workspace() -> PathBuf {
         .to_path_buf()
 }
 
-/// Build every binary with the release profile, in one cargo command.
+/// Build every binary with the release profile: the functions' package alone,
+/// then the baseline's. One cargo command for both packages would unify their
+/// features, and the functions would be built with the bench's (tfreg-shared's
+/// `testing`), not as they are deployed.
 fn build() -> Result<PathBuf, BoxError> {
-    let mut command = std::process::Command::new(std::env::var("CARGO").unwrap_or("cargo".into()));
-    command
-        .current_dir(workspace())
-        .args(["build", "--release", "--locked"])
-        .args(["-p", "tfreg-functions", "-p", "tfreg-bench"]);
-    for name in binaries() {
-        command.args(["--bin", name]);
-    }
-    eprintln!("lambda: building {:?} (release profile)", binaries());
-    if !command.status()?.success() {
-        return Err("cargo build --release failed".into());
+    let functions: Vec<&str> = binaries().into_iter().filter(|b| *b != HELLO).collect();
+    for (package, bins) in [("tfreg-functions", functions), ("tfreg-bench", vec![HELLO])] {
+        let mut command =
+            std::process::Command::new(std::env::var("CARGO").unwrap_or("cargo".into()));
+        command
+            .current_dir(workspace())
+            .args(["build", "--release", "--locked", "-p", package]);
+        for name in &bins {
+            command.args(["--bin", name]);
+        }
+        eprintln!("lambda: building {package} {bins:?} (release profile)");
+        if !command.status()?.success() {
+            return Err(format!("cargo build --release -p {package} failed").into());
+        }
     }
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)

@@ -1,6 +1,6 @@
 //! The deployment never drifts from the code. `cargo lambda watch` (Cargo.toml)
 //! routes every path to the function the router names. `template.yaml`: every endpoint (and its binary
-//! in `functions/`) has exactly one function resource, running its deployed binary (`lambda-read` for reads, `lambda` for publish and admin), and one route, every route reaches the
+//! in `functions/`) has exactly one function resource, running the one deployed binary, and one route, every route reaches the
 //! endpoint the shared router gives its paths; only `publish` and `admin` may
 //! write (admin with exactly its rights), every other function that checks
 //! tokens may only stamp a token's last use (`RecordTokenUse`); access is
@@ -50,22 +50,12 @@ fn tagged_str<'a>(v: &'a Value, tag: &str) -> &'a str {
         .unwrap_or_else(|| panic!("expected {tag} <string>, found {v:?}"))
 }
 
-/// The binaries the functions run: `functions/src/bin/lambda.rs` (publish and
-/// admin) and `lambda-read.rs` (every read endpoint, without the publishing code).
-const DEPLOYED_BINARIES: [&str; 2] = ["lambda", "lambda-read"];
-
-/// The binary the function of `endpoint` runs.
-fn deployed_binary(endpoint: Endpoint) -> &'static str {
-    if endpoint.writes() {
-        DEPLOYED_BINARIES[0]
-    } else {
-        DEPLOYED_BINARIES[1]
-    }
-}
+/// The binary every function runs (`functions/src/bin/lambda.rs`).
+const DEPLOYED_BINARY: &str = "lambda";
 
 /// endpoint name (its `TFREG_ENDPOINT`) → logical id of its function resource.
-/// The functions of one binary have the same build metadata, so that `sam
-/// build` builds once for each binary.
+/// Every function runs the same binary with the same build metadata, so that
+/// `sam build` builds once for all of them.
 fn functions(t: &Value) -> BTreeMap<String, String> {
     let mut by_endpoint = BTreeMap::new();
     for (id, f) in of_type(t, "AWS::Serverless::Function") {
@@ -73,6 +63,11 @@ fn functions(t: &Value) -> BTreeMap<String, String> {
             f["Metadata"]["BuildMethod"].as_str(),
             Some("rust-cargolambda"),
             "{id}"
+        );
+        assert_eq!(
+            f["Metadata"]["BuildProperties"]["Binary"].as_str(),
+            Some(DEPLOYED_BINARY),
+            "{id}: Metadata.BuildProperties.Binary"
         );
         assert_eq!(
             f["Metadata"].as_mapping().map(|m| m.len()),
@@ -83,12 +78,9 @@ fn functions(t: &Value) -> BTreeMap<String, String> {
             .as_str()
             .unwrap_or_else(|| panic!("{id}: Environment.Variables.TFREG_ENDPOINT"))
             .to_string();
-        let parsed = Endpoint::from_name(&endpoint)
-            .unwrap_or_else(|| panic!("{id}: TFREG_ENDPOINT {endpoint} is no endpoint"));
-        assert_eq!(
-            f["Metadata"]["BuildProperties"]["Binary"].as_str(),
-            Some(deployed_binary(parsed)),
-            "{id}: Metadata.BuildProperties.Binary"
+        assert!(
+            Endpoint::from_name(&endpoint).is_some(),
+            "{id}: TFREG_ENDPOINT {endpoint} is no endpoint"
         );
         if let Some(previous) = by_endpoint.insert(endpoint.clone(), id.clone()) {
             panic!("endpoint {endpoint} has two functions: {previous} and {id}");
@@ -203,12 +195,13 @@ fn bin_sources() -> BTreeSet<String> {
         .collect()
 }
 
-/// `functions/src/bin` without the deployed binaries: one per endpoint.
+/// `functions/src/bin` without the deployed binary: one per endpoint.
 fn per_endpoint_sources() -> BTreeSet<String> {
     let mut sources = bin_sources();
-    for binary in DEPLOYED_BINARIES {
-        assert!(sources.remove(binary), "functions/src/bin/{binary}.rs");
-    }
+    assert!(
+        sources.remove(DEPLOYED_BINARY),
+        "functions/src/bin/{DEPLOYED_BINARY}.rs"
+    );
     sources
 }
 
@@ -247,42 +240,25 @@ fn each_per_endpoint_binary_is_its_endpoints_function() {
     }
 }
 
-/// The deployed binaries stop at init, naming the variable, when
-/// `TFREG_ENDPOINT` is missing or names no endpoint, and `lambda-read` when it
-/// names publish or admin (before they need AWS or the Lambda runtime).
+/// The deployed binary stops at init, naming the variable, when `TFREG_ENDPOINT`
+/// is missing or names no endpoint (before it needs AWS or the Lambda runtime).
 #[test]
-fn the_deployed_binaries_refuse_a_missing_or_unknown_endpoint() {
-    let binaries = [
-        env!("CARGO_BIN_EXE_lambda"),
-        env!("CARGO_BIN_EXE_lambda-read"),
-    ];
-    for binary in binaries {
-        for value in [None, Some("provider_versions")] {
-            let mut cmd = Command::new(binary);
-            cmd.env_remove(tfreg::aws::config::ENDPOINT);
-            if let Some(v) = value {
-                cmd.env(tfreg::aws::config::ENDPOINT, v);
-            }
-            let text = init_failure(&mut cmd, &format!("{binary} {value:?}"));
-            let expected = match value {
-                None => "TFREG_ENDPOINT is not set",
-                Some(_) => "TFREG_ENDPOINT is invalid: \\\"provider_versions\\\" is not one of",
-            };
-            assert!(text.contains(expected), "{binary} {value:?}: {text}");
-            assert!(
-                text.contains("\"level\":\"ERROR\"") && text.contains("init failed"),
-                "{binary} {value:?}: one JSON log line: {text}"
-            );
+fn the_deployed_binary_refuses_a_missing_or_unknown_endpoint() {
+    for value in [None, Some("provider_versions")] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lambda"));
+        cmd.env_remove(tfreg::aws::config::ENDPOINT);
+        if let Some(v) = value {
+            cmd.env(tfreg::aws::config::ENDPOINT, v);
         }
-    }
-    for endpoint in Endpoint::ALL.into_iter().filter(|e| e.writes()) {
-        let mut cmd = Command::new(binaries[1]);
-        cmd.env(tfreg::aws::config::ENDPOINT, endpoint.name());
-        let text = init_failure(&mut cmd, endpoint.name());
+        let text = init_failure(&mut cmd, &format!("{value:?}"));
+        let expected = match value {
+            None => "TFREG_ENDPOINT is not set",
+            Some(_) => "TFREG_ENDPOINT is invalid: \\\"provider_versions\\\" is not one of",
+        };
+        assert!(text.contains(expected), "{value:?}: {text}");
         assert!(
-            text.contains("serves the read endpoints only") && text.contains("init failed"),
-            "lambda-read refuses {}: {text}",
-            endpoint.name()
+            text.contains("\"level\":\"ERROR\"") && text.contains("init failed"),
+            "{value:?}: one JSON log line: {text}"
         );
     }
 }

@@ -48,22 +48,9 @@ fn check_headers(headers: &HeaderMap) -> Result<(), Error> {
 /// The registry's service: every route, or only `only`'s (one Lambda function
 /// serves one endpoint; other paths get a JSON 404).
 pub fn app(registry: Arc<Registry>, only: Option<Endpoint>) -> axum::Router {
-    service::<true>(registry, only)
-}
-
-/// [`app`] without the publish and admin handlers, for the read functions:
-/// their routes get the JSON 404 of a route served elsewhere. A binary that
-/// calls only this links none of the publishing code (OpenPGP, archive
-/// checks): the linker drops what nothing calls.
-pub fn read_app(registry: Arc<Registry>, only: Option<Endpoint>) -> axum::Router {
-    service::<false>(registry, only)
-}
-
-/// The service; `WRITES`: with the publish and admin handlers.
-fn service<const WRITES: bool>(registry: Arc<Registry>, only: Option<Endpoint>) -> axum::Router {
     axum::Router::new().fallback(move |req: Request| {
         let registry = registry.clone();
-        async move { handle_with::<WRITES>(&registry, only, req, Caller::Network).await }
+        async move { handle(&registry, only, req).await }
     })
 }
 
@@ -85,15 +72,6 @@ pub async fn handle(registry: &Registry, only: Option<Endpoint>, req: Request) -
 /// [`handle`], for `caller`: the same routing, handlers, errors and audit
 /// for the CLI's local commands as for HTTP requests.
 pub async fn handle_as(
-    registry: &Registry,
-    only: Option<Endpoint>,
-    req: Request,
-    caller: Caller,
-) -> Response {
-    handle_with::<true>(registry, only, req, caller).await
-}
-
-async fn handle_with<const WRITES: bool>(
     registry: &Registry,
     only: Option<Endpoint>,
     req: Request,
@@ -131,7 +109,7 @@ async fn handle_with<const WRITES: bool>(
             // Who asked is kept even when refused (a valid token without
             // the right): the audit trail records the refused change.
             let result = match verdict {
-                Ok(()) => dispatch::<WRITES>(registry, r, &who, &parts, body).await,
+                Ok(()) => dispatch(registry, r, &who, &parts, body).await,
                 Err(e) => Err(e),
             };
             principal = Some(who);
@@ -182,7 +160,7 @@ async fn handle_with<const WRITES: bool>(
     resp
 }
 
-async fn dispatch<const WRITES: bool>(
+async fn dispatch(
     registry: &Registry,
     route: Route,
     principal: &Principal,
@@ -203,10 +181,10 @@ async fn dispatch<const WRITES: bool>(
             )
             .await
         }
-        Route::Publish(publish) if WRITES => {
+        Route::Publish(publish) => {
             handlers::publish::handle(registry, publish, &parts.headers, body).await
         }
-        Route::Admin(admin) if WRITES => {
+        Route::Admin(admin) => {
             handlers::admin::handle(
                 registry,
                 principal,
@@ -217,8 +195,5 @@ async fn dispatch<const WRITES: bool>(
             )
             .await
         }
-        Route::Publish(_) | Route::Admin(_) => Err(Error::not_found(
-            "no such endpoint here: this function serves reads only".to_string(),
-        )),
     }
 }

@@ -206,12 +206,6 @@ impl Endpoint {
         Endpoint::Admin,
     ];
 
-    /// Publish and admin: the endpoints that change the registry, which only
-    /// the `lambda` binary serves (the read functions run `lambda-read`).
-    pub fn writes(self) -> bool {
-        matches!(self, Endpoint::Publish | Endpoint::Admin)
-    }
-
     /// The endpoint of a [`name`](Self::name), exactly as spelled there.
     pub fn from_name(name: &str) -> Option<Endpoint> {
         Self::ALL.into_iter().find(|e| e.name() == name)

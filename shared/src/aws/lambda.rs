@@ -21,8 +21,6 @@ pub enum InitError {
     Config(#[from] ConfigError),
     #[error("loading the URL signing secret from DynamoDB: {0}")]
     Store(#[from] crate::storage::StoreError),
-    #[error("this binary serves the read endpoints only; the {0} function runs `lambda`")]
-    ReadsOnly(&'static str),
 }
 
 /// One initialised function.
@@ -148,11 +146,6 @@ impl Function {
     pub fn service(&self) -> axum::Router {
         crate::app::app(self.registry.clone(), Some(self.endpoint))
     }
-
-    /// [`service`](Self::service) without the publish and admin handlers.
-    pub fn read_service(&self) -> axum::Router {
-        crate::app::read_app(self.registry.clone(), Some(self.endpoint))
-    }
 }
 
 fn init_tracing() {
@@ -168,30 +161,11 @@ fn init_tracing() {
 }
 
 /// The whole life of a function whose endpoint is named by `TFREG_ENDPOINT`
-/// (the `lambda` binary, which the publish and admin functions run).
+/// (the `lambda` binary, which every function of template.yaml runs).
 pub async fn run_configured() -> Result<(), lambda_http::Error> {
     init_tracing();
     match super::config::endpoint_from_lookup(|name| std::env::var(name).ok()) {
-        Ok(endpoint) => serve(endpoint, Function::service).await,
-        Err(e) => {
-            tracing::error!(error = %e, "init failed");
-            Err(e.into())
-        }
-    }
-}
-
-/// [`run_configured`] for a read endpoint, without the publish and admin
-/// handlers (the `lambda-read` binary, which the read functions run).
-pub async fn run_configured_reads() -> Result<(), lambda_http::Error> {
-    init_tracing();
-    let endpoint = super::config::endpoint_from_lookup(|name| std::env::var(name).ok())
-        .map_err(InitError::from)
-        .and_then(|e| match e.writes() {
-            true => Err(InitError::ReadsOnly(e.name())),
-            false => Ok(e),
-        });
-    match endpoint {
-        Ok(endpoint) => serve(endpoint, Function::read_service).await,
+        Ok(endpoint) => serve(endpoint).await,
         Err(e) => {
             tracing::error!(error = %e, "init failed");
             Err(e.into())
@@ -202,13 +176,10 @@ pub async fn run_configured_reads() -> Result<(), lambda_http::Error> {
 /// The whole life of one function: init once, then serve invocations.
 pub async fn run(endpoint: Endpoint) -> Result<(), lambda_http::Error> {
     init_tracing();
-    serve(endpoint, Function::service).await
+    serve(endpoint).await
 }
 
-async fn serve(
-    endpoint: Endpoint,
-    service: fn(&Function) -> axum::Router,
-) -> Result<(), lambda_http::Error> {
+async fn serve(endpoint: Endpoint) -> Result<(), lambda_http::Error> {
     let function = match Function::from_env(endpoint).await {
         Ok(f) => f,
         Err(e) => {
@@ -216,5 +187,5 @@ async fn serve(
             return Err(e.into());
         }
     };
-    lambda_http::run(service(&function)).await
+    lambda_http::run(function.service()).await
 }

@@ -65,14 +65,46 @@ mod tests {
     use rustls_pki_types::CertificateDer;
     use rustls_pki_types::pem::PemObject;
 
+    /// Amazon Root CA 1-4, Starfield Services Root G2 (which cross-signs
+    /// them), DigiCert Global Root CA and G2: each a trust anchor.
     #[test]
     fn the_compiled_in_roots_are_seven_parsable_certificates() {
         let certs: Vec<CertificateDer> = CertificateDer::pem_slice_iter(AWS_ROOTS_PEM.as_bytes())
             .collect::<Result<_, _>>()
             .expect("valid PEM");
+        assert!(!certs.is_empty(), "no certificate in aws-roots.pem");
         assert_eq!(certs.len(), 7);
         for cert in &certs {
             webpki::anchor_from_trusted_cert(cert).expect("a trust anchor");
+        }
+    }
+
+    /// The emulators are plain HTTP: the client reaches them whichever roots
+    /// it trusts (a function sent to them trusts the system's, see below).
+    /// The SDK reads the roots when it makes its connector, at the first
+    /// request (aws-smithy-http-client's `rustls_root_certs`: each PEM item
+    /// added as an anchor, a panic on one that does not parse), so with
+    /// `Roots::Aws` this also runs the SDK's own parse of aws-roots.pem.
+    #[tokio::test]
+    async fn the_emulators_answer_over_plain_http_with_either_roots() {
+        crate::testing::require_emulators();
+        for roots in [Roots::Aws, Roots::System] {
+            let (dynamodb, s3) = crate::aws::lambda::clients_trusting(
+                &crate::aws::lambda::Endpoints::default(),
+                true,
+                roots,
+            )
+            .await
+            .expect("clients");
+            dynamodb
+                .list_tables()
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("{roots:?}: DynamoDB ListTables: {e:?}"));
+            s3.list_buckets()
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("{roots:?}: S3 ListBuckets: {e:?}"));
         }
     }
 
