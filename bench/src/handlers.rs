@@ -79,8 +79,11 @@ fn endpoints(host: &Hostname) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// A private registry on `backend` with the fixture stored, and a read token.
-async fn registry(backend: &str) -> Result<(TestRegistry, String), Error> {
+/// A private registry on `backend` with the fixture stored, and a read token;
+/// also the registry it was made from, which owns the embedded store's
+/// directory and must outlive it (dropped, it deletes the database file: the
+/// read pool cannot open it and every write fails to make its journal).
+async fn registry(backend: &str) -> Result<(TestRegistry, TestRegistry, String), Error> {
     let base = match backend {
         "embedded" => TestRegistry::embedded().await,
         _ => TestRegistry::aws().await,
@@ -120,7 +123,7 @@ async fn registry(backend: &str) -> Result<(TestRegistry, String), Error> {
     )
     .await?;
     let token = r.token(Scope::Read, None).await;
-    Ok((r, token))
+    Ok((base, r, token))
 }
 
 pub fn run(out: &Path) -> Result<Section, Error> {
@@ -143,7 +146,7 @@ pub fn run(out: &Path) -> Result<Section, Error> {
         .sample_size(30);
     let mut rows = Vec::new();
     for backend in ["embedded", "aws"] {
-        let (r, token) = runtime.block_on(registry(backend))?;
+        let (_base, r, token) = runtime.block_on(registry(backend))?;
         let (counting, counted) = r.counted();
         let mut group = criterion.benchmark_group(backend);
         for (endpoint, path) in endpoints(&r.registry.config.hostname) {

@@ -7,6 +7,7 @@
 mod cost;
 mod e2e;
 mod handlers;
+mod lambda;
 mod report;
 mod scale;
 mod serve;
@@ -46,6 +47,8 @@ enum Command {
     Handlers,
     /// `tfreg serve` beside nginx serving the same bytes (needs a release `tfreg`).
     Serve(serve::Opts),
+    /// Lambda functions: size and cold start beside a hello-world.
+    Lambda(lambda::Args),
     /// BENCHMARKS.md from the figures already in `--out`.
     Report {
         #[arg(long, default_value = "BENCHMARKS.md")]
@@ -63,12 +66,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             scale::run(&cli.out)?.save(&cli.out)?;
             serve::run(&serve::Opts::default())?.save(&cli.out)?;
             e2e::run(5)?.save(&cli.out)?;
+            lambda::run(&lambda::Args::default())?.save(&cli.out)?;
             report::write(&report, &cli.out)?;
         }
         Command::Handlers => handlers::run(&cli.out)?.save(&cli.out)?,
         Command::Scale => scale::run(&cli.out)?.save(&cli.out)?,
         Command::E2e { rounds } => e2e::run(rounds)?.save(&cli.out)?,
         Command::Serve(opts) => serve::run(&opts)?.save(&cli.out)?,
+        Command::Lambda(args) => lambda::run(&args)?.save(&cli.out)?,
         Command::Report { report } => report::write(&report, &cli.out)?,
     }
     Ok(())

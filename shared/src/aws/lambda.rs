@@ -10,6 +10,7 @@ use aws_config::BehaviorVersion;
 use super::config::{ConfigError, Settings};
 use super::dynamodb::DynamoStore;
 use super::s3::S3BlobStore;
+use super::tls::{Roots, https_client};
 use crate::registry::Registry;
 use crate::router::Endpoint;
 
@@ -62,7 +63,19 @@ pub async fn clients_at(
     endpoints: &Endpoints,
     s3_force_path_style: bool,
 ) -> Result<(aws_sdk_dynamodb::Client, aws_sdk_s3::Client), ConfigError> {
-    let sdk = aws_config::load_defaults(BehaviorVersion::latest()).await;
+    clients_trusting(endpoints, s3_force_path_style, Roots::System).await
+}
+
+/// [`clients_at`], their TLS trusting `roots`.
+pub async fn clients_trusting(
+    endpoints: &Endpoints,
+    s3_force_path_style: bool,
+    roots: Roots,
+) -> Result<(aws_sdk_dynamodb::Client, aws_sdk_s3::Client), ConfigError> {
+    let sdk = aws_config::defaults(BehaviorVersion::latest())
+        .http_client(https_client(roots))
+        .load()
+        .await;
     if sdk.region().is_none() {
         return Err(ConfigError::Missing("AWS_REGION"));
     }
@@ -102,7 +115,9 @@ impl Function {
     /// when first needed, and admin never needs it.
     pub async fn from_env(endpoint: Endpoint) -> Result<Self, InitError> {
         let settings = Settings::from_env()?;
-        let (dynamodb, s3) = clients(settings.s3_force_path_style).await?;
+        let roots = Roots::for_function(|name| std::env::var(name).ok());
+        let (dynamodb, s3) =
+            clients_trusting(&Endpoints::default(), settings.s3_force_path_style, roots).await?;
         let items = Arc::new(DynamoStore::new(dynamodb, &settings.table));
         let blobs = Arc::new(S3BlobStore::new(s3, &settings.bucket, settings.url_ttl));
         let config = settings.registry_config();
@@ -121,6 +136,16 @@ impl Function {
             | Endpoint::Blob
             | Endpoint::Admin => Registry::with_stored_signer(items, blobs, config),
         };
+        if endpoint != Endpoint::Discovery {
+            // Read the URL signing secret now (those that sign URLs need it
+            // on their first request anyway): this opens the connection to
+            // DynamoDB, TLS handshake included, during init rather than in
+            // the first request. A failure here is not fatal: the request
+            // that needs the store reports it.
+            if let Err(e) = registry.signer_if_ready().await {
+                tracing::warn!(error = %e, "warming up the DynamoDB connection at init failed");
+            }
+        }
         Ok(Self {
             registry: Arc::new(registry),
             endpoint,

@@ -5,6 +5,7 @@ pub mod config;
 pub mod dynamodb;
 pub mod lambda;
 pub mod s3;
+pub mod tls;
 
 use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 

@@ -1,0 +1,469 @@
+//! `tfreg-bench lambda`: what a Lambda function of tfreg costs beside the
+//! smallest `lambda_http` function (`src/bin/lambda-hello.rs`) built with the
+//! same release profile: binary and zipped size (`zip -9`: what Lambda
+//! stores and loads), and cold start against a Runtime API served on
+//! loopback (`runtime_api`), with DynamoDB and S3 on the emulators. Runs
+//! alternate between tfreg and the hello-world; medians and ratios.
+
+mod runtime_api;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::report::Section;
+
+/// One deployed function: the binary it runs, a request for its route and
+/// the status it must answer (a function that fails fast is not a fast one).
+struct Function {
+    endpoint: &'static str,
+    binary: &'static str,
+    method: &'static str,
+    path: &'static str,
+    status: u16,
+}
+
+const fn function(
+    endpoint: &'static str,
+    binary: &'static str,
+    (method, path): (&'static str, &'static str),
+    status: u16,
+) -> Function {
+    Function {
+        endpoint,
+        binary,
+        method,
+        path,
+        status,
+    }
+}
+
+/// template.yaml's functions (TFREG_ENDPOINT and Binary). Anonymous reads
+/// are on: the read routes query DynamoDB (nothing is published, so 404),
+/// blob refuses a URL without its signature (400); publish and admin
+/// answer 401 to a request without a token.
+const FUNCTIONS: &[Function] = &[
+    function(
+        "discovery",
+        "lambda",
+        ("GET", "/.well-known/terraform.json"),
+        200,
+    ),
+    function(
+        "provider-versions",
+        "lambda",
+        ("GET", "/v1/providers/acme/widget/versions"),
+        404,
+    ),
+    function(
+        "provider-download",
+        "lambda",
+        (
+            "GET",
+            "/v1/providers/acme/widget/1.0.0/download/linux/amd64",
+        ),
+        404,
+    ),
+    function(
+        "module-versions",
+        "lambda",
+        ("GET", "/v1/modules/acme/net/aws/versions"),
+        404,
+    ),
+    function(
+        "module-download",
+        "lambda",
+        ("GET", "/v1/modules/acme/net/aws/1.0.0/download"),
+        404,
+    ),
+    function(
+        "mirror-index",
+        "lambda",
+        (
+            "GET",
+            "/v1/mirror/registry.example.com/acme/widget/index.json",
+        ),
+        404,
+    ),
+    function(
+        "mirror-version",
+        "lambda",
+        (
+            "GET",
+            "/v1/mirror/registry.example.com/acme/widget/1.0.0.json",
+        ),
+        404,
+    ),
+    function(
+        "blob",
+        "lambda",
+        ("GET", "/v1/blobs/providers/acme/widget/1.0.0/x.zip"),
+        400,
+    ),
+    function(
+        "publish",
+        "lambda",
+        ("POST", "/v1/publish/providers/acme/widget/1.0.0/begin"),
+        401,
+    ),
+    function("admin", "lambda", ("GET", "/v1/admin/tokens"), 401),
+];
+
+/// The baseline: a `lambda_http` hello-world, built like the functions.
+const HELLO: &str = "lambda-hello";
+
+#[derive(clap::Args, Clone)]
+pub struct Args {
+    /// Cold starts of each function, and as many of the hello-world beside each.
+    #[arg(long, default_value_t = 15)]
+    pub runs: usize,
+    /// Take the binaries from here (`<dir>/<binary>`, or cargo lambda's
+    /// `<dir>/<binary>/bootstrap`) instead of building them with the release profile.
+    #[arg(long)]
+    pub bin_dir: Option<PathBuf>,
+}
+
+impl Default for Args {
+    fn default() -> Self {
+        Self {
+            runs: 15,
+            bin_dir: None,
+        }
+    }
+}
+
+type BoxError = Box<dyn std::error::Error>;
+
+fn binaries() -> Vec<&'static str> {
+    let mut names: Vec<&str> = FUNCTIONS.iter().map(|f| f.binary).collect();
+    names.push(HELLO);
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("bench/ is in the workspace")
+        .to_path_buf()
+}
+
+/// Build every binary with the release profile: the functions' package alone,
+/// then the baseline's. One cargo command for both packages would unify their
+/// features, and the functions would be built with the bench's (tfreg-shared's
+/// `testing`), not as they are deployed.
+fn build() -> Result<PathBuf, BoxError> {
+    let functions: Vec<&str> = binaries().into_iter().filter(|b| *b != HELLO).collect();
+    for (package, bins) in [("tfreg-functions", functions), ("tfreg-bench", vec![HELLO])] {
+        let mut command =
+            std::process::Command::new(std::env::var("CARGO").unwrap_or("cargo".into()));
+        command
+            .current_dir(workspace())
+            .args(["build", "--release", "--locked", "-p", package]);
+        for name in &bins {
+            command.args(["--bin", name]);
+        }
+        eprintln!("lambda: building {package} {bins:?} (release profile)");
+        if !command.status()?.success() {
+            return Err(format!("cargo build --release -p {package} failed").into());
+        }
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target"));
+    Ok(target.join("release"))
+}
+
+fn locate(dir: &Path, name: &str) -> Result<PathBuf, BoxError> {
+    [dir.join(name).join("bootstrap"), dir.join(name)]
+        .into_iter()
+        .find(|p| p.is_file())
+        .ok_or_else(|| format!("no binary {name} in {}", dir.display()).into())
+}
+
+/// Bytes of a Lambda zip holding `binary` as `bootstrap` (deflate, level 9).
+pub fn zipped_size(binary: &[u8]) -> Result<u64, BoxError> {
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .compression_level(Some(9))
+        .unix_permissions(0o755);
+    zip.start_file("bootstrap", options)?;
+    zip.write_all(binary)?;
+    Ok(zip.finish()?.into_inner().len() as u64)
+}
+
+/// An API Gateway HTTP API (payload 2.0) event for `method path`.
+pub fn http_api_event(method: &str, path: &str) -> serde_json::Value {
+    serde_json::json!({
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": "",
+        "headers": {
+            "accept": "application/json",
+            "host": "registry.example.com",
+            "user-agent": "tfreg-bench",
+            "x-forwarded-proto": "https",
+            "x-forwarded-port": "443"
+        },
+        "requestContext": {
+            "accountId": "000000000000",
+            "apiId": "bench",
+            "domainName": "registry.example.com",
+            "domainPrefix": "registry",
+            "http": {
+                "method": method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "192.0.2.1",
+                "userAgent": "tfreg-bench"
+            },
+            "requestId": "bench-1",
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": "01/Jan/2026:00:00:00 +0000",
+            "timeEpoch": 1_767_225_600_000u64
+        },
+        "isBase64Encoded": false
+    })
+}
+
+pub fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The table and bucket of this run, on the emulators (never on AWS).
+struct Backends {
+    table: String,
+    bucket: String,
+}
+
+async fn create_backends() -> Result<Backends, BoxError> {
+    for var in ["AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3"] {
+        if std::env::var_os(var).is_none() {
+            return Err(format!(
+                "{var} is not set: the benchmark runs against the emulators (source .tools/run/emulators.env)"
+            )
+            .into());
+        }
+    }
+    let id = format!("tfreg-bench-{}-{}", std::process::id(), unique());
+    let (dynamodb, s3) = tfreg::aws::lambda::clients(true).await?;
+    tfreg::aws::dynamodb::DynamoStore::new(dynamodb, &id)
+        .create_table()
+        .await?;
+    tfreg::aws::s3::S3BlobStore::new(s3, &id, Duration::from_secs(60))
+        .create_bucket()
+        .await?;
+    Ok(Backends {
+        table: id.clone(),
+        bucket: id,
+    })
+}
+
+fn unique() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn command(binary: &Path, function: &Function, backends: &Backends) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(binary);
+    command
+        .env("AWS_LAMBDA_FUNCTION_NAME", function.endpoint)
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("AWS_LAMBDA_LOG_STREAM_NAME", "bench")
+        .env("AWS_LAMBDA_LOG_GROUP_NAME", "bench")
+        .env("TFREG_ENDPOINT", function.endpoint)
+        .env("TFREG_TABLE", &backends.table)
+        .env("TFREG_BUCKET", &backends.bucket)
+        .env("TFREG_HOSTNAME", "registry.example.com")
+        .env("TFREG_ANONYMOUS_READS", "true")
+        .env("TFREG_S3_FORCE_PATH_STYLE", "true");
+    command
+}
+
+#[derive(Serialize)]
+struct Size {
+    binary: String,
+    bytes: u64,
+    zipped: u64,
+}
+
+#[derive(Serialize)]
+struct Start {
+    endpoint: String,
+    binary: String,
+    status: u16,
+    init_ms: f64,
+    first_response_ms: f64,
+    hello_init_ms: f64,
+    hello_first_response_ms: f64,
+}
+
+/// Build (or take) the binaries, measure them and return the section.
+pub fn run(args: &Args) -> Result<Section, BoxError> {
+    let dir = match &args.bin_dir {
+        Some(dir) => dir.clone(),
+        None => build()?,
+    };
+    let mut sizes = Vec::new();
+    for name in binaries() {
+        let bytes = std::fs::read(locate(&dir, name)?)?;
+        sizes.push(Size {
+            binary: name.to_string(),
+            bytes: bytes.len() as u64,
+            zipped: zipped_size(&bytes)?,
+        });
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let starts = runtime.block_on(cold_starts(&dir, args.runs.max(1)))?;
+    let markdown = markdown(&sizes, &starts, args.runs.max(1));
+    println!("{markdown}");
+    Ok(Section {
+        name: "lambda".into(),
+        title: "Lambda functions: size and cold start".into(),
+        markdown,
+        figures: serde_json::json!({ "runs": args.runs, "sizes": sizes, "cold_starts": starts }),
+    })
+}
+
+async fn cold_starts(dir: &Path, runs: usize) -> Result<Vec<Start>, BoxError> {
+    let backends = create_backends().await?;
+    let hello = locate(dir, HELLO)?;
+    let mut samples: Vec<[Vec<f64>; 4]> = FUNCTIONS.iter().map(|_| Default::default()).collect();
+    let mut statuses = vec![0u16; FUNCTIONS.len()];
+    for _ in 0..runs {
+        for (i, function) in FUNCTIONS.iter().enumerate() {
+            let event = bytes::Bytes::from(serde_json::to_vec(&http_api_event(
+                function.method,
+                function.path,
+            ))?);
+            let binary = locate(dir, function.binary)?;
+            let tfreg =
+                runtime_api::cold_start(command(&binary, function, &backends), event.clone())
+                    .await
+                    .map_err(|e| format!("{} ({}): {e}", function.endpoint, binary.display()))?;
+            let baseline = runtime_api::cold_start(command(&hello, function, &backends), event)
+                .await
+                .map_err(|e| format!("{HELLO}: {e}"))?;
+            if tfreg.status != function.status || baseline.status != 200 {
+                return Err(format!(
+                    "{}: answered {} (expected {}), the baseline {}",
+                    function.endpoint, tfreg.status, function.status, baseline.status
+                )
+                .into());
+            }
+            statuses[i] = tfreg.status;
+            let s = &mut samples[i];
+            s[0].push(ms(tfreg.init));
+            s[1].push(ms(tfreg.first_response));
+            s[2].push(ms(baseline.init));
+            s[3].push(ms(baseline.first_response));
+        }
+    }
+    Ok(FUNCTIONS
+        .iter()
+        .zip(samples.iter_mut().zip(statuses))
+        .map(|(function, (s, status))| Start {
+            endpoint: function.endpoint.into(),
+            binary: function.binary.into(),
+            status,
+            init_ms: median(&mut s[0]),
+            first_response_ms: median(&mut s[1]),
+            hello_init_ms: median(&mut s[2]),
+            hello_first_response_ms: median(&mut s[3]),
+        })
+        .collect())
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / 1_000_000.0
+}
+
+fn markdown(sizes: &[Size], starts: &[Start], runs: usize) -> String {
+    let hello = sizes.iter().find(|s| s.binary == HELLO);
+    let (hello_bytes, hello_zipped) = hello.map_or((1, 1), |h| (h.bytes, h.zipped));
+    let mut text = format!(
+        "Release profile of Cargo.toml for every binary, the baseline `{HELLO}` (a `lambda_http` hello-world) included; zipped = one `bootstrap` entry, deflate level 9. Cold start: process spawned against a Runtime API on loopback, init = until its first `invocation/next`, first response = until the response to an API Gateway (payload 2.0) event for its route is POSTed; DynamoDB and S3 on the emulators; {runs} runs each, tfreg and the baseline alternating; medians.\n\n| binary | size (MB) | × baseline | zipped (MB) | × baseline |\n|---|---:|---:|---:|---:|\n"
+    );
+    for s in sizes {
+        text.push_str(&format!(
+            "| `{}` | {:.2} | {:.1} | {:.2} | {:.1} |\n",
+            s.binary,
+            mb(s.bytes),
+            s.bytes as f64 / hello_bytes as f64,
+            mb(s.zipped),
+            s.zipped as f64 / hello_zipped as f64,
+        ));
+    }
+    text.push_str("\n| function (binary) | status | init (ms) | baseline init (ms) | × baseline | first response (ms) | baseline (ms) | × baseline |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for s in starts {
+        text.push_str(&format!(
+            "| {} (`{}`) | {} | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} | {:.2} |\n",
+            s.endpoint,
+            s.binary,
+            s.status,
+            s.init_ms,
+            s.hello_init_ms,
+            s.init_ms / s.hello_init_ms,
+            s.first_response_ms,
+            s.hello_first_response_ms,
+            s.first_response_ms / s.hello_first_response_ms,
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
+
+    #[test]
+    fn a_zipped_binary_is_smaller_when_it_repeats_itself() {
+        let repetitive = vec![7u8; 100_000];
+        let zipped = zipped_size(&repetitive).unwrap();
+        assert!(zipped < 10_000, "{zipped}");
+        assert!(zipped > 0);
+    }
+
+    #[test]
+    fn every_function_of_the_template_is_measured() {
+        let template = std::fs::read_to_string(workspace().join("template.yaml")).unwrap();
+        // Each function's `Binary:` comes before its `TFREG_ENDPOINT:`.
+        let mut binary = "";
+        let mut deployed = Vec::new();
+        for line in template.lines().map(str::trim) {
+            if let Some(b) = line.strip_prefix("Binary: ") {
+                binary = b;
+            } else if let Some(endpoint) = line.strip_prefix("TFREG_ENDPOINT: ") {
+                deployed.push((endpoint, binary));
+            }
+        }
+        let measured: Vec<(&str, &str)> =
+            FUNCTIONS.iter().map(|f| (f.endpoint, f.binary)).collect();
+        assert_eq!(deployed, measured);
+    }
+}

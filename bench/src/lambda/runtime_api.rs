@@ -1,0 +1,189 @@
+//! A minimal Lambda Runtime API on loopback: it starts one function process,
+//! hands it one event and times the two moments of a cold start, as Lambda
+//! sees them: the first `GET /2018-06-01/runtime/invocation/next` (init done)
+//! and the response POSTed for that event.
+
+use std::convert::Infallible;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use tokio::sync::oneshot;
+
+/// Longest a cold start may take before the run is given up as failed.
+const GIVE_UP: Duration = Duration::from_secs(30);
+
+/// One cold start, timed from the moment the process was spawned.
+#[derive(Debug, Clone, Copy)]
+pub struct ColdStart {
+    /// Until the first `invocation/next`: what Lambda bills as init.
+    pub init: Duration,
+    /// Until the response to the first event.
+    pub first_response: Duration,
+    /// The `statusCode` of that response (API Gateway's payload 2.0).
+    pub status: u16,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("the function reported an error: {0}")]
+    Function(String),
+    #[error("the function exited before answering ({0})")]
+    Exited(std::process::ExitStatus),
+    #[error("no answer within {GIVE_UP:?}")]
+    TimedOut,
+    #[error("the response is not an API Gateway payload 2.0 response: {0}")]
+    Response(String),
+}
+
+/// What the function POSTed back: its response, or an error it reported.
+type Outcome = Result<(Duration, Bytes), String>;
+
+struct State {
+    started: Instant,
+    event: Bytes,
+    nexts: AtomicUsize,
+    init: Mutex<Option<Duration>>,
+    outcome: Mutex<Option<oneshot::Sender<Outcome>>>,
+}
+
+const NEXT: &str = "/2018-06-01/runtime/invocation/next";
+
+fn reply(status: u16, body: Bytes) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = hyper::StatusCode::from_u16(status).expect("a valid status");
+    response
+}
+
+async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Full<Bytes>> {
+    let path = request.uri().path().to_string();
+    if path == NEXT {
+        if state.nexts.fetch_add(1, Ordering::SeqCst) > 0 {
+            // One event per process: the next one never comes (the process is killed).
+            std::future::pending::<()>().await;
+        }
+        *state.init.lock().expect("init lock") = Some(state.started.elapsed());
+        let deadline = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            + Duration::from_secs(60);
+        let mut response = reply(200, state.event.clone());
+        let headers = response.headers_mut();
+        headers.insert(
+            "lambda-runtime-aws-request-id",
+            "bench-1".parse().expect("header"),
+        );
+        headers.insert(
+            "lambda-runtime-deadline-ms",
+            deadline.as_millis().to_string().parse().expect("header"),
+        );
+        headers.insert(
+            "lambda-runtime-invoked-function-arn",
+            "arn:aws:lambda:us-east-1:000000000000:function:bench"
+                .parse()
+                .expect("header"),
+        );
+        headers.insert("content-type", "application/json".parse().expect("header"));
+        return response;
+    }
+    let is_error = path.ends_with("/error");
+    let is_response = path.ends_with("/response");
+    let body = request
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let outcome = if is_response {
+        Ok((state.started.elapsed(), body))
+    } else if is_error {
+        Err(String::from_utf8_lossy(&body).into_owned())
+    } else {
+        return reply(404, Bytes::new());
+    };
+    if let Some(done) = state.outcome.lock().expect("outcome lock").take() {
+        let _ = done.send(outcome);
+    }
+    reply(202, Bytes::new())
+}
+
+/// Start `command` against a fresh Runtime API, give it `event`, time it, kill it.
+pub async fn cold_start(
+    mut command: tokio::process::Command,
+    event: Bytes,
+) -> Result<ColdStart, RunError> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?;
+    let (done, outcome) = oneshot::channel();
+    let state = Arc::new(State {
+        started: Instant::now(),
+        event,
+        nexts: AtomicUsize::new(0),
+        init: Mutex::new(None),
+        outcome: Mutex::new(Some(done)),
+    });
+    let server_state = state.clone();
+    let server = tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let state = server_state.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |request| {
+                    let state = state.clone();
+                    async move { Ok::<_, Infallible>(handle(state, request).await) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    command
+        .env("AWS_LAMBDA_RUNTIME_API", address.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    // Timed from here: `started` above is a few microseconds earlier.
+    let mut child = command.spawn()?;
+    let result = tokio::select! {
+        outcome = tokio::time::timeout(GIVE_UP, outcome) => match outcome {
+            Ok(Ok(outcome)) => outcome.map_err(RunError::Function),
+            Ok(Err(_)) | Err(_) => Err(RunError::TimedOut),
+        },
+        status = child.wait() => Err(match status {
+            Ok(status) => RunError::Exited(status),
+            Err(e) => RunError::Io(e),
+        }),
+    };
+    let _ = child.kill().await;
+    server.abort();
+    let (first_response, body) = result?;
+    let init = state
+        .init
+        .lock()
+        .expect("init lock")
+        .ok_or_else(|| RunError::Response("answered without asking for an event".into()))?;
+    Ok(ColdStart {
+        init,
+        first_response,
+        status: status_code(&body)?,
+    })
+}
+
+/// The `statusCode` of an API Gateway payload 2.0 response.
+pub fn status_code(body: &[u8]) -> Result<u16, RunError> {
+    let value: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| RunError::Response(e.to_string()))?;
+    value
+        .get("statusCode")
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|s| u16::try_from(s).ok())
+        .ok_or_else(|| RunError::Response(String::from_utf8_lossy(body).into_owned()))
+}
