@@ -82,6 +82,21 @@ pub fn write(report: &Path, out: &Path) -> Result<(), Box<dyn std::error::Error>
             section.markdown.trim_end()
         ));
     }
+    // Charts go beside the report, under bench/charts/, linked from there.
+    let charts = report.parent().unwrap_or(Path::new(".")).join(CHARTS);
+    for entry in std::fs::read_dir(out)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "svg")
+            && let Some(name) = path.file_name().and_then(|n| n.to_str())
+        {
+            std::fs::create_dir_all(&charts)?;
+            std::fs::copy(&path, charts.join(name))?;
+            text = text.replace(&format!("]({name})"), &format!("]({CHARTS}/{name})"));
+        }
+    }
     std::fs::write(report, text)?;
     Ok(())
 }
+
+/// Where charts are kept, relative to the report.
+const CHARTS: &str = "bench/charts";
