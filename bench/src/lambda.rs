@@ -43,7 +43,8 @@ const fn function(
 /// template.yaml's functions (TFREG_ENDPOINT and Binary). Anonymous reads
 /// are on: the read routes query DynamoDB (nothing is published, so 404),
 /// blob refuses a URL without its signature (400); publish and admin
-/// answer 401 to a request without a token.
+/// answer 401 to a request without a token; the UI's home page lists
+/// nothing (one Query).
 const FUNCTIONS: &[Function] = &[
     function(
         "discovery",
@@ -109,6 +110,7 @@ const FUNCTIONS: &[Function] = &[
         401,
     ),
     function("admin", "lambda", ("GET", "/v1/admin/tokens"), 401),
+    function("ui", "lambda", ("GET", "/ui/home"), 200),
 ];
 
 /// The baseline: a `lambda_http` hello-world, built like the functions.

@@ -140,6 +140,8 @@ fn sample_path(pattern: &str) -> (Method, String) {
     let path = pattern
         .replace("{*key}", "{key+}")
         .replace("{*operation}", "{operation+}")
+        .replace("{*page}", "{page+}")
+        .replace("{page+}", "home")
         .replace("{namespace}", "acme")
         .replace("{type}", "null")
         .replace("{name}", "vpc")
@@ -365,7 +367,8 @@ fn api_routes_are_the_routes_cargo_lambda_watch_serves() {
             k => k
                 .trim_start_matches("ANY ")
                 .replace("{key+}", "{*key}")
-                .replace("{operation+}", "{*operation}"),
+                .replace("{operation+}", "{*operation}")
+                .replace("{page+}", "{*page}"),
         };
         assert_eq!(
             watch.get(&api_path).map(String::as_str),

@@ -9,12 +9,13 @@ use std::time::Instant;
 use http::{HeaderMap, HeaderValue, Method};
 
 use crate::audit::{self, Event, Note, Outcome};
-use crate::auth::{self, Principal};
+use crate::auth::{self, Credential, Principal};
 use crate::error::Error;
 use crate::handlers;
 use crate::http_types::{Body, Request, Response, authorization, error_response};
 use crate::registry::Registry;
 use crate::router::{Endpoint, Route, route};
+use crate::ui::{self, session};
 
 /// Most header lines a request may have (real clients send about ten).
 pub const MAX_HEADERS: usize = 100;
@@ -97,19 +98,29 @@ pub async fn handle_as(
         .and_then(|r| Some((r.audit_action()?, r.audit_target())));
     // Authorisation, once, for every route: the same code in every mode.
     let mut principal = None;
+    let pages = ui::wants_pages(path);
+    // A browser's session (the UI's pages), else the Authorization header.
+    let session = match (&routed, authorization(&parts.headers)) {
+        (Ok(Route::Ui(_)), None) => ui_session(registry, &parts.headers).await,
+        _ => None,
+    };
     let result = match routed {
         Ok(r) => {
             let (who, verdict) = match caller {
                 Caller::Operator => (Principal::Operator, Ok(())),
                 Caller::Network => {
                     let access = r.access(&registry.config.hostname);
-                    auth::authorize(registry, authorization(&parts.headers), access).await
+                    let credential = match &session {
+                        Some(hash) => Credential::Session(Some(hash)),
+                        None => Credential::Authorization(authorization(&parts.headers)),
+                    };
+                    auth::authorize(registry, credential, access).await
                 }
             };
             // Who asked is kept even when refused (a valid token without
             // the right): the audit trail records the refused change.
             let result = match verdict {
-                Ok(()) => dispatch(registry, r, &who, &parts, body).await,
+                Ok(()) => dispatch(registry, r, &who, &parts, body, session.is_some()).await,
                 Err(e) => Err(e),
             };
             principal = Some(who);
@@ -119,8 +130,23 @@ pub async fn handle_as(
     };
     let (mut resp, error) = match result {
         Ok(resp) => (resp, None),
+        Err(e) if pages => {
+            let page = ui::error_page(
+                &e,
+                &request_id,
+                &parts.method,
+                path,
+                parts.uri.query(),
+                registry.config.hostname.as_str(),
+                session.is_some(),
+            );
+            (page, Some(e))
+        }
         Err(e) => (error_response(&e, &request_id), Some(e)),
     };
+    if pages {
+        ui::secure(resp.headers_mut());
+    }
     if let Ok(id) = HeaderValue::from_str(&request_id) {
         resp.headers_mut().insert(REQUEST_ID_HEADER, id);
     }
@@ -161,14 +187,33 @@ pub async fn handle_as(
     resp
 }
 
+/// The token hash of the request's UI session cookie, if it is valid (no
+/// signing secret yet: no session can exist).
+async fn ui_session(registry: &Registry, headers: &HeaderMap) -> Option<String> {
+    session::cookie(headers, session::COOKIE)?;
+    let signer = registry.signer_if_ready().await.ok()??;
+    session::token_hash(signer, headers, registry.now())
+}
+
 async fn dispatch(
     registry: &Registry,
     route: Route,
     principal: &Principal,
     parts: &http::request::Parts,
     body: Body,
+    signed_in: bool,
 ) -> Result<Response, Error> {
     match route {
+        Route::Ui(page) => {
+            let req = ui::Request {
+                method: &parts.method,
+                query: parts.uri.query(),
+                headers: &parts.headers,
+                principal,
+                signed_in,
+            };
+            ui::handle(registry, page, req, body).await
+        }
         Route::Discovery => Ok(handlers::read::discovery()),
         Route::Read(read) => handlers::read::handle(registry, read).await,
         Route::Blob(key) => {

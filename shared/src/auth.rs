@@ -95,6 +95,9 @@ impl std::fmt::Display for Scope {
 pub enum Realm<'a> {
     Namespace(&'a str),
     Registry,
+    /// Whatever namespaces the token covers: a list (the web UI's home and
+    /// search) that then shows only what [`TokenRecord::covers`] lets it.
+    AnyNamespace,
 }
 
 impl std::fmt::Display for Realm<'_> {
@@ -102,6 +105,7 @@ impl std::fmt::Display for Realm<'_> {
         match self {
             Realm::Namespace(ns) => write!(f, "namespace {ns}"),
             Realm::Registry => f.write_str("the whole registry"),
+            Realm::AnyNamespace => f.write_str("any namespace"),
         }
     }
 }
@@ -146,6 +150,7 @@ impl TokenRecord {
                 self.namespaces.is_empty() || self.namespaces.iter().any(|n| n == ns)
             }
             Realm::Registry => self.namespaces.is_empty(),
+            Realm::AnyNamespace => true,
         }
     }
 
@@ -352,6 +357,17 @@ pub async fn revoke_token(
     Ok(revoked)
 }
 
+/// What a request presents to be authorised.
+#[derive(Debug, Clone, Copy)]
+pub enum Credential<'a> {
+    /// Its `Authorization` header, if any: the API's way.
+    Authorization(Option<&'a str>),
+    /// The hash of the token a web UI session was opened with (its cookie
+    /// checked already), if any: the token is verified again on every request,
+    /// so a revoked or expired token ends its sessions.
+    Session(Option<&'a str>),
+}
+
 /// The bearer token of an `Authorization` header value: `None` without a
 /// header, `Err` for a header that is not `Bearer <token>`.
 pub fn bearer(header: Option<&str>) -> Result<Option<&str>, Error> {
@@ -440,13 +456,14 @@ fn unknown_token() -> Error {
     Error::Unauthorized("the token is not valid for this registry (unknown or revoked)".into())
 }
 
-/// Look up a presented token: the cache, else one `GetItem`; then record its
-/// use if the last record is older than [`TOUCH_INTERVAL_SECS`].
-async fn verify(registry: &Registry, token: &str) -> Result<Arc<TokenRecord>, Error> {
-    if !token.starts_with(TOKEN_PREFIX) || token.len() > 200 {
-        return Err(unknown_token());
-    }
-    let hash = token_hash(token);
+/// The sha256 (hex) a token is stored under, if it looks like one of ours.
+pub fn presented_hash(token: &str) -> Option<String> {
+    (token.starts_with(TOKEN_PREFIX) && token.len() <= 200).then(|| token_hash(token))
+}
+
+/// Look up a token by its hash: the cache, else one `GetItem`; then record
+/// its use if the last record is older than [`TOUCH_INTERVAL_SECS`].
+async fn verify(registry: &Registry, hash: String) -> Result<Arc<TokenRecord>, Error> {
     let now = registry.now();
     let verified = match registry.tokens.get(&hash) {
         Some(v) => v,
@@ -505,10 +522,10 @@ async fn verify(registry: &Registry, token: &str) -> Result<Arc<TokenRecord>, Er
 /// reading (anonymous reads): a client with a bad token hears about it.
 pub async fn authorize(
     registry: &Registry,
-    authorization: Option<&str>,
+    credential: Credential<'_>,
     access: Access<'_>,
 ) -> (Principal, Result<(), Error>) {
-    match check(registry, authorization, access).await {
+    match check(registry, credential, access).await {
         Ok(principal) => (principal, Ok(())),
         Err((Some(record), e)) => (Principal::Token(record), Err(e)),
         Err((None, e)) => (Principal::Anonymous, Err(e)),
@@ -517,7 +534,7 @@ pub async fn authorize(
 
 async fn check(
     registry: &Registry,
-    authorization: Option<&str>,
+    credential: Credential<'_>,
     access: Access<'_>,
 ) -> Result<Principal, (Option<Arc<TokenRecord>>, Error)> {
     let nobody = |e| (None, e);
@@ -525,7 +542,15 @@ async fn check(
         return Ok(Principal::Anonymous);
     };
     let anonymous_read = scope == Scope::Read && registry.config.anonymous_reads;
-    let Some(token) = bearer(authorization).map_err(nobody)? else {
+    let hash = match credential {
+        Credential::Authorization(header) => bearer(header)
+            .map_err(nobody)?
+            .map(|token| presented_hash(token).ok_or_else(unknown_token))
+            .transpose()
+            .map_err(nobody)?,
+        Credential::Session(hash) => hash.map(str::to_string),
+    };
+    let Some(hash) = hash else {
         if anonymous_read {
             return Ok(Principal::Anonymous);
         }
@@ -535,7 +560,7 @@ async fn check(
             Scope::Admin => "this needs an admin token: pass --token or set TFREG_TOKEN".into(),
         })));
     };
-    let record = verify(registry, token).await.map_err(nobody)?;
+    let record = verify(registry, hash).await.map_err(nobody)?;
     if anonymous_read {
         return Ok(Principal::Token(record));
     }
@@ -633,6 +658,7 @@ mod tests {
         assert!(!reader.covers(Realm::Namespace("b")));
         assert!(!reader.covers(Realm::Registry));
         assert!(admin.covers(Realm::Registry));
+        assert!(reader.covers(Realm::AnyNamespace) && admin.covers(Realm::AnyNamespace));
         assert!(!admin.expired(99) && admin.expired(100));
     }
 

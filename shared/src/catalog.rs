@@ -14,6 +14,8 @@
 //! | publish in progress          | `UPLOAD#<upload id>`             | `UPLOAD`           |
 //!
 //! | versions index               | the releases' own `pk`           | `INDEX`            |
+//! | module docs of an archive    | `MODULE#<ns>/<name>/<system>`    | `DOCS#<version>#<archive sha256>` |
+//! | listing entry ([`crate::listing`]) | `LISTING`                  | the releases' `pk` |
 //!
 //! One release is one item holding every platform, so a download is one
 //! `GetItem`. A release's lifecycle (deprecated, yanked) lives in its item; a
@@ -36,12 +38,17 @@ use serde::{Deserialize, Serialize};
 use crate::address::{Hostname, ModuleName, ProviderName};
 use crate::blob_key::BlobKey;
 use crate::error::Error;
+use crate::listing;
+use crate::module_docs::ModuleDocs;
 use crate::router::{LifecycleAction, PublishTarget};
 use crate::storage::{Condition, Item, ItemStore, StoreError, query_all};
 use crate::version::{Version, sort_versions};
 use crate::version_index::{Listing, MAX_INDEX_BYTES, VersionIndex};
 
 const VERSION_PREFIX: &str = "VERSION#";
+const DOCS_PREFIX: &str = "DOCS#";
+/// Largest stored docs item: DynamoDB's item limit is 400 KB.
+pub const MAX_DOCS_ITEM_BYTES: usize = 350 * 1024;
 /// Sort key of a partition's versions index.
 pub const INDEX_SK: &str = "INDEX";
 
@@ -411,6 +418,12 @@ pub async fn delete_release(
 ) -> Result<Vec<BlobKey>, Error> {
     let (pk, sk) = release_location(target);
     let taken = store.take(&pk, &sk).await?;
+    if let (PublishTarget::Module { version, .. }, Some(item)) = (target, &taken) {
+        let release: ModuleRelease = decode(item)?;
+        store
+            .take(&pk, &docs_sk(version, &release.file.sha256))
+            .await?;
+    }
     // Also when it was gone already: a retried delete repairs the index.
     sync_index(store, target).await?;
     let item = taken.ok_or_else(|| no_release(target))?;
@@ -491,6 +504,55 @@ pub async fn module_release(
     version: &Version,
 ) -> Result<Option<ModuleRelease>, Error> {
     get(store, &module_pk(module), version).await
+}
+
+/// Docs are keyed by the archive they were read from, so a refused publish
+/// of different content for a published version cannot replace them.
+fn docs_sk(version: &Version, archive_sha256: &str) -> String {
+    format!("{DOCS_PREFIX}{version}#{archive_sha256}")
+}
+
+async fn docs_item(
+    store: &dyn ItemStore,
+    pk: &str,
+    version: &Version,
+    archive_sha256: &str,
+) -> Result<Option<ModuleDocs>, Error> {
+    store
+        .get(pk, &docs_sk(version, archive_sha256))
+        .await?
+        .map(|item| decode(&item))
+        .transpose()
+}
+
+/// The docs of a module release (none for releases published before docs
+/// were read).
+pub async fn module_docs(
+    store: &dyn ItemStore,
+    module: &ModuleName,
+    release: &ModuleRelease,
+) -> Result<Option<ModuleDocs>, Error> {
+    let version = Version::parse(&release.version)?;
+    docs_item(store, &module_pk(module), &version, &release.file.sha256).await
+}
+
+/// Store the docs read from a module archive, before its release item (so
+/// the listing's description is there when the release appears): a publish
+/// that stops between the two leaves docs nobody shows, which its retry
+/// writes again.
+pub async fn put_module_docs(
+    store: &dyn ItemStore,
+    module: &ModuleName,
+    version: &Version,
+    archive_sha256: &str,
+    docs: &ModuleDocs,
+) -> Result<(), Error> {
+    let data = docs.stored(MAX_DOCS_ITEM_BYTES);
+    let sk = docs_sk(version, archive_sha256);
+    store
+        .put(Item::new(module_pk(module), sk, data), Condition::Always)
+        .await?;
+    Ok(())
 }
 
 /// Make a module release visible (immutable, like providers).
@@ -631,7 +693,7 @@ async fn sync(
             None => Condition::IfAbsent,
         };
         match store.put(Item::new(pk, INDEX_SK, data), condition).await {
-            Ok(()) => return Ok(()),
+            Ok(()) => return record_listing(store, pk, &index).await,
             Err(StoreError::ConditionFailed) => continue,
             Err(e) => return Err(e.into()),
         }
@@ -639,6 +701,22 @@ async fn sync(
     Err(Error::Unavailable(format!(
         "the versions index of {pk} kept changing while it was updated; try again"
     )))
+}
+
+/// Write the listing entry of `pk` from its index just written.
+async fn record_listing(store: &dyn ItemStore, pk: &str, index: &VersionIndex) -> Result<(), Error> {
+    let Some(mut entry) = listing::Entry::of(pk, index, crate::registry::unix_now()) else {
+        return Ok(());
+    };
+    if entry.kind == listing::Kind::Module
+        && let Some(latest) = entry.latest.as_deref().and_then(|v| Version::parse(v).ok())
+        && let Some(release) = get::<ModuleRelease>(store, pk, &latest).await?
+    {
+        entry.description = docs_item(store, pk, &latest, &release.file.sha256)
+            .await?
+            .and_then(|docs| docs.description);
+    }
+    listing::record(store, pk, &entry).await
 }
 
 /// Bring the index entry of `target`'s release up to date with its release

@@ -54,7 +54,13 @@ pub fn error_response(err: &Error, request_id: &str) -> Response {
             errors: vec![err.public_message(request_id)],
         },
     );
-    let headers = resp.headers_mut();
+    error_headers(err, resp.headers_mut());
+    resp
+}
+
+/// The headers an error's response carries whatever its body:
+/// `WWW-Authenticate` on 401, `Allow` on 405, `Retry-After` on 503.
+pub fn error_headers(err: &Error, headers: &mut HeaderMap) {
     match err {
         Error::Unauthorized(_) => {
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -70,7 +76,6 @@ pub fn error_response(err: &Error, request_id: &str) -> Response {
         }
         _ => {}
     }
-    resp
 }
 
 /// The `Authorization` header of a request, if it is valid text.

@@ -29,6 +29,8 @@ pub mod error;
 pub mod handlers;
 pub mod hashing;
 pub mod http_types;
+pub mod listing;
+pub mod module_docs;
 pub mod namespace_keys;
 #[cfg(test)]
 mod properties;
@@ -42,6 +44,7 @@ pub mod signing;
 pub mod storage;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod ui;
 pub mod upload_session;
 pub mod version;
 pub mod version_index;

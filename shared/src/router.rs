@@ -54,6 +54,86 @@ pub enum Route {
     Publish(PublishRoute),
     /// tfreg's admin API: tokens, signing keys, release lifecycle, audit.
     Admin(AdminRoute),
+    /// The web UI: HTML pages, sign-in and its static assets.
+    Ui(UiRoute),
+}
+
+/// The web UI's pages, each a GET (sign-in also a POST, sign-out only one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UiRoute {
+    /// `/`, `/ui` and `/ui/`: a redirect to the home page, which needs no
+    /// store, so the discovery function (API Gateway's catch-all) answers it.
+    Root,
+    /// `/ui/home`: search and the latest changes.
+    Home,
+    /// `/ui/search?q=...`.
+    Search,
+    /// `/ui/namespaces/{namespace}`.
+    Namespace { namespace: String },
+    /// `/ui/modules/{ns}/{name}/{system}[/{version}]` (no version: the latest).
+    Module {
+        module: ModuleName,
+        version: Option<Version>,
+    },
+    /// `/ui/providers/{ns}/{type}[/{version}]`.
+    Provider {
+        provider: ProviderName,
+        version: Option<Version>,
+    },
+    /// `/ui/sign-in`: the form (GET) and a token given to it (POST).
+    SignIn,
+    /// `/ui/sign-out` (POST).
+    SignOut,
+    /// `/ui/static/{name}`: the stylesheet and script, their names carrying
+    /// a hash of their content (cached for a year).
+    Asset(crate::ui::assets::Asset),
+}
+
+impl UiRoute {
+    /// Every page but sign-in, sign-out and the assets needs a read token
+    /// (or anonymous reads) for what it shows.
+    pub fn realm(&self) -> Option<Realm<'_>> {
+        match self {
+            UiRoute::Root | UiRoute::SignIn | UiRoute::SignOut | UiRoute::Asset(_) => None,
+            UiRoute::Home | UiRoute::Search => Some(Realm::AnyNamespace),
+            UiRoute::Namespace { namespace } => Some(Realm::Namespace(namespace)),
+            UiRoute::Module { module, .. } => Some(Realm::Namespace(&module.namespace)),
+            UiRoute::Provider { provider, .. } => Some(Realm::Namespace(&provider.namespace)),
+        }
+    }
+
+    pub fn methods(&self) -> &'static [Method] {
+        match self {
+            UiRoute::SignIn => GET_HEAD_POST,
+            UiRoute::SignOut => POST,
+            _ => READ_METHODS,
+        }
+    }
+
+    pub fn path(&self) -> String {
+        let version = |v: &Option<Version>| v.as_ref().map(|v| format!("/{v}")).unwrap_or_default();
+        match self {
+            UiRoute::Root => "/".into(),
+            UiRoute::Home => format!("{UI}/home"),
+            UiRoute::Search => format!("{UI}/search"),
+            UiRoute::Namespace { namespace } => format!("{UI}/namespaces/{namespace}"),
+            UiRoute::Module { module, version: v } => format!("{UI}/modules/{module}{}", version(v)),
+            UiRoute::Provider { provider, version: v } => {
+                format!("{UI}/providers/{provider}{}", version(v))
+            }
+            UiRoute::SignIn => format!("{UI}/sign-in"),
+            UiRoute::SignOut => format!("{UI}/sign-out"),
+            UiRoute::Asset(asset) => format!("{UI}/static/{}", asset.file_name()),
+        }
+    }
+}
+
+/// Where the web UI's paths start.
+pub const UI: &str = "/ui";
+
+/// Is `path` one of the web UI's (answered with HTML pages, errors included)?
+pub fn is_ui_path(path: &str) -> bool {
+    path == "/" || path == UI || path.starts_with("/ui/")
 }
 
 /// What the admin API does: one variant per operation (the method is part
@@ -189,11 +269,12 @@ pub enum Endpoint {
     Blob,
     Publish,
     Admin,
+    Ui,
 }
 
 impl Endpoint {
     /// Every endpoint, for drift checks between the router, functions and template.
-    pub const ALL: [Endpoint; 10] = [
+    pub const ALL: [Endpoint; 11] = [
         Endpoint::Discovery,
         Endpoint::ProviderVersions,
         Endpoint::ProviderDownload,
@@ -204,6 +285,7 @@ impl Endpoint {
         Endpoint::Blob,
         Endpoint::Publish,
         Endpoint::Admin,
+        Endpoint::Ui,
     ];
 
     /// The endpoint of a [`name`](Self::name), exactly as spelled there.
@@ -224,6 +306,7 @@ impl Endpoint {
             Endpoint::Blob => "blob",
             Endpoint::Publish => "publish",
             Endpoint::Admin => "admin",
+            Endpoint::Ui => "ui",
         }
     }
 }
@@ -235,6 +318,7 @@ const GET: &[Method] = &[Method::GET];
 const GET_POST: &[Method] = &[Method::GET, Method::POST];
 const DELETE: &[Method] = &[Method::DELETE];
 const POST: &[Method] = &[Method::POST];
+const GET_HEAD_POST: &[Method] = &[Method::GET, Method::HEAD, Method::POST];
 
 impl Route {
     /// The endpoint (function) that serves this route.
@@ -245,6 +329,8 @@ impl Route {
             Route::Blob(_) => Endpoint::Blob,
             Route::Publish(_) => Endpoint::Publish,
             Route::Admin(_) => Endpoint::Admin,
+            Route::Ui(UiRoute::Root) => Endpoint::Discovery,
+            Route::Ui(_) => Endpoint::Ui,
         }
     }
 
@@ -256,6 +342,7 @@ impl Route {
             Route::Blob(_) => BLOB_METHODS,
             Route::Publish(_) => PUBLISH_METHODS,
             Route::Admin(admin) => admin.method(),
+            Route::Ui(ui) => ui.methods(),
         }
     }
 
@@ -269,6 +356,10 @@ impl Route {
             Route::Read(read) => token(Scope::Read, read.realm(own_host)),
             Route::Publish(publish) => token(Scope::Publish, publish.target.realm()),
             Route::Admin(admin) => token(Scope::Admin, admin.realm()),
+            Route::Ui(ui) => match ui.realm() {
+                Some(realm) => token(Scope::Read, realm),
+                None => Access::Public,
+            },
         }
     }
 
@@ -276,7 +367,7 @@ impl Route {
     /// lists and a publish's `begin`, which changes nothing visible).
     pub fn audit_action(&self) -> Option<&'static str> {
         match self {
-            Route::Discovery | Route::Read(_) | Route::Blob(_) => None,
+            Route::Discovery | Route::Read(_) | Route::Blob(_) | Route::Ui(_) => None,
             Route::Publish(p) => (p.step == PublishStep::Complete).then_some("publish"),
             Route::Admin(admin) => match admin {
                 AdminRoute::ListTokens | AdminRoute::ListKeys { .. } | AdminRoute::Audit => None,
@@ -325,6 +416,7 @@ impl Route {
             Route::Blob(key) => format!("{BLOBS_V1}{key}"),
             Route::Publish(publish) => publish.path(),
             Route::Admin(admin) => admin.path(),
+            Route::Ui(ui) => ui.path(),
         }
     }
 }
@@ -584,6 +676,9 @@ fn match_path(method: &Method, path: &str) -> Result<Route, Error> {
     if path == DISCOVERY_PATH {
         return Ok(Route::Discovery);
     }
+    if is_ui_path(path) {
+        return ui_route(path).map(Route::Ui);
+    }
     if let Some(key) = path.strip_prefix(BLOBS_V1) {
         let key = key
             .split('/')
@@ -738,6 +833,44 @@ fn admin_route(method: &Method, rest: &[&str], path: &str) -> Result<Route, Erro
         ["audit"] => pick(&[(Method::GET, A::Audit)], GET),
         _ => Err(not_found(path)),
     }
+}
+
+/// The web UI's page at `path` (one of [`is_ui_path`]).
+fn ui_route(path: &str) -> Result<UiRoute, Error> {
+    if path == "/" {
+        return Ok(UiRoute::Root);
+    }
+    let rest = path.strip_prefix(UI).unwrap_or(path);
+    let segs: Vec<String> = rest
+        .split('/')
+        .skip(1)
+        .map(decode_segment)
+        .collect::<Result<_, _>>()?;
+    let s: Vec<&str> = segs.iter().map(String::as_str).collect();
+    let version = |v: Option<&&str>| v.map(|v| Version::parse(v)).transpose();
+    Ok(match s.as_slice() {
+        [] | [""] => UiRoute::Root,
+        ["home"] => UiRoute::Home,
+        ["search"] => UiRoute::Search,
+        ["sign-in"] => UiRoute::SignIn,
+        ["sign-out"] => UiRoute::SignOut,
+        ["namespaces", ns] => UiRoute::Namespace {
+            namespace: crate::address::namespace(ns)?,
+        },
+        ["modules", ns, name, system, v @ ..] if v.len() <= 1 => UiRoute::Module {
+            module: ModuleName::parse(ns, name, system)?,
+            version: version(v.first())?,
+        },
+        ["providers", ns, ty, v @ ..] if v.len() <= 1 => UiRoute::Provider {
+            provider: ProviderName::parse(ns, ty)?,
+            version: version(v.first())?,
+        },
+        ["static", name] => match crate::ui::assets::Asset::from_file_name(name) {
+            Some(asset) => UiRoute::Asset(asset),
+            None => return Err(not_found(path)),
+        },
+        _ => return Err(not_found(path)),
+    })
 }
 
 /// A token's public id: [`crate::auth::TOKEN_ID_LEN`] hex digits, lowercase.

@@ -63,6 +63,35 @@ impl UrlSigner {
         mac
     }
 
+    /// A MAC of `message` for another `purpose` than archive URLs (the web
+    /// UI's session cookie): keyed by a key derived from the secret for that
+    /// purpose, so no such MAC is ever a valid URL signature, nor the reverse.
+    pub fn purpose_mac(&self, purpose: &str, message: &str) -> String {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(self.purpose_hmac(purpose, message).finalize().into_bytes())
+    }
+
+    fn purpose_hmac(&self, purpose: &str, message: &str) -> HmacSha256 {
+        let key = HmacSha256::new_from_slice(&self.secret)
+            .expect("HMAC takes any key length")
+            .chain_update(b"tfreg purpose key\0")
+            .chain_update(purpose.as_bytes())
+            .finalize()
+            .into_bytes();
+        HmacSha256::new_from_slice(&key)
+            .expect("HMAC takes any key length")
+            .chain_update(message.as_bytes())
+    }
+
+    /// Does `mac` match [`Self::purpose_mac`] of `message` (compared in
+    /// constant time)?
+    pub fn purpose_mac_matches(&self, purpose: &str, message: &str, mac: &str) -> bool {
+        let Ok(mac) = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(mac) else {
+            return false;
+        };
+        self.purpose_hmac(purpose, message).verify_slice(&mac).is_ok()
+    }
+
     /// The query string that grants `grant` until `expires` (unix seconds):
     /// `expires=..&signature=..`, with `size=..&sha256=..` for a write.
     pub fn sign(&self, grant: Grant<'_>, expires: u64) -> String {

@@ -72,7 +72,15 @@ pub struct ModuleSummary {
     pub files: usize,
     /// Their total size.
     pub unpacked_bytes: u64,
+    /// The files the module's docs are read from ([`crate::module_docs::reads`]),
+    /// with their bytes, in archive order.
+    pub docs_files: Vec<(String, Vec<u8>)>,
+    /// Such files not kept (too large, or past [`MAX_DOCS_BYTES`] in all), one line each.
+    pub docs_skipped: Vec<String>,
 }
+
+/// Most bytes of docs files kept from one archive.
+pub const MAX_DOCS_BYTES: usize = 8 * 1024 * 1024;
 
 /// Check an uploaded module archive: a gzip'd tar (all members) of regular
 /// files and directories only, with relative paths that stay inside the
@@ -133,6 +141,7 @@ struct Scan {
     seen: Seen,
     long_name: Option<Vec<u8>>,
     pax: Option<Vec<u8>>,
+    docs_bytes: usize,
 }
 
 impl Scan {
@@ -208,6 +217,9 @@ impl Scan {
                 self.summary.files += 1;
                 self.summary.unpacked_bytes += size;
                 self.has_tf |= name.ends_with(".tf") || name.ends_with(".tf.json");
+                if crate::module_docs::reads(&name) {
+                    self.keep_docs_file(name, size, &mut entry)?;
+                }
             }
             tar::EntryType::Directory => {
                 if size != 0 {
@@ -225,6 +237,33 @@ impl Scan {
                 });
             }
         }
+        Ok(())
+    }
+
+    /// Keep a file the docs are read from, within the limits.
+    fn keep_docs_file<R: Read>(
+        &mut self,
+        name: String,
+        size: u64,
+        entry: &mut tar::Entry<'_, R>,
+    ) -> Result<(), ArchiveError> {
+        let max = crate::module_docs::MAX_FILE_BYTES;
+        if size > max as u64 {
+            self.summary
+                .docs_skipped
+                .push(format!("{name}: not read ({size} bytes; at most {max})"));
+            return Ok(());
+        }
+        if self.docs_bytes + size as usize > MAX_DOCS_BYTES {
+            self.summary.docs_skipped.push(format!(
+                "{name}: not read (the module's files read for its docs passed {MAX_DOCS_BYTES} bytes)"
+            ));
+            return Ok(());
+        }
+        let mut data = Vec::with_capacity(size as usize);
+        entry.read_to_end(&mut data).map_err(not_tar)?;
+        self.docs_bytes += data.len();
+        self.summary.docs_files.push((name, data));
         Ok(())
     }
 
@@ -395,6 +434,28 @@ mod tests {
             .unwrap()
             .map(|e| e.unwrap().path().unwrap().display().to_string())
             .collect()
+    }
+
+    #[test]
+    fn the_check_keeps_the_files_the_docs_are_read_from() {
+        let dir = tree();
+        std::fs::write(dir.path().join("README.md"), "# M\n").unwrap();
+        std::fs::write(dir.path().join("LICENSE"), "MIT").unwrap();
+        let big = "#".repeat(crate::module_docs::MAX_FILE_BYTES + 1);
+        std::fs::write(dir.path().join("big.tf"), big).unwrap();
+        let tgz = pack_dir(dir.path(), Vec::new()).unwrap();
+        let summary = check_tar_gz(tgz.as_slice()).unwrap();
+        let mut kept: Vec<&str> = summary
+            .docs_files
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect();
+        kept.sort_unstable();
+        assert_eq!(kept, ["README.md", "main.tf", "modules/sub/main.tf"]);
+        let main = &summary.docs_files.iter().find(|(n, _)| n == "main.tf").unwrap().1;
+        assert_eq!(main, b"variable \"x\" {}\n");
+        assert_eq!(summary.docs_skipped.len(), 1, "{:?}", summary.docs_skipped);
+        assert!(summary.docs_skipped[0].starts_with("big.tf: not read"));
     }
 
     #[test]

@@ -134,7 +134,8 @@ impl Function {
             | Endpoint::MirrorIndex
             | Endpoint::MirrorVersion
             | Endpoint::Blob
-            | Endpoint::Admin => Registry::with_stored_signer(items, blobs, config),
+            | Endpoint::Admin
+            | Endpoint::Ui => Registry::with_stored_signer(items, blobs, config),
         };
         if endpoint != Endpoint::Discovery {
             // Read the URL signing secret now (those that sign URLs need it

@@ -89,6 +89,26 @@ fn paths_built_from_routes_route_back_to_them() {
     let key = BlobKey::parse("archives/ab/0123/x_1.0.0_linux_amd64.zip").unwrap();
     let routes = vec![
         Route::Discovery,
+        Route::Ui(UiRoute::Root),
+        Route::Ui(UiRoute::Home),
+        Route::Ui(UiRoute::Search),
+        Route::Ui(UiRoute::SignIn),
+        Route::Ui(UiRoute::Namespace {
+            namespace: "hashicorp".into(),
+        }),
+        Route::Ui(UiRoute::Module {
+            module: ModuleName::parse("h", "vpc", "aws").unwrap(),
+            version: None,
+        }),
+        Route::Ui(UiRoute::Module {
+            module: ModuleName::parse("h", "vpc", "aws").unwrap(),
+            version: Some(v("1.0.0")),
+        }),
+        Route::Ui(UiRoute::Provider {
+            provider: provider(),
+            version: Some(v("2.1.2")),
+        }),
+        Route::Ui(UiRoute::Asset(crate::ui::assets::Asset::Css)),
         Route::Read(ReadRoute::ProviderVersions {
             provider: provider(),
         }),
@@ -254,7 +274,6 @@ fn malformed_input_is_4xx_never_a_panic() {
         ("/v1/publish/providers/h/null/1.0.0/finish", 404),
         ("/v1/nothing", 404),
         ("/etc/passwd", 404),
-        ("/", 404),
         ("", 404),
         ("/v1/mirror/bad_host!/h/null/index.json", 400),
         ("/v1/modules/ns/vpc/aws/1.0.0.0/download", 400),

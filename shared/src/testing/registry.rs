@@ -64,7 +64,9 @@ pub struct TestRegistry {
     /// `embedded` or `aws`, for messages.
     pub name: &'static str,
     pub registry: Arc<Registry>,
-    dir: tempfile::TempDir,
+    /// Shared with [`TestRegistry::reconfigure`]'s views: the stores live
+    /// in it until the last of them is dropped.
+    dir: Arc<tempfile::TempDir>,
     /// Where an `aws` registry's stores are (for [`TestRegistry::fresh_items`]).
     #[cfg(feature = "aws")]
     endpoints: crate::aws::lambda::Endpoints,
@@ -165,7 +167,7 @@ impl TestRegistry {
         TestRegistry {
             name,
             registry: Arc::new(registry),
-            dir,
+            dir: Arc::new(dir),
             #[cfg(feature = "aws")]
             endpoints: Default::default(),
         }
@@ -196,7 +198,7 @@ impl TestRegistry {
         TestRegistry {
             name: self.name,
             registry: Arc::new(f((*self.registry).clone())),
-            dir: tempfile::tempdir().expect("temp dir"),
+            dir: self.dir.clone(),
             #[cfg(feature = "aws")]
             endpoints: self.endpoints.clone(),
         }

@@ -4,6 +4,7 @@ use crate::address::ModuleName;
 use crate::archives;
 use crate::catalog::{self, ModuleRelease};
 use crate::error::Error;
+use crate::module_docs;
 use crate::protocol::FileDecl;
 use crate::registry::Registry;
 use crate::release_files::{self, ReleaseError};
@@ -54,11 +55,29 @@ pub(super) async fn complete(
         .await?;
     let reader = claimed.file.try_clone().map_err(Error::internal)?;
     let file = archive.name.clone();
-    tokio::task::spawn_blocking(move || {
-        archives::module::check_tar_gz(std::io::BufReader::new(reader))
-            .map_err(|source| ReleaseError::Archive { file, source })
+    // The docs (README, inputs, outputs...) are read in the same pass over
+    // the archive as its check, from exactly the bytes kept.
+    let docs = tokio::task::spawn_blocking(move || {
+        let summary = archives::module::check_tar_gz(std::io::BufReader::new(reader))
+            .map_err(|source| ReleaseError::Archive { file, source })?;
+        let mut docs = module_docs::extract(
+            summary
+                .docs_files
+                .iter()
+                .map(|(name, bytes)| (name.as_str(), bytes.as_slice())),
+        );
+        docs.notes.extend(summary.docs_skipped);
+        Ok::<_, ReleaseError>(docs)
     })
     .await??;
+    catalog::put_module_docs(
+        registry.items.as_ref(),
+        module,
+        version,
+        &archive.sha256,
+        &docs,
+    )
+    .await?;
     // Kept under the name the publisher declared (checked at begin; it ends
     // in .tar.gz, which go-getter needs) in a key of this publish's own.
     let release = ModuleRelease {
