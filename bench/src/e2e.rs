@@ -6,13 +6,14 @@
 //! by endpoint, and the bytes involved: the inputs of the cost model.
 
 use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::cost::{self, PerInit};
 use crate::report::Section;
-use crate::tools::{Error, free_port, median, require_env, sibling_binary};
+use crate::tools::{Error, free_port, free_port_pair, median, require_env, sibling_binary};
 
 const NS: &str = "bench";
 const COUNT: usize = 10;
@@ -21,6 +22,10 @@ const VERSION: &str = "1.0.0";
 /// network mirror for a provider whose hostname has a port ("first path
 /// segment in URL cannot contain colon"), and a mirror never contacts it.
 const MIRRORED_HOST: &str = "registry.bench.test";
+/// The three that serve the same configuration.
+const TFREG: &str = "tfreg";
+const LAMBDA: &str = "lambda";
+const NGINX: &str = "nginx";
 
 pub fn run(rounds: usize) -> Result<Section, Error> {
     let terraform = require_env("TFREG_TERRAFORM_NEW")?;
@@ -34,61 +39,18 @@ pub fn run(rounds: usize) -> Result<Section, Error> {
     let dir = tmp.path();
 
     let registry = Registry::start(&tfreg, &dir.join("data"))?;
-    let publish_token = registry.token("publish")?;
-    let read_token = registry.token("read")?;
     let fixture = Fixture::write(&dir.join("fixture"), &std::fs::read(null_provider)?)?;
-    for (i, dist) in fixture.provider_dists.iter().enumerate() {
-        registry.cli(
-            &publish_token,
-            &[
-                "publish",
-                "provider",
-                "--namespace",
-                NS,
-                "--signing-key",
-                &dist.join("key.asc").display().to_string(),
-                &dist.display().to_string(),
-            ],
-            &format!("publish provider p{i}"),
-        )?;
-    }
-    for (i, archive) in fixture.module_archives.iter().enumerate() {
-        registry.cli(
-            &publish_token,
-            &[
-                "publish",
-                "module",
-                "--namespace",
-                NS,
-                "--name",
-                &format!("m{i}"),
-                "--system",
-                "null",
-                "--version",
-                VERSION,
-                &archive.display().to_string(),
-            ],
-            &format!("publish module m{i}"),
-        )?;
-    }
+    let read_token = registry.publish_fixture(&fixture)?;
+    // The same registry as the Lambda functions, started the README's way.
+    let lambda = Registry::start_lambda(&tfreg, &dir.join("lambda"))?;
+    let lambda_read_token = lambda.publish_fixture(&fixture)?;
 
     let static_site = StaticSite::write(&dir.join("www"), &registry, &read_token, &fixture)?;
     let nginx = Nginx::start(&nginx_bin, &dir.join("nginx"), &static_site.root, &registry)?;
 
-    let tfreg_config = Workspace::write(
-        &dir.join("with-tfreg"),
-        &registry.host,
-        &format!(
-            "credentials \"{}\" {{\n  token = \"{read_token}\"\n}}\n",
-            registry.host
-        ),
-        |i| {
-            format!(
-                "source  = \"{}/{NS}/m{i}/null\"\n  version = \"{VERSION}\"",
-                registry.host
-            )
-        },
-    )?;
+    let tfreg_config = Workspace::for_registry(&dir.join("with-tfreg"), &registry, &read_token)?;
+    let lambda_config =
+        Workspace::for_registry(&dir.join("with-lambda"), &lambda, &lambda_read_token)?;
     let nginx_config = Workspace::write(
         &dir.join("with-nginx"),
         MIRRORED_HOST,
@@ -99,34 +61,50 @@ pub fn run(rounds: usize) -> Result<Section, Error> {
         |i| format!("source = \"https://{}/modules/m{i}.tar.gz\"", nginx.host),
     )?;
 
-    // Alternate which goes first; every run starts with no .terraform, no lock
-    // file and no plugin cache.
+    // Every run starts with no .terraform, no lock file and no plugin cache.
+    // A first init of each, untimed in the medians: it starts the functions
+    // (cargo lambda watch starts each on its first request) and warms caches.
+    let targets: [(&str, &Workspace, &Path); 3] = [
+        (TFREG, &tfreg_config, &registry.ca),
+        (LAMBDA, &lambda_config, &lambda.ca),
+        (NGINX, &nginx_config, &registry.ca),
+    ];
+    let mut first: BTreeMap<&str, f64> = BTreeMap::new();
+    for (name, workspace, ca) in targets {
+        first.insert(name, workspace.init(&terraform, ca)?);
+    }
+    // Then rounds, rotating which goes first.
     let mut times: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    let mut counted: Option<(BTreeMap<String, u64>, u64, Vec<f64>)> = None;
+    let mut counted: BTreeMap<&str, Counted> = BTreeMap::new();
     let mut tfreg_lines_during_nginx = 0;
     for round in 0..rounds {
-        let order: [(&str, &Workspace); 2] = if round.is_multiple_of(2) {
-            [("tfreg", &tfreg_config), ("nginx", &nginx_config)]
-        } else {
-            [("nginx", &nginx_config), ("tfreg", &tfreg_config)]
-        };
-        for (name, workspace) in order {
-            let log_before = registry.log_len()?;
-            let seconds = workspace.init(&terraform, &registry.ca)?;
-            let new_lines = registry.log_since(log_before)?;
-            if name == "tfreg" {
-                if counted.is_none() {
-                    counted = Some(count_requests(&new_lines));
+        for k in 0..targets.len() {
+            let (name, workspace, ca) = targets[(round + k) % targets.len()];
+            let logs = [&registry, &lambda].map(|r| r.log_len());
+            let seconds = workspace.init(&terraform, ca)?;
+            let [serve_lines, lambda_lines] = [&registry, &lambda]
+                .into_iter()
+                .zip(logs)
+                .map(|(r, len)| Ok(count_requests(&r.log_since(len?)?)))
+                .collect::<Result<Vec<_>, Error>>()?
+                .try_into()
+                .map_err(|_| "two logs")?;
+            match name {
+                TFREG => _ = counted.entry(name).or_insert(serve_lines),
+                LAMBDA => _ = counted.entry(name).or_insert(lambda_lines),
+                _ => {
+                    tfreg_lines_during_nginx +=
+                        serve_lines.0.values().sum::<u64>() + lambda_lines.0.values().sum::<u64>()
                 }
-            } else {
-                tfreg_lines_during_nginx += count_requests(&new_lines).0.values().sum::<u64>();
             }
             times.entry(name).or_default().push(seconds);
         }
     }
-    let (requests, log_bytes, latencies) = counted.ok_or("no rounds were run")?;
-    let tfreg_s = median(&times["tfreg"]);
-    let nginx_s = median(&times["nginx"]);
+    let (requests, log_bytes, latencies) = counted.remove(TFREG).ok_or("no rounds were run")?;
+    let lambda_requests = counted.remove(LAMBDA).map(|c| c.0).unwrap_or_default();
+    let tfreg_s = median(&times[TFREG]);
+    let lambda_s = median(&times[LAMBDA]);
+    let nginx_s = median(&times[NGINX]);
 
     let per_init = per_init(&registry, &fixture, &requests, log_bytes, &latencies)?;
     let bill = cost::per_thousand_inits(&per_init);
@@ -136,19 +114,25 @@ pub fn run(rounds: usize) -> Result<Section, Error> {
 
     let mut markdown = format!(
         "`terraform init` (Terraform {terraform_version}) of one configuration with {COUNT} providers (each the real hashicorp/null 2.1.2 binary, {:.1} MB zipped) and {COUNT} modules, from nothing each time (no `.terraform`, no lock file, no plugin cache); {rounds} rounds, alternating which goes first; medians.\n\n\
-         | served by | init (median) | ratio to nginx |\n|---|---:|---:|\n\
-         | tfreg serve (registry protocol, private, token in a `credentials` block) | {tfreg_s:.2} s | {:.2} |\n\
-         | nginx static files (providers as a network mirror, modules as archive URLs) | {nginx_s:.2} s | 1.00 |\n\n\
-         tfreg answered {tfreg_lines_during_nginx} requests during the nginx runs (0 means they used nginx alone).\n\n",
+         | served by | init (median) | ratio to nginx | first init |\n|---|---:|---:|---:|\n\
+         | tfreg serve (registry protocol, private, token in a `credentials` block) | {tfreg_s:.2} s | {:.2} | {:.2} s |\n\
+         | tfreg's Lambda functions under `cargo lambda watch` on the DynamoDB and S3 emulators (`scripts/lambda-local --release`: the same protocol and token; the blob function redirects each archive to a presigned URL of the S3 emulator) | {lambda_s:.2} s | {:.2} | {:.2} s |\n\
+         | nginx static files (providers as a network mirror, modules as archive URLs) | {nginx_s:.2} s | 1.00 | {:.2} s |\n\n\
+         The first init of each, before the rounds, is not in the medians: for the Lambda functions it includes starting each one (cargo lambda watch starts a function on its first request; in AWS that is a cold start, measured in the lambda section). tfreg answered {tfreg_lines_during_nginx} requests during the nginx runs (0 means they used nginx alone).\n\n",
         fixture.provider_zip_bytes as f64 / 1e6,
         tfreg_s / nginx_s,
+        first[TFREG],
+        lambda_s / nginx_s,
+        first[LAMBDA],
+        first[NGINX],
     );
-    markdown += "### What one init asks of tfreg\n\n| endpoint | requests |\n|---|---:|\n";
+    markdown += "### What one init asks of tfreg\n\nCounted from the request lines of one init (the Lambda functions' count is a cross-check: the same client, the same protocol).\n\n| endpoint | tfreg serve | Lambda functions |\n|---|---:|---:|\n";
     for (endpoint, n) in &requests {
-        markdown += &format!("| {endpoint} | {n} |\n");
+        let on_lambda = lambda_requests.get(endpoint).copied().unwrap_or(0);
+        markdown += &format!("| {endpoint} | {n} | {on_lambda} |\n");
     }
     markdown += &format!(
-        "\n### Cost of 1,000 inits on AWS\n\nFrom the counts above, deployed as template.yaml deploys it: discovery from CloudFront, archives on presigned S3 URLs, every other request a Lambda function behind the HTTP API. Inputs: {} invocations per init; {:.1} DynamoDB read units per init (each function reads one item, strongly consistent: 1 unit per 4 KB of item; plus one token lookup per endpoint, a token stays cached in a warm function for 10 s); {:.0} ms billed per invocation (the median handler time measured here, {:.2} ms, plus 5 ms for a DynamoDB round trip in the region, rounded up to the millisecond Lambda bills by); {} B of logs per invocation (this run's request lines, {:.0} B each, plus Lambda's START/END/REPORT platform lines); {} MB read functions (template.yaml `ReadMemorySize`).\n\n{}\nThe largest line is **{}** ({}): the archives themselves, which only a smaller provider makes cheaper. Of what tfreg itself decides, API Gateway, logs and Lambda lead.\n\n**Edge caching of read responses** (CloudFront in front of the API, the token in the cache key, a short TTL) would not pay: a request CloudFront answers costs USD 1.00 per million, what the HTTP API request it replaces costs, so a cache hit saves only the Lambda, DynamoDB and log lines behind it, at most USD {:.5} per 1,000 inits ({:.2}% of the bill), while every revoked token could go on reading cached answers for the TTL. Not done.\n\n### Idle cost per month\n\nStorage only (no provisioned capacity anywhere: HTTP API, Lambda, on-demand DynamoDB and CloudFront cost nothing idle); logs add USD 0.03 per GB kept for `LogRetentionDays`.\n\n{}",
+        "\n### Cost of 1,000 inits on AWS\n\nFrom the counts above, deployed as template.yaml deploys it: discovery from CloudFront, every other request a Lambda function behind the HTTP API, archives included (the blob function checks the signed URL and redirects to a presigned S3 URL: one S3 GET more each). Inputs: {} invocations per init; {:.1} DynamoDB read units per init (each function reads one item, strongly consistent: 1 unit per 4 KB of item; plus one token lookup per endpoint, a token stays cached in a warm function for 10 s); {:.0} ms billed per invocation (the median handler time measured here, {:.2} ms, plus 5 ms for a DynamoDB round trip in the region, rounded up to the millisecond Lambda bills by); {} B of logs per invocation (this run's request lines, {:.0} B each, plus Lambda's START/END/REPORT platform lines); {} MB read functions (template.yaml `ReadMemorySize`).\n\n{}\nThe largest line is **{}** ({}): the archives themselves, which only a smaller provider makes cheaper. Of what tfreg itself decides, API Gateway, logs and Lambda lead.\n\n**Edge caching of read responses** (CloudFront in front of the API, the token in the cache key, a short TTL) would not pay: a request CloudFront answers costs USD 1.00 per million, what the HTTP API request it replaces costs, so a cache hit saves only the Lambda, DynamoDB and log lines behind it, at most USD {:.5} per 1,000 inits ({:.2}% of the bill), while every revoked token could go on reading cached answers for the TTL. Not done.\n\n### Idle cost per month\n\nStorage only (no provisioned capacity anywhere: HTTP API, Lambda, on-demand DynamoDB and CloudFront cost nothing idle); logs add USD 0.03 per GB kept for `LogRetentionDays`.\n\n{}",
         per_init.invocations(),
         per_init.dynamodb_read_units,
         per_init.billed_ms_per_invocation,
@@ -166,13 +150,17 @@ pub fn run(rounds: usize) -> Result<Section, Error> {
     let figures = serde_json::json!({
         "rounds": rounds,
         "init_seconds": times,
+        "first_init_seconds": first,
         "ratio_tfreg_to_nginx": tfreg_s / nginx_s,
+        "ratio_lambda_to_nginx": lambda_s / nginx_s,
         "requests_per_init": requests,
+        "requests_per_init_lambda": lambda_requests,
         "per_init": per_init,
         "usd_per_1000_inits": cost::total(&bill),
         "usd_idle_per_month": cost::total(&idle),
     });
     drop(nginx);
+    drop(lambda);
     drop(registry);
     Ok(Section {
         name: "e2e".into(),
@@ -182,8 +170,11 @@ pub fn run(rounds: usize) -> Result<Section, Error> {
     })
 }
 
+/// Requests by endpoint, log bytes and handler latencies (ms).
+type Counted = (BTreeMap<String, u64>, u64, Vec<f64>);
+
 /// Requests by endpoint, log bytes and handler latencies (ms) in request lines.
-fn count_requests(lines: &[String]) -> (BTreeMap<String, u64>, u64, Vec<f64>) {
+fn count_requests(lines: &[String]) -> Counted {
     let mut by_endpoint = BTreeMap::new();
     let mut bytes = 0;
     let mut latencies = Vec::new();
@@ -213,9 +204,11 @@ fn field(line: &str, name: &str) -> Option<String> {
     Some(value.to_string())
 }
 
-/// Endpoints that AWS serves from elsewhere than a Lambda function.
+/// The endpoint AWS serves from CloudFront rather than a function.
 const CLOUDFRONT: &str = "discovery";
-const S3: &str = "blob";
+/// Archives: the blob function checks the registry's signed URL (no token,
+/// no DynamoDB read) and redirects to a presigned S3 URL, one S3 GET each.
+const BLOB: &str = "blob";
 
 fn per_init(
     registry: &Registry,
@@ -226,21 +219,23 @@ fn per_init(
 ) -> Result<PerInit, Error> {
     let function_requests: BTreeMap<String, u64> = requests
         .iter()
-        .filter(|(e, _)| *e != CLOUDFRONT && *e != S3)
+        .filter(|(e, _)| *e != CLOUDFRONT)
         .map(|(e, n)| (e.clone(), *n))
         .collect();
-    let invocations: u64 = function_requests.values().sum();
+    let blobs = requests.get(BLOB).copied().unwrap_or(0);
     let lines: u64 = requests.values().sum();
-    // Read units: every function request reads one item (rounded up to 4 KB,
-    // strongly consistent), and each endpoint's function looks its token up once.
+    // Read units: every function request but a blob's reads one item (rounded
+    // up to 4 KB, strongly consistent), and each of those endpoints' functions
+    // looks its token up once.
     let item_units = registry.read_units_per_request()?;
-    let dynamodb_read_units =
-        invocations as f64 * item_units + function_requests.len() as f64 * 1.0;
+    let reading = function_requests.keys().filter(|e| *e != BLOB).count();
+    let reads: u64 = function_requests.values().sum::<u64>() - blobs;
+    let dynamodb_read_units = reads as f64 * item_units + reading as f64 * 1.0;
     let handler_ms = median(latencies);
     Ok(PerInit {
         cloudfront_requests: requests.get(CLOUDFRONT).copied().unwrap_or(0),
         cloudfront_bytes: registry.discovery_bytes as u64,
-        s3_requests: requests.get(S3).copied().unwrap_or(0),
+        s3_requests: blobs,
         s3_bytes: fixture.archive_bytes(),
         function_bytes: 0,
         dynamodb_read_units,
@@ -325,10 +320,15 @@ impl Fixture {
     }
 }
 
-/// `tfreg serve --private` on a loopback port of its own.
+/// A registry on a loopback port of its own: `tfreg serve --private`, or the
+/// Lambda functions (`scripts/lambda-local`).
 struct Registry {
-    child: Child,
+    /// Dropped last of what matters: stops the registry.
+    _child: StopOnDrop,
+    /// Makes tokens: the serve's data directory, or the Lambda stack's admin token.
+    admin: Admin,
     tfreg: PathBuf,
+    /// Holds `tls/` (and for `tfreg serve`, the store).
     data: PathBuf,
     host: String,
     ca: PathBuf,
@@ -349,6 +349,72 @@ impl Registry {
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log)?)
             .spawn()?;
+        Self::wait(
+            StopOnDrop(Some(child)),
+            Admin::DataDir,
+            tfreg,
+            data,
+            host,
+            log,
+        )
+    }
+
+    /// Every function under `cargo lambda watch` on DynamoDB and S3 emulators
+    /// of its own, by the README's one command, with the release profile.
+    fn start_lambda(tfreg: &Path, data: &Path) -> Result<Registry, Error> {
+        let port = free_port_pair()?;
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lambda-local");
+        std::fs::create_dir_all(data)?;
+        let out = data.join("lambda-local.out");
+        eprintln!(
+            "e2e: starting the Lambda functions (scripts/lambda-local --release; a build if the release binaries are not there)"
+        );
+        let child = Command::new(script)
+            .args(["--release", "--port", &port.to_string(), "--data-dir"])
+            .arg(data)
+            .stdout(std::fs::File::create(&out)?)
+            .stderr(std::fs::File::create(data.join("lambda-local.err"))?)
+            .process_group(0)
+            .spawn()?;
+        let mut child = StopOnDrop(Some(child));
+        let started = Instant::now();
+        let token = loop {
+            let text = std::fs::read_to_string(&out).unwrap_or_default();
+            if let Some(token) = text
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("export TFREG_TOKEN="))
+            {
+                break token.split_whitespace().next().unwrap_or("").to_string();
+            }
+            let process = child.0.as_mut().ok_or("no process")?;
+            if process.try_wait()?.is_some() || started.elapsed() > Duration::from_secs(1800) {
+                return Err(format!(
+                    "scripts/lambda-local did not come up: {}",
+                    std::fs::read_to_string(data.join("lambda-local.err")).unwrap_or_default()
+                )
+                .into());
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        Self::wait(
+            child,
+            Admin::Token(token),
+            tfreg,
+            data,
+            format!("127.0.0.1:{port}"),
+            data.join("lambda-watch.log"),
+        )
+    }
+
+    /// Wait until discovery answers over HTTPS with the development CA.
+    fn wait(
+        child: StopOnDrop,
+        admin: Admin,
+        tfreg: &Path,
+        data: &Path,
+        host: String,
+        log: PathBuf,
+    ) -> Result<Registry, Error> {
         let ca = data.join("tls/ca.pem");
         let started = Instant::now();
         let (http, discovery_bytes) = loop {
@@ -364,9 +430,9 @@ impl Registry {
                     break (http, resp.bytes()?.len());
                 }
             }
-            if started.elapsed() > Duration::from_secs(30) {
+            if started.elapsed() > Duration::from_secs(60) {
                 return Err(format!(
-                    "tfreg serve did not answer within 30 s: {}",
+                    "the registry did not answer within 60 s: {}",
                     std::fs::read_to_string(&log).unwrap_or_default()
                 )
                 .into());
@@ -374,7 +440,8 @@ impl Registry {
             std::thread::sleep(Duration::from_millis(100));
         };
         Ok(Registry {
-            child,
+            _child: child,
+            admin,
             tfreg: tfreg.to_path_buf(),
             data: data.to_path_buf(),
             host,
@@ -386,15 +453,63 @@ impl Registry {
     }
 
     fn token(&self, scope: &str) -> Result<String, Error> {
-        let out = Command::new(&self.tfreg)
+        let mut command = Command::new(&self.tfreg);
+        command
             .args(["token", "create", "--name", &format!("bench-{scope}")])
-            .args(["--scope", scope, "--data-dir"])
-            .arg(&self.data)
-            .output()?;
+            .args(["--scope", scope]);
+        match &self.admin {
+            Admin::DataDir => command.arg("--data-dir").arg(&self.data),
+            Admin::Token(admin) => command
+                .args(["--registry", &format!("https://{}", self.host)])
+                .arg("--ca-cert")
+                .arg(&self.ca)
+                .env("TFREG_TOKEN", admin),
+        };
+        let out = command.output()?;
         if !out.status.success() {
             return Err(format!("token create: {}", String::from_utf8_lossy(&out.stderr)).into());
         }
         Ok(String::from_utf8(out.stdout)?.trim().to_string())
+    }
+
+    /// Publish the fixture's providers and modules with a publish token; a read token.
+    fn publish_fixture(&self, fixture: &Fixture) -> Result<String, Error> {
+        let publish_token = self.token("publish")?;
+        for (i, dist) in fixture.provider_dists.iter().enumerate() {
+            self.cli(
+                &publish_token,
+                &[
+                    "publish",
+                    "provider",
+                    "--namespace",
+                    NS,
+                    "--signing-key",
+                    &dist.join("key.asc").display().to_string(),
+                    &dist.display().to_string(),
+                ],
+                &format!("publish provider p{i}"),
+            )?;
+        }
+        for (i, archive) in fixture.module_archives.iter().enumerate() {
+            self.cli(
+                &publish_token,
+                &[
+                    "publish",
+                    "module",
+                    "--namespace",
+                    NS,
+                    "--name",
+                    &format!("m{i}"),
+                    "--system",
+                    "null",
+                    "--version",
+                    VERSION,
+                    &archive.display().to_string(),
+                ],
+                &format!("publish module m{i}"),
+            )?;
+        }
+        self.token("read")
     }
 
     fn cli(&self, token: &str, args: &[&str], what: &str) -> Result<(), Error> {
@@ -475,10 +590,30 @@ impl Registry {
     }
 }
 
-impl Drop for Registry {
+enum Admin {
+    DataDir,
+    Token(String),
+}
+
+/// A child stopped as Ctrl-C would stop it: SIGTERM (scripts/lambda-local
+/// then stops its functions and emulators), then its process group killed.
+struct StopOnDrop(Option<Child>);
+
+impl Drop for StopOnDrop {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let Some(mut child) = self.0.take() else {
+            return;
+        };
+        let pid = child.id() as i32;
+        // SAFETY: kill(2) on the child we spawned (and its process group).
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }
 
@@ -608,6 +743,17 @@ struct Workspace {
 }
 
 impl Workspace {
+    /// Everything from `registry` by the registry protocol, with `token`.
+    fn for_registry(dir: &Path, registry: &Registry, token: &str) -> Result<Workspace, Error> {
+        let host = &registry.host;
+        Workspace::write(
+            dir,
+            host,
+            &format!("credentials \"{host}\" {{\n  token = \"{token}\"\n}}\n"),
+            |i| format!("source  = \"{host}/{NS}/m{i}/null\"\n  version = \"{VERSION}\""),
+        )
+    }
+
     fn write(
         dir: &Path,
         provider_host: &str,

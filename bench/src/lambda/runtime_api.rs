@@ -1,7 +1,9 @@
 //! A minimal Lambda Runtime API on loopback: it starts one function process,
-//! hands it one event and times the two moments of a cold start, as Lambda
-//! sees them: the first `GET /2018-06-01/runtime/invocation/next` (init done)
-//! and the response POSTed for that event.
+//! hands it one event (or a few, one after the other) and times the moments
+//! of a cold start as Lambda sees them: the first `GET
+//! /2018-06-01/runtime/invocation/next` (init done), the response POSTed for
+//! that event, and how long each later event took from its `next` to its
+//! response.
 
 use std::convert::Infallible;
 use std::process::Stdio;
@@ -19,7 +21,7 @@ use tokio::sync::oneshot;
 const GIVE_UP: Duration = Duration::from_secs(30);
 
 /// One cold start, timed from the moment the process was spawned.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ColdStart {
     /// Until the first `invocation/next`: what Lambda bills as init.
     pub init: Duration,
@@ -27,6 +29,9 @@ pub struct ColdStart {
     pub first_response: Duration,
     /// The `statusCode` of that response (API Gateway's payload 2.0).
     pub status: u16,
+    /// Each event's handling, from its `invocation/next` to its response:
+    /// the first event's, then the warm ones'.
+    pub handling: Vec<Duration>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -43,14 +48,17 @@ pub enum RunError {
     Response(String),
 }
 
-/// What the function POSTed back: its response, or an error it reported.
-type Outcome = Result<(Duration, Bytes), String>;
+/// Every event answered, or an error the function reported.
+type Outcome = Result<(), String>;
 
 struct State {
     started: Instant,
     event: Bytes,
+    invocations: usize,
     nexts: AtomicUsize,
-    init: Mutex<Option<Duration>>,
+    /// When each `invocation/next` came, and each response.
+    next_at: Mutex<Vec<Duration>>,
+    responses: Mutex<Vec<(Duration, Bytes)>>,
     outcome: Mutex<Option<oneshot::Sender<Outcome>>>,
 }
 
@@ -65,11 +73,16 @@ fn reply(status: u16, body: Bytes) -> Response<Full<Bytes>> {
 async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Full<Bytes>> {
     let path = request.uri().path().to_string();
     if path == NEXT {
-        if state.nexts.fetch_add(1, Ordering::SeqCst) > 0 {
-            // One event per process: the next one never comes (the process is killed).
+        let n = state.nexts.fetch_add(1, Ordering::SeqCst);
+        if n >= state.invocations {
+            // No more events: the next one never comes (the process is killed).
             std::future::pending::<()>().await;
         }
-        *state.init.lock().expect("init lock") = Some(state.started.elapsed());
+        state
+            .next_at
+            .lock()
+            .expect("next lock")
+            .push(state.started.elapsed());
         let deadline = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .expect("after 1970")
@@ -78,7 +91,7 @@ async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Full<
         let headers = response.headers_mut();
         headers.insert(
             "lambda-runtime-aws-request-id",
-            "bench-1".parse().expect("header"),
+            format!("bench-{}", n + 1).parse().expect("header"),
         );
         headers.insert(
             "lambda-runtime-deadline-ms",
@@ -102,7 +115,12 @@ async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Full<
         .map(|b| b.to_bytes())
         .unwrap_or_default();
     let outcome = if is_response {
-        Ok((state.started.elapsed(), body))
+        let mut responses = state.responses.lock().expect("responses lock");
+        responses.push((state.started.elapsed(), body));
+        if responses.len() < state.invocations {
+            return reply(202, Bytes::new());
+        }
+        Ok(())
     } else if is_error {
         Err(String::from_utf8_lossy(&body).into_owned())
     } else {
@@ -116,8 +134,17 @@ async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Full<
 
 /// Start `command` against a fresh Runtime API, give it `event`, time it, kill it.
 pub async fn cold_start(
+    command: tokio::process::Command,
+    event: Bytes,
+) -> Result<ColdStart, RunError> {
+    cold_start_then(command, event, 1).await
+}
+
+/// [`cold_start`], then the same event again until it has had `invocations`.
+pub async fn cold_start_then(
     mut command: tokio::process::Command,
     event: Bytes,
+    invocations: usize,
 ) -> Result<ColdStart, RunError> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
@@ -125,8 +152,10 @@ pub async fn cold_start(
     let state = Arc::new(State {
         started: Instant::now(),
         event,
+        invocations: invocations.max(1),
         nexts: AtomicUsize::new(0),
-        init: Mutex::new(None),
+        next_at: Mutex::new(Vec::new()),
+        responses: Mutex::new(Vec::new()),
         outcome: Mutex::new(Some(done)),
     });
     let server_state = state.clone();
@@ -164,16 +193,25 @@ pub async fn cold_start(
     };
     let _ = child.kill().await;
     server.abort();
-    let (first_response, body) = result?;
-    let init = state
-        .init
-        .lock()
-        .expect("init lock")
+    result?;
+    let next_at = state.next_at.lock().expect("next lock").clone();
+    let responses = state.responses.lock().expect("responses lock").clone();
+    let init = *next_at
+        .first()
         .ok_or_else(|| RunError::Response("answered without asking for an event".into()))?;
+    let (first_response, body) = responses
+        .first()
+        .cloned()
+        .ok_or_else(|| RunError::Response("no response".into()))?;
     Ok(ColdStart {
         init,
         first_response,
         status: status_code(&body)?,
+        handling: next_at
+            .iter()
+            .zip(&responses)
+            .map(|(next, (response, _))| response.saturating_sub(*next))
+            .collect(),
     })
 }
 

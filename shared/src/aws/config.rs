@@ -31,6 +31,12 @@ pub const REQUIRE_NAMESPACE_KEYS: &str = "TFREG_REQUIRE_NAMESPACE_KEYS";
 pub const TOKEN_CACHE_SECS: &str = "TFREG_TOKEN_CACHE_SECS";
 /// `true` for path-style S3 URLs (S3 emulators); default `false`.
 pub const S3_FORCE_PATH_STYLE: &str = "TFREG_S3_FORCE_PATH_STYLE";
+/// `false` to leave the DynamoDB connection closed until the first request
+/// needs it; default `true`: a function (all but discovery) reads the URL
+/// signing secret during init, which opens it, TLS handshake included.
+/// Measured (BENCHMARKS.md, lambda): the first request after init no longer
+/// pays the handshake, and the init pays one more round trip.
+pub const CONNECT_AT_INIT: &str = "TFREG_CONNECT_AT_INIT";
 /// `tracing` filter of the functions' JSON logs; default `info`.
 pub const LOG: &str = "TFREG_LOG";
 /// The endpoint a function serves, by name (`discovery`, `provider-versions`,
@@ -39,7 +45,7 @@ pub const LOG: &str = "TFREG_LOG";
 pub const ENDPOINT: &str = "TFREG_ENDPOINT";
 
 /// Every variable above: what a deployment may set.
-pub const ALL: [&str; 11] = [
+pub const ALL: [&str; 12] = [
     TABLE,
     BUCKET,
     HOSTNAME,
@@ -49,6 +55,7 @@ pub const ALL: [&str; 11] = [
     REQUIRE_NAMESPACE_KEYS,
     TOKEN_CACHE_SECS,
     S3_FORCE_PATH_STYLE,
+    CONNECT_AT_INIT,
     LOG,
     ENDPOINT,
 ];
@@ -93,6 +100,7 @@ pub struct Settings {
     pub require_namespace_keys: bool,
     pub token_cache: Duration,
     pub s3_force_path_style: bool,
+    pub connect_at_init: bool,
 }
 
 fn flag(get: &impl Fn(&str) -> Option<String>, name: &'static str) -> Result<bool, ConfigError> {
@@ -183,6 +191,10 @@ impl Settings {
             require_namespace_keys: flag(&get, REQUIRE_NAMESPACE_KEYS)?,
             token_cache,
             s3_force_path_style: flag(&get, S3_FORCE_PATH_STYLE)?,
+            connect_at_init: match get(CONNECT_AT_INIT).filter(|v| !v.trim().is_empty()) {
+                Some(_) => flag(&get, CONNECT_AT_INIT)?,
+                None => true,
+            },
         })
     }
 
@@ -250,6 +262,10 @@ mod tests {
         assert_eq!(s.public_url, "https://registry.example.com");
         assert_eq!(s.url_ttl, Duration::from_secs(DEFAULT_URL_TTL_SECS));
         assert!(!s.anonymous_reads && !s.require_namespace_keys && !s.s3_force_path_style);
+        assert!(s.connect_at_init, "on unless turned off");
+        let mut off = BASE.to_vec();
+        off.push((CONNECT_AT_INIT, "false"));
+        assert!(!settings(&off).unwrap().connect_at_init);
         assert_eq!(
             s.token_cache.as_secs(),
             crate::auth::DEFAULT_TOKEN_CACHE_SECS
@@ -272,6 +288,7 @@ mod tests {
             (URL_TTL, "0"),
             (URL_TTL, "86401"),
             (ANONYMOUS_READS, "yes"),
+            (CONNECT_AT_INIT, "no"),
             (TOKEN_CACHE_SECS, "301"),
             (TOKEN_CACHE_SECS, "-1"),
             (PUBLIC_URL, "ftp://x"),

@@ -137,7 +137,7 @@ impl Function {
             | Endpoint::Admin
             | Endpoint::Ui => Registry::with_stored_signer(items, blobs, config),
         };
-        if endpoint != Endpoint::Discovery {
+        if endpoint != Endpoint::Discovery && settings.connect_at_init {
             // Read the URL signing secret now (those that sign URLs need it
             // on their first request anyway): this opens the connection to
             // DynamoDB, TLS handshake included, during init rather than in
