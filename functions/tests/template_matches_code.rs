@@ -176,6 +176,7 @@ fn binaries() -> Vec<(&'static str, &'static str)> {
         ("blob", env!("CARGO_BIN_EXE_blob")),
         ("publish", env!("CARGO_BIN_EXE_publish")),
         ("admin", env!("CARGO_BIN_EXE_admin")),
+        ("ui", env!("CARGO_BIN_EXE_ui")),
     ]
 }
 

@@ -14,7 +14,7 @@ use crate::error::Error;
 use crate::handlers;
 use crate::http_types::{Body, Request, Response, authorization, error_response};
 use crate::registry::Registry;
-use crate::router::{Endpoint, Route, route};
+use crate::router::{Endpoint, Route, UiRoute, route};
 use crate::ui::{self, session};
 
 /// Most header lines a request may have (real clients send about ten).
@@ -85,10 +85,11 @@ pub async fn handle_as(
     let routed = check_headers(&parts.headers)
         .and_then(|()| route(&parts.method, path))
         .and_then(|r| match only {
-            Some(e) if r.endpoint() != e => Err(Error::not_found(format!(
-                "no such endpoint here: this function serves {}",
-                e.name()
-            ))),
+            // The redirect to the UI's home page needs nothing: any function
+            // whose route a path like `/ui/` reaches may answer it.
+            Some(e) if r.endpoint() != e && r != Route::Ui(UiRoute::Root) => Err(Error::not_found(
+                format!("no such endpoint here: this function serves {}", e.name()),
+            )),
             _ => Ok(r),
         });
     let endpoint = routed.as_ref().ok().map(Route::endpoint);

@@ -704,7 +704,11 @@ async fn sync(
 }
 
 /// Write the listing entry of `pk` from its index just written.
-async fn record_listing(store: &dyn ItemStore, pk: &str, index: &VersionIndex) -> Result<(), Error> {
+async fn record_listing(
+    store: &dyn ItemStore,
+    pk: &str,
+    index: &VersionIndex,
+) -> Result<(), Error> {
     let Some(mut entry) = listing::Entry::of(pk, index, crate::registry::unix_now()) else {
         return Ok(());
     };

@@ -189,9 +189,15 @@ mod tests {
         assert_eq!((e.versions, e.rev, e.updated_at), (4, 7, 5));
         let pre = VersionIndex::of(1, [listing("0.1.0-rc1", false, false)]);
         let e = Entry::of("PROVIDER#team/x", &pre, 0).unwrap();
-        assert_eq!((e.kind, e.latest.as_deref()), (Kind::Provider, Some("0.1.0-rc1")));
+        assert_eq!(
+            (e.kind, e.latest.as_deref()),
+            (Kind::Provider, Some("0.1.0-rc1"))
+        );
         let yanked = VersionIndex::of(1, [listing("1.0.0", true, false)]);
-        assert_eq!(Entry::of("PROVIDER#team/x", &yanked, 0).unwrap().latest, None);
+        assert_eq!(
+            Entry::of("PROVIDER#team/x", &yanked, 0).unwrap().latest,
+            None
+        );
         let none = Entry::of("PROVIDER#team/x", &VersionIndex::of(1, []), 0).unwrap();
         assert_eq!((none.versions, none.latest), (0, None));
         assert_eq!(Entry::of("MIRROR#h/team/x", &index, 0), None);
@@ -223,7 +229,10 @@ mod tests {
         record(&store, pk, &entry(2, 10)).await.unwrap();
         record(&store, pk, &entry(1, 20)).await.unwrap();
         let listed = all(&store).await.unwrap();
-        assert_eq!((listed.len(), listed[0].rev, listed[0].updated_at), (1, 2, 10));
+        assert_eq!(
+            (listed.len(), listed[0].rev, listed[0].updated_at),
+            (1, 2, 10)
+        );
         // Deleted: an entry of no versions, left out of the lists, which a
         // late write of an older index does not bring back.
         let gone = Entry::of(pk, &VersionIndex::of(3, []), 30).unwrap();

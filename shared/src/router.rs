@@ -117,8 +117,13 @@ impl UiRoute {
             UiRoute::Home => format!("{UI}/home"),
             UiRoute::Search => format!("{UI}/search"),
             UiRoute::Namespace { namespace } => format!("{UI}/namespaces/{namespace}"),
-            UiRoute::Module { module, version: v } => format!("{UI}/modules/{module}{}", version(v)),
-            UiRoute::Provider { provider, version: v } => {
+            UiRoute::Module { module, version: v } => {
+                format!("{UI}/modules/{module}{}", version(v))
+            }
+            UiRoute::Provider {
+                provider,
+                version: v,
+            } => {
                 format!("{UI}/providers/{provider}{}", version(v))
             }
             UiRoute::SignIn => format!("{UI}/sign-in"),

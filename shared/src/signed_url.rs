@@ -89,7 +89,9 @@ impl UrlSigner {
         let Ok(mac) = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(mac) else {
             return false;
         };
-        self.purpose_hmac(purpose, message).verify_slice(&mac).is_ok()
+        self.purpose_hmac(purpose, message)
+            .verify_slice(&mac)
+            .is_ok()
     }
 
     /// The query string that grants `grant` until `expires` (unix seconds):

@@ -89,6 +89,14 @@ fn print_welcome(
     };
     let mut out = format!("\ntfreg is serving https://{host}/ (listening on {listen})\n");
     out += &format!("  discovery:  https://{host}/.well-known/terraform.json\n");
+    out += &format!(
+        "  web UI:     https://{host}/ui/home{}\n",
+        if anonymous_reads {
+            ""
+        } else {
+            " (sign in with a token)"
+        }
+    );
     out += if anonymous_reads {
         "  access:     reads are OPEN to anyone who reaches this port; --private requires a token\n"
     } else {
@@ -96,7 +104,7 @@ fn print_welcome(
     };
     if let Some(ca) = ca {
         out += &format!(
-            "\nThe certificate is tfreg's development CA. Trust it in the shell that runs terraform/tofu:\n  export SSL_CERT_FILE={}\n",
+            "\nThe certificate is tfreg's development CA. Trust it in the shell that runs terraform/tofu:\n  export SSL_CERT_FILE={}\n(and import that file as an authority in your browser, or accept its warning, to open the web UI)\n",
             ca.display()
         );
     }

@@ -6,7 +6,8 @@
 //! endpoint (discovery, provider versions and downloads, module versions and
 //! downloads, mirror index and versions) and every archive URL the download
 //! answers handed out, and HEADs cycling through those archive URLs (Terraform
-//! 1.11 sends HEAD before GET). h2load speaks HTTP/2, as Terraform does over
+//! 1.11 sends HEAD before GET), and GETs of the web UI's pages (an eighth of
+//! the load, printed on their own line beside the JSON's). h2load speaks HTTP/2, as Terraform does over
 //! TLS, where a HEAD answer ends with its headers (wrk 4.1 waits for the body a
 //! HEAD answer's Content-Length announces, and never completes one). Reads need
 //! a token here; each request carries it.
@@ -250,6 +251,21 @@ fn targets(server: &Server, token: &str) -> Targets {
     }
 }
 
+/// The web UI's pages of what the fixture published (the load's bearer
+/// token reads them as a session would).
+fn ui_pages() -> Vec<String> {
+    [
+        "/ui/home".to_string(),
+        "/ui/search?q=null".to_string(),
+        format!("/ui/namespaces/{NS}"),
+        format!("/ui/modules/{NS}/greeting/null"),
+        format!("/ui/modules/{NS}/greeting/null/1.0.0"),
+        format!("/ui/providers/{NS}/null"),
+        format!("/ui/providers/{NS}/null/2.1.2"),
+    ]
+    .to_vec()
+}
+
 /// One h2load process: `requests` over `clients`, cycling through `paths`.
 struct H2load {
     method: &'static str,
@@ -273,14 +289,16 @@ impl H2load {
         clients: usize,
         dir: &Path,
     ) -> H2load {
-        let urls = dir.join(format!("urls-{method}.txt"));
+        // `method` names the run too ("GET pages"): its first word is the method.
+        let (http_method, file) = (method.split(' ').next().unwrap(), method.replace(' ', "-"));
+        let urls = dir.join(format!("urls-{file}.txt"));
         let text: String = paths
             .iter()
             .map(|p| format!("{}\n", server.url(p)))
             .collect();
         std::fs::write(&urls, text).unwrap();
-        let stdout = dir.join(format!("h2load-{method}.out"));
-        let log = dir.join(format!("h2load-{method}.log"));
+        let stdout = dir.join(format!("h2load-{file}.out"));
+        let log = dir.join(format!("h2load-{file}.log"));
         let mut cmd = Command::new(Tools::get().path("TFREG_H2LOAD"));
         cmd.args(["-n", &requests.to_string(), "-c", &clients.to_string()])
             .args(["-t", "1", "-N", "30s"])
@@ -289,8 +307,8 @@ impl H2load {
             .arg("--log-file")
             .arg(&log)
             .args(["-H", &format!("authorization: Bearer {token}")]);
-        if method != "GET" {
-            cmd.args(["-H", &format!(":method: {method}")]);
+        if http_method != "GET" {
+            cmd.args(["-H", &format!(":method: {http_method}")]);
         }
         let out = std::fs::File::create(&stdout).unwrap();
         let child = cmd
@@ -413,6 +431,10 @@ fn run_load(server: &Server, token: &str, bound: &Bound, dir: &Path, name: &str)
     let log_before = log::requests(&server.server_log()).len();
     let head_clients = bound.clients / 4;
     let head_requests = bound.requests / 4;
+    // The web UI's pages, beside the JSON answers: an eighth of the load.
+    let page_clients = bound.clients / 8;
+    let page_requests = bound.requests / 8;
+    let pages = ui_pages();
     let started = Instant::now();
     let mut runs = vec![
         H2load::start(
@@ -420,8 +442,17 @@ fn run_load(server: &Server, token: &str, bound: &Bound, dir: &Path, name: &str)
             token,
             "GET",
             &targets.get,
-            bound.requests - head_requests,
-            bound.clients - head_clients,
+            bound.requests - head_requests - page_requests,
+            bound.clients - head_clients - page_clients,
+            dir,
+        ),
+        H2load::start(
+            server,
+            token,
+            "GET pages",
+            &pages,
+            page_requests,
+            page_clients,
             dir,
         ),
         H2load::start(
@@ -437,11 +468,13 @@ fn run_load(server: &Server, token: &str, bound: &Bound, dir: &Path, name: &str)
     H2load::wait_all(&mut runs, started, bound.time);
     let elapsed = started.elapsed();
     let mut text = format!(
-        "load on {name}: {} requests at concurrency {} ({} GET over {} paths, {} HEAD over {} archive URLs), HTTP/2 over TLS, time bound {:?}\n",
+        "load on {name}: {} requests at concurrency {} ({} GET over {} paths, {} GET of {} web UI pages, {} HEAD over {} archive URLs), HTTP/2 over TLS, time bound {:?}\n",
         bound.requests,
         bound.clients,
-        bound.requests - head_requests,
+        bound.requests - head_requests - page_requests,
         targets.get.len(),
+        page_requests,
+        pages.len(),
         head_requests,
         targets.head.len(),
         bound.time,
@@ -569,6 +602,7 @@ impl Report {
             "mirror-index",
             "mirror-version",
             "blob",
+            "ui",
         ] {
             assert!(
                 seen.contains_key(&(endpoint.to_string(), "GET".to_string())),

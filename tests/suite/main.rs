@@ -29,6 +29,11 @@
 //!   credential matrix, revocation and expiry bounds, authorisation cost
 //!   (counted), last use, the audit trail, release lifecycle, namespace keys.
 //!
+//! - `browser`: the web UI in headless Chromium over WebDriver, on `tfreg
+//!   serve` and on the Lambda functions: sign in, search, a module's inputs,
+//!   its copied snippet through `terraform init`, a provider's platforms, sign
+//!   out; a hostile README runs nothing; screenshots, phone and dark included.
+//!
 //! - `scale`: a provider and a module of 5,000 versions, on both backends:
 //!   every read endpoint costs one storage request, counted.
 //!
@@ -38,6 +43,7 @@ mod access;
 mod aws_outage;
 mod backend_contract;
 mod bad_input;
+mod browser;
 mod cli_admin;
 mod cli_network;
 mod concurrent_publish;

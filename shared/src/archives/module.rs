@@ -445,14 +445,15 @@ mod tests {
         std::fs::write(dir.path().join("big.tf"), big).unwrap();
         let tgz = pack_dir(dir.path(), Vec::new()).unwrap();
         let summary = check_tar_gz(tgz.as_slice()).unwrap();
-        let mut kept: Vec<&str> = summary
-            .docs_files
-            .iter()
-            .map(|(n, _)| n.as_str())
-            .collect();
+        let mut kept: Vec<&str> = summary.docs_files.iter().map(|(n, _)| n.as_str()).collect();
         kept.sort_unstable();
         assert_eq!(kept, ["README.md", "main.tf", "modules/sub/main.tf"]);
-        let main = &summary.docs_files.iter().find(|(n, _)| n == "main.tf").unwrap().1;
+        let main = &summary
+            .docs_files
+            .iter()
+            .find(|(n, _)| n == "main.tf")
+            .unwrap()
+            .1;
         assert_eq!(main, b"variable \"x\" {}\n");
         assert_eq!(summary.docs_skipped.len(), 1, "{:?}", summary.docs_skipped);
         assert!(summary.docs_skipped[0].starts_with("big.tf: not read"));

@@ -7,10 +7,10 @@
 
 use std::collections::BTreeMap;
 
+use hcl::edit::Span;
 use hcl::edit::expr::{Expression, ObjectKey};
 use hcl::edit::parser::parse_body;
 use hcl::edit::structure::{Block, Body};
-use hcl::edit::Span;
 
 use super::{
     DefaultValue, Input, ModuleCall, Output, Pos, RequiredProvider, Resource, Summary, Validation,
@@ -18,7 +18,9 @@ use super::{
 
 /// The interface of one module directory from its files `(name, text)`; and
 /// a note for each file that does not parse (the others are still read).
-pub fn summarise<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> (Summary, Vec<String>) {
+pub fn summarise<'a>(
+    files: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> (Summary, Vec<String>) {
     let mut files: Vec<(&str, &str)> = files.into_iter().collect();
     // Terraform reads a directory's files in name order.
     files.sort_by(|a, b| a.0.cmp(b.0));
@@ -72,7 +74,10 @@ impl File<'_> {
 
     fn pos(&self, block: &Block) -> Pos {
         let offset = block.span().map_or(0, |r| r.start);
-        let line = self.src.get(..offset).map_or(1, |s| s.matches('\n').count() + 1);
+        let line = self
+            .src
+            .get(..offset)
+            .map_or(1, |s| s.matches('\n').count() + 1);
         Pos {
             file: self.name.to_string(),
             line,
@@ -167,7 +172,9 @@ fn input(file: &File, block: &Block, name: &str) -> Input {
         sensitive: attr(body, "sensitive")
             .and_then(literal_bool)
             .unwrap_or(false),
-        nullable: attr(body, "nullable").and_then(literal_bool).unwrap_or(true),
+        nullable: attr(body, "nullable")
+            .and_then(literal_bool)
+            .unwrap_or(true),
         validations: body
             .get_blocks("validation")
             .map(|v| Validation {
@@ -185,7 +192,13 @@ fn input(file: &File, block: &Block, name: &str) -> Input {
 fn resource(file: &File, block: &Block, ty: &str, name: &str) -> Resource {
     let provider = match attr(&block.body, "provider") {
         // `provider = aws.west`: the local name is before the alias.
-        Some(e) => file.source(e).split('.').next().unwrap_or("").trim().to_string(),
+        Some(e) => file
+            .source(e)
+            .split('.')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_string(),
         None => ty.split('_').next().unwrap_or(ty).to_string(),
     };
     Resource {
@@ -222,9 +235,9 @@ fn terraform(
                 .or_insert_with(|| bare_provider(&name));
             match &attribute.value {
                 // Terraform 0.12's form: `aws = "~> 3.0"`, a version constraint.
-                Expression::String(constraint) => {
-                    entry.version_constraints.push(constraint.value().to_string())
-                }
+                Expression::String(constraint) => entry
+                    .version_constraints
+                    .push(constraint.value().to_string()),
                 Expression::Object(object) => {
                     for (key, value) in object {
                         let key = match key {

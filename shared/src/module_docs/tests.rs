@@ -126,12 +126,28 @@ fn module() -> Vec<(&'static str, &'static [u8])> {
         ("variables.tf", VARIABLES_TF.as_bytes()),
         ("main.tf", MAIN_TF.as_bytes()),
         ("outputs.tf", OUTPUTS_TF.as_bytes()),
-        ("README.md", b"# VPC\n\nCreates a VPC.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n" as &[u8]),
-        ("modules/flow-log/main.tf", b"variable \"vpc_id\" {\n  type = string\n}\noutput \"id\" {\n  value = var.vpc_id\n}\n" as &[u8]),
+        (
+            "README.md",
+            b"# VPC\n\nCreates a VPC.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n" as &[u8],
+        ),
+        (
+            "modules/flow-log/main.tf",
+            b"variable \"vpc_id\" {\n  type = string\n}\noutput \"id\" {\n  value = var.vpc_id\n}\n"
+                as &[u8],
+        ),
         ("modules/flow-log/README.md", b"# sub\n" as &[u8]),
-        ("examples/simple/main.tf", b"module \"vpc\" {\n  source = \"../../\"\n  name   = \"simple\"\n}\n" as &[u8]),
-        ("examples/simple/terraform.tfvars", b"name = \"x\"\n" as &[u8]),
-        ("modules/flow-log/nested/deeper/x.tf", b"variable \"ignored\" {}\n" as &[u8]),
+        (
+            "examples/simple/main.tf",
+            b"module \"vpc\" {\n  source = \"../../\"\n  name   = \"simple\"\n}\n" as &[u8],
+        ),
+        (
+            "examples/simple/terraform.tfvars",
+            b"name = \"x\"\n" as &[u8],
+        ),
+        (
+            "modules/flow-log/nested/deeper/x.tf",
+            b"variable \"ignored\" {}\n" as &[u8],
+        ),
         ("scripts/setup.sh", b"#!/bin/sh\n" as &[u8]),
     ]
 }
@@ -171,7 +187,13 @@ fn inputs_with_types_defaults_and_validations_as_written() {
         name.description.as_deref(),
         Some("Name to be used on all the resources as identifier")
     );
-    assert_eq!(name.pos, Pos { file: "variables.tf".into(), line: 2 });
+    assert_eq!(
+        name.pos,
+        Pos {
+            file: "variables.tf".into(),
+            line: 2
+        }
+    );
 
     let cidr = input(root, "cidr");
     assert!(!cidr.required);
@@ -190,7 +212,10 @@ fn inputs_with_types_defaults_and_validations_as_written() {
         cidr.validations[0].error_message.as_deref(),
         Some("Must be a valid IPv4 CIDR block.")
     );
-    assert_eq!(cidr.validations[1].condition, "!startswith(var.cidr, \"0.\")");
+    assert_eq!(
+        cidr.validations[1].condition,
+        "!startswith(var.cidr, \"0.\")"
+    );
 
     // A complex type exactly as written, optional() attributes included.
     let subnets = input(root, "subnets");
@@ -200,7 +225,10 @@ fn inputs_with_types_defaults_and_validations_as_written() {
             "map(object({\n    cidr_block = string\n    az         = optional(string)\n    public     = optional(bool, false)\n    tags       = optional(map(string), {})\n  }))"
         )
     );
-    assert_eq!(subnets.default, Some(DefaultValue::Value(serde_json::json!({}))));
+    assert_eq!(
+        subnets.default,
+        Some(DefaultValue::Value(serde_json::json!({})))
+    );
 
     let password = input(root, "master_password");
     assert!(password.required && password.sensitive && !password.nullable);
@@ -208,7 +236,10 @@ fn inputs_with_types_defaults_and_validations_as_written() {
     // `default = null` is a default (terraform-config-inspect and Terraform agree).
     let kms = input(root, "kms_key_arn");
     assert!(!kms.required);
-    assert_eq!(kms.default, Some(DefaultValue::Value(serde_json::Value::Null)));
+    assert_eq!(
+        kms.default,
+        Some(DefaultValue::Value(serde_json::Value::Null))
+    );
     assert!(kms.nullable);
 
     // Terraform 0.11's quoted type.
@@ -243,7 +274,10 @@ fn outputs_resources_module_calls_and_requirements() {
         .collect();
     assert_eq!(
         outputs,
-        [("password", true, None), ("vpc_id", false, Some("The ID of the VPC"))]
+        [
+            ("password", true, None),
+            ("vpc_id", false, Some("The ID of the VPC"))
+        ]
     );
 
     let resources: Vec<(&str, &str, &str)> = root
@@ -265,7 +299,10 @@ fn outputs_resources_module_calls_and_requirements() {
 
     assert_eq!(root.module_calls.len(), 1);
     let call = &root.module_calls[0];
-    assert_eq!(call.source, "terraform-aws-modules/vpc/aws//modules/flow-log");
+    assert_eq!(
+        call.source,
+        "terraform-aws-modules/vpc/aws//modules/flow-log"
+    );
     assert_eq!(call.version.as_deref(), Some("~> 5.0"));
 
     assert_eq!(root.required_core, [">= 1.3"]);
@@ -290,7 +327,10 @@ fn outputs_resources_module_calls_and_requirements() {
             ("random", None, vec!["~> 3.0"]),
         ]
     );
-    assert_eq!(root.required_providers[0].configuration_aliases, ["aws.peer"]);
+    assert_eq!(
+        root.required_providers[0].configuration_aliases,
+        ["aws.peer"]
+    );
 }
 
 #[test]
@@ -330,20 +370,46 @@ fn a_file_that_does_not_parse_is_noted_and_the_rest_is_read() {
     ]);
     assert_eq!(docs.root.inputs.len(), 1);
     assert_eq!(docs.root.inputs[0].name, "b");
-    assert!(docs.root.inputs[0].required, "the override file is not applied");
+    assert!(
+        docs.root.inputs[0].required,
+        "the override file is not applied"
+    );
     assert_eq!(docs.notes.len(), 4, "{:?}", docs.notes);
-    assert!(docs.notes.iter().any(|n| n.starts_with("broken.tf: not read, HCL parse error")));
-    assert!(docs.notes.iter().any(|n| n.starts_with("binary.tf: not read (not UTF-8)")));
-    assert!(docs.notes.iter().any(|n| n.starts_with("override.tf: an override file")));
-    assert!(docs.notes.iter().any(|n| n.starts_with("modules/x/bad.tf: not read")));
+    assert!(
+        docs.notes
+            .iter()
+            .any(|n| n.starts_with("broken.tf: not read, HCL parse error"))
+    );
+    assert!(
+        docs.notes
+            .iter()
+            .any(|n| n.starts_with("binary.tf: not read (not UTF-8)"))
+    );
+    assert!(
+        docs.notes
+            .iter()
+            .any(|n| n.starts_with("override.tf: an override file"))
+    );
+    assert!(
+        docs.notes
+            .iter()
+            .any(|n| n.starts_with("modules/x/bad.tf: not read"))
+    );
 }
 
 #[test]
 fn an_oversized_file_is_not_read() {
-    let big = format!("variable \"a\" {{}}\n{}", "# pad\n".repeat(MAX_FILE_BYTES / 6 + 1));
+    let big = format!(
+        "variable \"a\" {{}}\n{}",
+        "# pad\n".repeat(MAX_FILE_BYTES / 6 + 1)
+    );
     let docs = extract([("big.tf", big.as_bytes())]);
     assert!(docs.root.inputs.is_empty());
-    assert!(docs.notes[0].starts_with("big.tf: not read ("), "{:?}", docs.notes);
+    assert!(
+        docs.notes[0].starts_with("big.tf: not read ("),
+        "{:?}",
+        docs.notes
+    );
 }
 
 #[test]
@@ -373,8 +439,20 @@ module "x" {}
     let html = render_markdown(hostile);
     for gone in [
         // A link inside a raw HTML block stays text (CommonMark): harmless.
-        "<script", "onerror", "<iframe", "href=\"javascript", "onclick", "style=", "<svg", "onload",
-        "<form", "<object", "<style", "<img", "href=\"./docs", "window.__xss",
+        "<script",
+        "onerror",
+        "<iframe",
+        "href=\"javascript",
+        "onclick",
+        "style=",
+        "<svg",
+        "onload",
+        "<form",
+        "<object",
+        "<style",
+        "<img",
+        "href=\"./docs",
+        "window.__xss",
     ] {
         assert!(!html.contains(gone), "{gone} survived:\n{html}");
     }
@@ -457,7 +535,14 @@ fn stored_docs_fit_their_item_leaving_out_the_largest_parts_first() {
     assert_eq!(fitted.readme_html, None);
     assert_eq!(fitted.root, docs.root);
     assert_eq!(fitted.submodules, docs.submodules);
-    assert!(fitted.notes.iter().any(|n| n.starts_with("the README: left out")), "{:?}", fitted.notes);
+    assert!(
+        fitted
+            .notes
+            .iter()
+            .any(|n| n.starts_with("the README: left out")),
+        "{:?}",
+        fitted.notes
+    );
     let tiny: ModuleDocs = serde_json::from_slice(&docs.stored(10)).unwrap();
     assert!(tiny.root.inputs.is_empty());
     assert_eq!(tiny.notes.len(), 1);

@@ -81,7 +81,7 @@ pub async fn handle(
             let namespaces: Vec<(String, usize)> = by_namespace.into_iter().collect();
             let modules = entries.iter().filter(|e| e.kind == Kind::Module).count();
             let mut recent = entries.clone();
-            recent.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+            recent.sort_by_key(|e| std::cmp::Reverse(e.updated_at));
             recent.truncate(RECENT);
             page(&pages::Home {
                 layout: layout("Home".into()),
@@ -233,14 +233,14 @@ async fn module_page(
         .ok_or_else(missing)?;
     let docs = catalog::module_docs(store, module, &release).await?;
     let address = format!("{}/{module}", registry.config.hostname);
-    let required: Vec<&str> = docs
+    let required: Vec<(&str, &str)> = docs
         .as_ref()
         .map(|d| {
             d.root
                 .inputs
                 .iter()
                 .filter(|i| i.required)
-                .map(|i| i.name.as_str())
+                .map(|i| (i.name.as_str(), i.r#type.as_deref().unwrap_or("any")))
                 .collect()
         })
         .unwrap_or_default();
@@ -378,7 +378,9 @@ async fn sign_in(
 /// another site, nor `//host`), else the home page.
 fn safe_next(next: Option<&str>) -> String {
     match next {
-        Some(n) if n.starts_with("/ui/") && !n.starts_with("//") && !n.contains(['\\', '\r', '\n']) => {
+        Some(n)
+            if n.starts_with("/ui/") && !n.starts_with("//") && !n.contains(['\\', '\r', '\n']) =>
+        {
             n.to_string()
         }
         _ => UiRoute::Home.path(),
@@ -487,7 +489,8 @@ pub fn error_page(
             Some(q) => format!("{path}?{q}"),
             None => path.to_string(),
         };
-        let next: String = url::form_urlencoded::byte_serialize(safe_next(Some(&back)).as_bytes()).collect();
+        let next: String =
+            url::form_urlencoded::byte_serialize(safe_next(Some(&back)).as_bytes()).collect();
         let mut resp = redirect(&format!("{}?next={next}", UiRoute::SignIn.path()));
         if signed_in {
             // A session whose token no longer works: forget it.

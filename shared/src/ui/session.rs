@@ -86,21 +86,47 @@ mod tests {
         let other = UrlSigner::new(vec![8; 32]);
         assert_eq!(token_hash(&other, &ok, 99), None, "another registry's");
         let later = v.replacen(".100.", ".200.", 1);
-        assert_eq!(token_hash(&signer, &headers(&format!("{COOKIE}={later}")), 99), None);
+        assert_eq!(
+            token_hash(&signer, &headers(&format!("{COOKIE}={later}")), 99),
+            None
+        );
         let swapped = v.replacen(&hash, &"cd".repeat(32), 1);
-        assert_eq!(token_hash(&signer, &headers(&format!("{COOKIE}={swapped}")), 99), None);
-        for junk in ["", "x", "a.b.c", &format!("{hash}.x.y"), "..", &"a".repeat(5000)] {
-            assert_eq!(token_hash(&signer, &headers(&format!("{COOKIE}={junk}")), 0), None);
+        assert_eq!(
+            token_hash(&signer, &headers(&format!("{COOKIE}={swapped}")), 99),
+            None
+        );
+        for junk in [
+            "",
+            "x",
+            "a.b.c",
+            &format!("{hash}.x.y"),
+            "..",
+            &"a".repeat(5000),
+        ] {
+            assert_eq!(
+                token_hash(&signer, &headers(&format!("{COOKIE}={junk}")), 0),
+                None
+            );
         }
         assert_eq!(token_hash(&signer, &HeaderMap::new(), 0), None);
         // Not a URL signature: the key is derived for this purpose only.
-        assert_ne!(signer.purpose_mac(PURPOSE, "m"), signer.purpose_mac("other", "m"));
+        assert_ne!(
+            signer.purpose_mac(PURPOSE, "m"),
+            signer.purpose_mac("other", "m")
+        );
     }
 
     #[test]
     fn the_cookie_is_host_only_secure_http_only_and_strict() {
         let set = set_cookie("v");
-        for attr in ["__Host-", "Path=/", "Secure", "HttpOnly", "SameSite=Strict", "Max-Age="] {
+        for attr in [
+            "__Host-",
+            "Path=/",
+            "Secure",
+            "HttpOnly",
+            "SameSite=Strict",
+            "Max-Age=",
+        ] {
             assert!(set.contains(attr), "{attr}: {set}");
         }
         assert!(!set.contains("Domain"));

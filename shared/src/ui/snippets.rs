@@ -22,17 +22,24 @@ pub fn constraint(version: &Version) -> String {
 }
 
 /// A `module` block using `address` (`host/ns/name/system`) at `version`,
-/// with its required inputs as placeholders.
-pub fn module_usage(name: &str, address: &str, version: &Version, required: &[&str]) -> String {
+/// its required inputs (name, type) listed as comments to fill in: the
+/// block parses as it is, so `terraform init` works before they are set.
+pub fn module_usage(
+    name: &str,
+    address: &str,
+    version: &Version,
+    required: &[(&str, &str)],
+) -> String {
     let mut block = format!(
         "module \"{name}\" {{\n  source  = \"{address}\"\n  version = \"{}\"\n",
         constraint(version)
     );
     if !required.is_empty() {
-        block.push('\n');
-        let width = required.iter().map(|r| r.len()).max().unwrap_or(0);
-        for input in required {
-            block.push_str(&format!("  {input:<width$} = # required\n"));
+        block.push_str("\n  # Required inputs:\n");
+        let width = required.iter().map(|r| r.0.len()).max().unwrap_or(0);
+        for (input, ty) in required {
+            let ty = ty.split_whitespace().collect::<Vec<_>>().join(" ");
+            block.push_str(&format!("  # {input:<width$} = {ty}\n"));
         }
     }
     block.push_str("}\n");
@@ -83,12 +90,18 @@ mod tests {
 
     #[test]
     fn a_module_block_names_the_required_inputs() {
-        let block = module_usage("vpc", "reg.example.com/team/vpc/aws", &v("1.4.2"), &["name", "azs"]);
+        let required = [("name", "string"), ("azs", "list(\n  string\n)")];
+        let block = module_usage(
+            "vpc",
+            "reg.example.com/team/vpc/aws",
+            &v("1.4.2"),
+            &required,
+        );
         assert_eq!(
             block,
-            "module \"vpc\" {\n  source  = \"reg.example.com/team/vpc/aws\"\n  version = \"~> 1.4\"\n\n  name = # required\n  azs  = # required\n}\n"
+            "module \"vpc\" {\n  source  = \"reg.example.com/team/vpc/aws\"\n  version = \"~> 1.4\"\n\n  # Required inputs:\n  # name = string\n  # azs  = list( string )\n}\n"
         );
-        assert!(!module_usage("m", "h/a/b/c", &v("1.0.0"), &[]).contains("required"));
+        assert!(!module_usage("m", "h/a/b/c", &v("1.0.0"), &[]).contains("Required"));
     }
 
     #[test]
@@ -112,7 +125,10 @@ mod tests {
         let release = ProviderRelease {
             version: "1.2.0".into(),
             protocols: vec!["5.0".into()],
-            packages: vec![package("linux", "h1:b", "02"), package("darwin", "h1:a", "01")],
+            packages: vec![
+                package("linux", "h1:b", "02"),
+                package("darwin", "h1:a", "01"),
+            ],
             shasums: None,
             shasums_signature: None,
             signing_key: None,

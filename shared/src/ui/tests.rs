@@ -94,7 +94,12 @@ async fn get(reg: &TestRegistry, path: &str, cookie: Option<&str>) -> TestRespon
         .await
 }
 
-async fn post(reg: &TestRegistry, path: &str, form: &str, headers: &[(&str, &str)]) -> TestResponse {
+async fn post(
+    reg: &TestRegistry,
+    path: &str,
+    form: &str,
+    headers: &[(&str, &str)],
+) -> TestResponse {
     let mut all = vec![("content-type", "application/x-www-form-urlencoded")];
     all.extend_from_slice(headers);
     reg.request(Method::POST, path, None, &all, form.as_bytes().to_vec())
@@ -103,7 +108,13 @@ async fn post(reg: &TestRegistry, path: &str, form: &str, headers: &[(&str, &str
 
 /// Sign in with `token`; the `cookie` header value of the session.
 async fn sign_in(reg: &TestRegistry, token: &str) -> String {
-    let resp = post(reg, "/ui/sign-in", &format!("token={token}&next=%2Fui%2Fsearch"), &[]).await;
+    let resp = post(
+        reg,
+        "/ui/sign-in",
+        &format!("token={token}&next=%2Fui%2Fsearch"),
+        &[],
+    )
+    .await;
     assert_eq!(resp.status, StatusCode::SEE_OTHER, "{}", resp.text());
     assert_eq!(resp.headers[header::LOCATION], "/ui/search");
     let set = resp.headers[header::SET_COOKIE].to_str().unwrap();
@@ -125,7 +136,9 @@ fn plain(html: &str) -> String {
         ("&amp;", "&"),
     ]
     .iter()
-    .fold(html.to_string(), |text, (entity, c)| text.replace(entity, c))
+    .fold(html.to_string(), |text, (entity, c)| {
+        text.replace(entity, c)
+    })
 }
 
 fn location(resp: &TestResponse) -> &str {
@@ -140,17 +153,27 @@ async fn a_private_registry_sends_browsers_to_sign_in_and_back() {
         assert_eq!(resp.status, StatusCode::SEE_OTHER, "{path}");
         let to = location(&resp);
         assert!(to.starts_with("/ui/sign-in?next=%2Fui%2F"), "{path}: {to}");
-        assert!(!resp.text().contains("vpc"), "nothing of the registry shown");
+        assert!(
+            !resp.text().contains("vpc"),
+            "nothing of the registry shown"
+        );
     }
     for root in ["/", "/ui", "/ui/"] {
         let resp = get(&reg, root, None).await;
-        assert_eq!((resp.status, location(&resp)), (StatusCode::SEE_OTHER, "/ui/home"));
+        assert_eq!(
+            (resp.status, location(&resp)),
+            (StatusCode::SEE_OTHER, "/ui/home")
+        );
     }
     let form = get(&reg, "/ui/sign-in?next=%2Fui%2Fsearch", None).await;
     form.expect(StatusCode::OK, "the sign-in page is public");
     assert!(form.text().contains("value=\"/ui/search\""));
     // Only this registry's own pages are places to come back to.
-    for evil in ["https%3A%2F%2Fevil.example", "%2F%2Fevil.example", "%2Fv1%2Fadmin"] {
+    for evil in [
+        "https%3A%2F%2Fevil.example",
+        "%2F%2Fevil.example",
+        "%2Fv1%2Fadmin",
+    ] {
         let page = get(&reg, &format!("/ui/sign-in?next={evil}"), None).await;
         assert!(page.text().contains("value=\"/ui/home\""), "{evil}");
     }
@@ -161,7 +184,11 @@ async fn sign_in_opens_a_session_that_sign_out_and_revocation_end() {
     let (reg, admin) = registry().await;
     let bad = post(&reg, "/ui/sign-in", "token=tfreg_nope", &[]).await;
     assert_eq!(bad.status, StatusCode::UNAUTHORIZED);
-    assert!(bad.text().contains("not valid for this registry"), "{}", bad.text());
+    assert!(
+        bad.text().contains("not valid for this registry"),
+        "{}",
+        bad.text()
+    );
     assert!(bad.headers.get(header::SET_COOKIE).is_none());
     let junk = post(&reg, "/ui/sign-in", "token=hello", &[]).await;
     assert_eq!(junk.status, StatusCode::UNAUTHORIZED);
@@ -172,7 +199,11 @@ async fn sign_in_opens_a_session_that_sign_out_and_revocation_end() {
         &[("sec-fetch-site", "cross-site")],
     )
     .await;
-    assert_eq!(cross.status, StatusCode::FORBIDDEN, "a form posted from another site");
+    assert_eq!(
+        cross.status,
+        StatusCode::FORBIDDEN,
+        "a form posted from another site"
+    );
 
     let reader = reg.token(Scope::Read, None).await;
     let cookie = sign_in(&reg, &reader).await;
@@ -182,10 +213,18 @@ async fn sign_in_opens_a_session_that_sign_out_and_revocation_end() {
 
     let out = post(&reg, "/ui/sign-out", "", &[("cookie", &cookie)]).await;
     assert_eq!(out.status, StatusCode::SEE_OTHER);
-    assert!(out.headers[header::SET_COOKIE].to_str().unwrap().contains("Max-Age=0"));
+    assert!(
+        out.headers[header::SET_COOKIE]
+            .to_str()
+            .unwrap()
+            .contains("Max-Age=0")
+    );
     // A tampered cookie is no session.
     let forged = cookie.replacen('.', ".9", 1);
-    assert_eq!(get(&reg, "/ui/home", Some(&forged)).await.status, StatusCode::SEE_OTHER);
+    assert_eq!(
+        get(&reg, "/ui/home", Some(&forged)).await.status,
+        StatusCode::SEE_OTHER
+    );
 
     // Revoking the token ends its sessions (this process forgets it at once).
     let id = crate::auth::list_tokens(reg.registry.items.as_ref())
@@ -208,7 +247,12 @@ async fn sign_in_opens_a_session_that_sign_out_and_revocation_end() {
     let after = get(&reg, "/ui/home", Some(&cookie)).await;
     assert_eq!(after.status, StatusCode::SEE_OTHER, "{}", after.text());
     assert!(location(&after).starts_with("/ui/sign-in"));
-    assert!(after.headers[header::SET_COOKIE].to_str().unwrap().contains("Max-Age=0"));
+    assert!(
+        after.headers[header::SET_COOKIE]
+            .to_str()
+            .unwrap()
+            .contains("Max-Age=0")
+    );
 }
 
 #[tokio::test]
@@ -223,13 +267,23 @@ async fn a_namespace_token_sees_only_its_namespace() {
     assert!(!search.contains("other/secret/aws"), "{search}");
     let page = get(&reg, "/ui/modules/other/secret/aws", Some(&cookie)).await;
     assert_eq!(page.status, StatusCode::FORBIDDEN);
-    assert!(page.text().contains("does not cover namespace other"), "{}", page.text());
+    assert!(
+        page.text().contains("does not cover namespace other"),
+        "{}",
+        page.text()
+    );
     assert!(!page.text().contains("# secret"));
     let ns = get(&reg, "/ui/namespaces/other", Some(&cookie)).await;
     assert_eq!(ns.status, StatusCode::FORBIDDEN);
     // The API's bearer token works for pages too (scripts, load tests).
     let resp = reg
-        .request(Method::GET, "/ui/namespaces/team", Some(&team), &[], Bytes::new())
+        .request(
+            Method::GET,
+            "/ui/namespaces/team",
+            Some(&team),
+            &[],
+            Bytes::new(),
+        )
         .await;
     resp.expect(StatusCode::OK, "a namespace page with a bearer token");
 }
@@ -250,19 +304,30 @@ async fn a_module_page_shows_its_docs_usage_and_versions() {
     let page = get(&reg, "/ui/modules/team/vpc/aws", Some(&cookie)).await;
     page.expect(StatusCode::OK, "the module page");
     let html = page.text();
-    assert!(html.contains("registry.test/team/vpc/aws <span class=\"version\">1.3.0"), "the latest");
+    assert!(
+        html.contains("registry.test/team/vpc/aws <span class=\"version\">1.3.0"),
+        "the latest"
+    );
     assert!(plain(&html).contains("version = \"~> 1.3\""), "{html}");
     assert!(html.contains("data-input=\"name\""));
     assert!(html.contains("Must hold: Must be a CIDR block."));
     assert!(html.contains("Creates a VPC with subnets."));
     assert!(html.contains("Submodule <code>modules/flow-log</code>"));
-    assert!(!html.contains("<script>window.pwned"), "the README's script is gone");
+    assert!(
+        !html.contains("<script>window.pwned"),
+        "the README's script is gone"
+    );
     assert!(!html.contains("javascript:"), "and its javascript: link");
     // Only required inputs are placeholders in the snippet.
-    assert!(html.contains("name = # required"));
-    assert!(!html.contains("cidr = # required"));
-    let old = get(&reg, "/ui/modules/team/vpc/aws/1.2.0", Some(&cookie)).await.text();
-    assert!(old.contains("<strong>Deprecated:</strong> use 1.3"), "{old}");
+    assert!(plain(&html).contains("  # name = string\n}"), "{html}");
+    assert!(!plain(&html).contains("# cidr"));
+    let old = get(&reg, "/ui/modules/team/vpc/aws/1.2.0", Some(&cookie))
+        .await
+        .text();
+    assert!(
+        old.contains("<strong>Deprecated:</strong> use 1.3"),
+        "{old}"
+    );
     let missing = get(&reg, "/ui/modules/team/vpc/aws/9.9.9", Some(&cookie)).await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
     assert!(missing.text().contains("Not found"));
@@ -275,12 +340,26 @@ async fn a_provider_page_shows_platforms_key_and_lock_hashes() {
     let page = get(&reg, "/ui/providers/team/cloud", Some(&cookie)).await;
     page.expect(StatusCode::OK, "the provider page");
     let html = page.text();
-    assert!(html.contains("data-platform=\"darwin_arm64\"") && html.contains("data-platform=\"linux_amd64\""));
+    assert!(
+        html.contains("data-platform=\"darwin_arm64\"")
+            && html.contains("data-platform=\"linux_amd64\"")
+    );
     let text = plain(&html);
-    assert!(text.contains("source  = \"registry.test/team/cloud\""), "{html}");
+    assert!(
+        text.contains("source  = \"registry.test/team/cloud\""),
+        "{html}"
+    );
     assert!(text.contains("version = \"~> 2.1\""), "{html}");
-    assert_eq!(text.matches("\"h1:").count(), 2, "one h1 per platform: {html}");
-    assert_eq!(text.matches("\"zh:").count(), 2, "one zh per platform: {html}");
+    assert_eq!(
+        text.matches("\"h1:").count(),
+        2,
+        "one h1 per platform: {html}"
+    );
+    assert_eq!(
+        text.matches("\"zh:").count(),
+        2,
+        "one zh per platform: {html}"
+    );
     assert!(html.contains("id=\"key-id\""));
 }
 
@@ -288,11 +367,19 @@ async fn a_provider_page_shows_platforms_key_and_lock_hashes() {
 async fn every_page_carries_the_security_headers_and_escapes_what_it_echoes() {
     let (reg, admin) = registry().await;
     let cookie = sign_in(&reg, &admin).await;
-    let search = get(&reg, "/ui/search?q=%3Cscript%3Ealert(1)%3C%2Fscript%3E", Some(&cookie)).await;
+    let search = get(
+        &reg,
+        "/ui/search?q=%3Cscript%3Ealert(1)%3C%2Fscript%3E",
+        Some(&cookie),
+    )
+    .await;
     search.expect(StatusCode::OK, "search");
     assert!(!search.text().contains("<script>alert(1)"));
     let text = search.text();
-    assert!(text.contains("&lt;script&gt;") || text.contains("&#60;script&#62;"), "{text}");
+    assert!(
+        text.contains("&lt;script&gt;") || text.contains("&#60;script&#62;"),
+        "{text}"
+    );
     for resp in [
         search,
         get(&reg, "/ui/nope", Some(&cookie)).await,
@@ -309,11 +396,21 @@ async fn every_page_carries_the_security_headers_and_escapes_what_it_echoes() {
     }
     let nope = get(&reg, "/ui/nope", Some(&cookie)).await;
     assert_eq!(nope.status, StatusCode::NOT_FOUND);
-    assert!(nope.headers[header::CONTENT_TYPE].to_str().unwrap().starts_with("text/html"));
+    assert!(
+        nope.headers[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
     let css = crate::ui::assets::Asset::Css;
     let asset = get(&reg, &format!("/ui/static/{}", css.file_name()), None).await;
     asset.expect(StatusCode::OK, "a static file needs no session");
-    assert!(asset.headers[header::CACHE_CONTROL].to_str().unwrap().contains("immutable"));
+    assert!(
+        asset.headers[header::CACHE_CONTROL]
+            .to_str()
+            .unwrap()
+            .contains("immutable")
+    );
 }
 
 #[tokio::test]
@@ -323,10 +420,17 @@ async fn search_matches_every_word_and_filters_by_kind() {
     let text = |q: &'static str| {
         let reg = &reg;
         let cookie = cookie.clone();
-        async move { get(reg, &format!("/ui/search?q={q}"), Some(&cookie)).await.text() }
+        async move {
+            get(reg, &format!("/ui/search?q={q}"), Some(&cookie))
+                .await
+                .text()
+        }
     };
     let vpc = text("subnets+team").await;
-    assert!(vpc.contains("team/vpc/aws") && !vpc.contains("team/cloud"), "{vpc}");
+    assert!(
+        vpc.contains("team/vpc/aws") && !vpc.contains("team/cloud"),
+        "{vpc}"
+    );
     let providers = text("team&kind=provider").await;
     assert!(providers.contains("team/cloud") && !providers.contains("team/vpc/aws"));
     assert!(text("nothing-like-this").await.contains("0 of 3 match"));

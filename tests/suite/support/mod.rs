@@ -2,6 +2,7 @@
 //! HTTPS, gpg, release files, Terraform, commands, request logs, and the
 //! fixture the end-to-end tests publish.
 
+pub mod browser;
 pub mod command;
 pub mod dist;
 pub mod fixtures;
