@@ -110,7 +110,7 @@ fn sign_in(b: &Browser, server: &Server, token: &str) {
         b.goto(&server.url("/ui/sign-in"));
     }
     b.type_into("#token", token);
-    b.click("#sign-in");
+    b.click_to_page("#sign-in");
 }
 
 /// Wait (a few seconds at most) until `script` returns something not null.
@@ -163,7 +163,7 @@ fn a_person_uses_the_ui_in_chromium_on_tfreg_serve() {
     sign_in(&b, &server, "tfreg_not_a_real_token");
     assert!(b.text("#sign-in-error").contains("not valid"));
     b.type_into("#token", &reader);
-    b.click("#sign-in");
+    b.click_to_page("#sign-in");
     assert_eq!(b.path(), "/ui/home");
     let listed = b.texts("li.row a.address");
     for address in [
@@ -177,13 +177,13 @@ fn a_person_uses_the_ui_in_chromium_on_tfreg_serve() {
 
     // Search from the header.
     b.type_into("header input[name=q]", "subnets");
-    b.click("header form.search button");
+    b.click_to_page("header form.search button");
     assert!(b.path().starts_with("/ui/search?q=subnets"), "{}", b.path());
     assert_eq!(b.texts("li.row a.address"), [format!("{NS}/vpc/null")]);
     b.screenshot(&shots, "search-desktop");
 
     // A module's page: its inputs, read from its .tf files at publish.
-    b.click("li.row a.address");
+    b.click_to_page("li.row a.address");
     assert_eq!(b.path(), format!("/ui/modules/{NS}/vpc/null"));
     let names = b.texts("section.interface table.inputs tbody tr td:first-child code");
     assert_eq!(names, ["cidr", "name", "subnets", "token"]);
@@ -300,7 +300,7 @@ fn a_person_uses_the_ui_in_chromium_on_tfreg_serve() {
     b.screenshot(&shots, "not-found-desktop");
 
     // Sign out, and be refused.
-    b.click("#sign-out");
+    b.click_to_page("#sign-out");
     assert!(b.path().starts_with("/ui/sign-in"), "{}", b.path());
     assert!(b.text("#main").contains("Signed out"));
     b.goto(&server.url(&format!("/ui/modules/{NS}/vpc/null")));
@@ -364,9 +364,9 @@ fn a_person_uses_the_ui_in_chromium_on_the_lambda_functions() {
     b.goto(&server.url("/ui/home"));
     assert_eq!(b.path(), "/ui/home");
     b.type_into("header input[name=q]", "vpc");
-    b.click("header form.search button");
+    b.click_to_page("header form.search button");
     assert_eq!(b.texts("li.row a.address"), [format!("{NS}/vpc/null")]);
-    b.click("li.row a.address");
+    b.click_to_page("li.row a.address");
     let names = b.texts("section.interface table.inputs tbody tr td:first-child code");
     assert_eq!(names, ["cidr", "name", "subnets", "token"]);
     assert_eq!(b.js("return typeof window.__xss"), "undefined");

@@ -162,13 +162,39 @@ impl Browser {
         }
     }
 
-    /// The text of the first element matching `css`.
+    /// The text of the first element matching `css` (waiting up to 10 s for one).
     pub fn text(&self, css: &str) -> String {
         self.run(async {
-            let e = self.client.find(Locator::Css(css)).await?;
+            let e = self
+                .client
+                .wait()
+                .at_most(Duration::from_secs(10))
+                .for_element(Locator::Css(css))
+                .await?;
             e.text().await
         })
         .unwrap_or_else(|e| panic!("{css}: {e}"))
+    }
+
+    /// Click what navigates (a link, a form's button) and wait until the
+    /// next page has loaded: a click returns before a form's POST is answered.
+    pub fn click_to_page(&self, css: &str) {
+        self.js("window.__tfreg_old_page = true; return 0");
+        self.click(css);
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let loaded = self.js(
+                "return typeof window.__tfreg_old_page === 'undefined' && document.readyState === 'complete'",
+            );
+            if loaded == serde_json::Value::Bool(true) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "clicking {css} led to no new page"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// The texts of every element matching `css`.
