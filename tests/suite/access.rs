@@ -345,6 +345,36 @@ fn endpoints(blob_path: &str, own_host: &str) -> Vec<Endpoint> {
             Need::Token(Scope::Read, None),
         ),
         ep(
+            "ui module page in A",
+            Method::GET,
+            format!("/ui/modules/{A}/m/aws"),
+            Value::Null,
+            read_a,
+        ),
+        ep(
+            "ui provider page in A",
+            Method::GET,
+            format!("/ui/providers/{A}/null"),
+            Value::Null,
+            read_a,
+        ),
+        // The home page lists what the token covers: any valid read token
+        // may see it (the matrix's limited tokens are all limited to B).
+        ep(
+            "ui home",
+            Method::GET,
+            "/ui/home".into(),
+            Value::Null,
+            Need::Token(Scope::Read, Some(B)),
+        ),
+        ep(
+            "ui sign-in page",
+            Method::GET,
+            "/ui/sign-in".into(),
+            Value::Null,
+            Need::Nothing,
+        ),
+        ep(
             "blob (signed URL)",
             Method::GET,
             blob_path.to_string(),
@@ -644,7 +674,16 @@ async fn matrix_via(r: TestRegistry, anonymous_reads: bool, via: Via<'_>, own_ho
             .await;
             let status = resp.status.as_u16();
             let want = rule(ep.need, *cred, anonymous_reads);
+            // A web UI page refuses a GET without a valid credential by
+            // sending the browser to sign in: its 401.
+            let to_sign_in = status == 303
+                && ep.path.starts_with("/ui/")
+                && resp.headers["location"]
+                    .to_str()
+                    .unwrap_or_default()
+                    .starts_with("/ui/sign-in?next=");
             let got = match status {
+                _ if to_sign_in => Verdict::Unauthorized,
                 401 => Verdict::Unauthorized,
                 403 => Verdict::Forbidden,
                 200 | 201 | 204 | 307 | 400 | 404 => Verdict::Allowed,
@@ -668,7 +707,21 @@ async fn matrix_via(r: TestRegistry, anonymous_reads: bool, via: Via<'_>, own_ho
                     resp.text()
                 ));
             }
-            if status >= 400 {
+            if status >= 400 && ep.path.starts_with("/ui/") {
+                // A page's error is a page: its heading and the API's message.
+                let html = resp.text();
+                let html_type = resp
+                    .headers
+                    .get("content-type")
+                    .is_some_and(|v| v.as_bytes().starts_with(b"text/html"));
+                if !html_type || !html.contains(&format!("HTTP {status}")) {
+                    failures.push(format!(
+                        "{} / {}: {status} not an error page: {html}",
+                        ep.name,
+                        cred.label()
+                    ));
+                }
+            } else if status >= 400 {
                 let body = resp.json();
                 let errors = body["errors"].as_array();
                 if errors.is_none_or(|e| e.is_empty()) {
