@@ -674,10 +674,11 @@ async fn matrix_via(r: TestRegistry, anonymous_reads: bool, via: Via<'_>, own_ho
             .await;
             let status = resp.status.as_u16();
             let want = rule(ep.need, *cred, anonymous_reads);
+            let page = tfreg::ui::wants_pages(&ep.path);
             // A web UI page refuses a GET without a valid credential by
             // sending the browser to sign in: its 401.
             let to_sign_in = status == 303
-                && ep.path.starts_with("/ui/")
+                && page
                 && resp.headers["location"]
                     .to_str()
                     .unwrap_or_default()
@@ -707,8 +708,8 @@ async fn matrix_via(r: TestRegistry, anonymous_reads: bool, via: Via<'_>, own_ho
                     resp.text()
                 ));
             }
-            if status >= 400 && ep.path.starts_with("/ui/") {
-                // A page's error is a page: its heading and the API's message.
+            if status >= 400 && page {
+                // A page's error is an HTML page that names its status.
                 let html = resp.text();
                 let html_type = resp
                     .headers
