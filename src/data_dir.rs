@@ -29,9 +29,11 @@ impl DataDir {
         std::fs::create_dir_all(root)
             .map_err(|e| format!("cannot create data directory {}: {e}", root.display()))?;
         set_mode(root, 0o700)?;
-        Ok(Self {
-            root: root.to_path_buf(),
-        })
+        // Absolute from here on: what `serve` prints must work when pasted
+        // in any directory.
+        let root = std::fs::canonicalize(root)
+            .map_err(|e| format!("cannot resolve data directory {}: {e}", root.display()))?;
+        Ok(Self { root })
     }
 
     pub fn db_path(&self) -> PathBuf {

@@ -20,7 +20,12 @@ use clap::{Args, Parser, Subcommand};
 #[command(
     name = "tfreg",
     version,
-    about = "A private registry for Terraform and OpenTofu"
+    about = "A private registry for Terraform and OpenTofu",
+    after_help = "Examples:
+  tfreg serve --private         # https://127.0.0.1:8443, state in ./tfreg-data, reads need a token
+  tfreg token create --name ci --scope publish --namespace acme --expires-in 90d
+  tfreg publish module ./vpc --registry https://127.0.0.1:8443 --namespace acme --name vpc --system aws --version 1.0.0
+  tfreg token list              # on ./tfreg-data; --registry URL for another registry"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -75,6 +80,8 @@ struct DevCertArgs {
 #[derive(Subcommand)]
 enum PublishCommand {
     /// Publish a signed provider release from goreleaser's dist directory.
+    #[command(after_help = "Examples:
+  tfreg publish provider ./dist --registry https://127.0.0.1:8443 --namespace acme --signing-key key.asc")]
     Provider(publish::ProviderArgs),
     /// Publish a module from a directory or a .tar.gz.
     Module(publish::ModuleArgs),

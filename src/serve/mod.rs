@@ -8,6 +8,7 @@ mod housekeeping;
 mod linger;
 pub mod listener;
 mod signals;
+mod welcome;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -69,72 +70,6 @@ pub struct ServeArgs {
     body_idle_timeout: u64,
 }
 
-fn print_welcome(
-    hostname: &Hostname,
-    listen: SocketAddr,
-    ca: Option<&std::path::Path>,
-    data_dir: &std::path::Path,
-    anonymous_reads: bool,
-) {
-    let host = hostname.as_str();
-    // Terraform (>= 1.2) reads TF_TOKEN_<host> with `.` as `_` and `-` as
-    // `__`; a port cannot be written, so such hosts need the block.
-    let env_token = if host.contains(':') {
-        "  # (TF_TOKEN_<host> cannot name a host with a port: use this block)".to_string()
-    } else {
-        format!(
-            "  # or: export TF_TOKEN_{}=<token>",
-            host.replace('-', "__").replace('.', "_")
-        )
-    };
-    let mut out = format!("\ntfreg is serving https://{host}/ (listening on {listen})\n");
-    out += &format!("  discovery:  https://{host}/.well-known/terraform.json\n");
-    out += &format!(
-        "  web UI:     https://{host}/ui/home{}\n",
-        if anonymous_reads {
-            ""
-        } else {
-            " (sign in with a token)"
-        }
-    );
-    out += if anonymous_reads {
-        "  access:     reads are OPEN to anyone who reaches this port; --private requires a token\n"
-    } else {
-        "  access:     private: every read needs a token\n"
-    };
-    if let Some(ca) = ca {
-        out += &format!(
-            "\nThe certificate is tfreg's development CA. Trust it in the shell that runs terraform/tofu:\n  export SSL_CERT_FILE={}\n(and import that file as an authority in your browser, or accept its warning, to open the web UI)\n",
-            ca.display()
-        );
-    }
-    out += &format!(
-        r#"
-Create a token (printed once) and publish:
-  export TFREG_TOKEN=$(tfreg token create --data-dir {dir} --name me --scope admin)
-  tfreg publish provider ./dist --registry https://{host} --namespace NS --signing-key key.asc
-  tfreg publish module ./my-module --registry https://{host} --namespace NS --name NAME --system SYSTEM --version 1.0.0
-
-CLI configuration (~/.terraformrc or TF_CLI_CONFIG_FILE), ready to paste:
-  credentials "{host}" {{
-    token = "<a token from tfreg token create>"
-  }}
-{env_token}
-
-  # Optional: fetch providers of any origin through this registry's network mirror
-  provider_installation {{
-    network_mirror {{
-      url = "https://{host}/v1/mirror/"
-    }}
-  }}
-
-Use it in configurations as source = "{host}/NS/NAME" (providers) and "{host}/NS/NAME/SYSTEM" (modules).
-"#,
-        dir = data_dir.display()
-    );
-    eprintln!("{out}");
-}
-
 /// Everything start-up prepared: ready to serve.
 struct Ready {
     listener: tokio::net::TcpListener,
@@ -169,13 +104,17 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         .listener
         .local_addr()
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
-    print_welcome(
-        &ready.hostname,
-        addr,
-        ready.ca.as_deref(),
-        &ready.dir.root,
-        ready.registry.config.anonymous_reads,
-    );
+    let bin_dir = welcome::bin_dir_unless_on_path();
+    let text = welcome::Welcome {
+        host: ready.hostname.as_str(),
+        listen: addr,
+        ca: ready.ca.as_deref(),
+        data_dir: &ready.dir.root,
+        anonymous_reads: ready.registry.config.anonymous_reads,
+        bin_dir: bin_dir.as_deref(),
+    }
+    .render();
+    eprintln!("{text}");
     housekeeping::spawn(ready.blobs.clone(), ready.items.clone(), args.url_ttl);
     let app = tfreg::app::app(ready.registry.clone(), None);
     listener::serve(ready.listener, ready.tls, app, limits, stop.wait()).await;

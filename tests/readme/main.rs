@@ -1,0 +1,317 @@
+//! The README as a contract (`cargo test --test readme`, run by
+//! `scripts/test` after the suite; not part of a plain `cargo test`, since
+//! the walk builds a fresh clone of its own):
+//!
+//! - every `tfreg` command and flag the README names exists (checked
+//!   against `--help` of each subcommand), as do the `scripts/lambda-local`
+//!   flags, and the packages and binaries its cargo commands name;
+//! - every example in the CLI's help runs;
+//! - the walk: a new user's path through the README on a fresh copy of the
+//!   repository, every block marked `test=NAME` run as pasted, in order
+//!   ([`walk`]).
+//!
+//! A README block becomes part of the walk by its info string, e.g.
+//! ```` ```sh test=publish ````; renaming, dropping or adding a marked block
+//! fails the walk until it says how that block is run.
+
+mod blocks;
+mod help;
+mod shell;
+mod walk;
+
+// The suite's harness for what the reader brings (gpg keys, signed
+// releases, the installed tools), shared file by file.
+#[allow(dead_code)]
+#[path = "../suite/support/command.rs"]
+mod command;
+#[allow(dead_code)]
+#[path = "../suite/support/dist.rs"]
+mod dist;
+#[allow(dead_code)]
+#[path = "../suite/support/gpg.rs"]
+mod gpg;
+#[allow(dead_code, unused_imports)]
+#[path = "../suite/support/tools.rs"]
+mod tools;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use blocks::{Readme, commands, words};
+use help::Cli;
+use shell::{Background, Session};
+
+/// The walk and the help examples both serve on the README's port, 8443.
+static PORT_8443: Mutex<()> = Mutex::new(());
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn readme() -> Readme {
+    Readme::parse(&std::fs::read_to_string(root().join("README.md")).unwrap())
+}
+
+fn tfreg() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_tfreg"))
+}
+
+/// `$NAME` replaced by what an earlier `NAME=value` of the block set.
+fn expand(command: &str, vars: &BTreeMap<String, String>) -> String {
+    let mut out = command.to_string();
+    for (name, value) in vars.iter().rev() {
+        out = out.replace(&format!("${name}"), value);
+    }
+    out
+}
+
+/// The commands a shell line runs: split at `$(`, `)`, `&&`, `||`, `;`, `|`
+/// (outside quotes is close enough for the README's commands).
+fn segments(line: &str) -> Vec<String> {
+    let mut parts = vec![line.to_string()];
+    for sep in ["$(", ")", "&&", "||", ";", " | "] {
+        parts = parts
+            .iter()
+            .flat_map(|p| p.split(sep).map(str::to_string).collect::<Vec<_>>())
+            .collect();
+    }
+    parts
+        .into_iter()
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+/// The workspace's packages and their binaries, from `cargo metadata`.
+fn workspace_bins() -> BTreeMap<String, BTreeSet<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let bins = p["targets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|t| t["kind"].as_array().unwrap().iter().any(|k| k == "bin"))
+                .map(|t| t["name"].as_str().unwrap().to_string())
+                .collect();
+            (p["name"].as_str().unwrap().to_string(), bins)
+        })
+        .collect()
+}
+
+#[test]
+fn the_readme_names_only_commands_flags_and_packages_that_exist() {
+    let readme = readme();
+    let cli = Cli::load(&tfreg());
+    let lambda_local = {
+        let out = Command::new(root().join("scripts/lambda-local"))
+            .arg("--help")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "scripts/lambda-local --help");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let packages = workspace_bins();
+    let mut errors = Vec::new();
+    let mut checked = 0;
+    let mut check = |line: usize, command: &str, errors: &mut Vec<String>| {
+        let w = words(command);
+        match w.first().map(String::as_str) {
+            Some("tfreg") => {
+                checked += 1;
+                if let Err(e) = cli.check(&w[1..]) {
+                    errors.push(format!("README.md:{line}: {command}: {e}"));
+                }
+            }
+            Some("scripts/lambda-local") => {
+                checked += 1;
+                for flag in w.iter().filter(|w| w.starts_with("--")) {
+                    if !lambda_local.contains(flag.as_str()) {
+                        errors.push(format!(
+                            "README.md:{line}: scripts/lambda-local has no {flag}"
+                        ));
+                    }
+                }
+            }
+            Some("cargo") => {
+                checked += 1;
+                let value = |flags: &[&str]| {
+                    w.windows(2)
+                        .find(|p| flags.contains(&p[0].as_str()))
+                        .map(|p| p[1].clone())
+                };
+                let package = value(&["-p", "--package"]);
+                if let Some(p) = &package
+                    && !packages.contains_key(p)
+                {
+                    errors.push(format!("README.md:{line}: no package {p} in the workspace"));
+                }
+                if let Some(bin) = value(&["--bin"]) {
+                    let owners: Vec<&String> = packages
+                        .iter()
+                        .filter(|(_, bins)| bins.contains(&bin))
+                        .map(|(p, _)| p)
+                        .filter(|p| package.as_ref().is_none_or(|want| want == *p))
+                        .collect();
+                    if owners.is_empty() {
+                        errors.push(format!("README.md:{line}: no binary {bin} in {package:?}"));
+                    }
+                }
+            }
+            _ => {}
+        }
+    };
+    for block in &readme.blocks {
+        if !matches!(block.lang.as_str(), "sh" | "bash" | "console") {
+            continue;
+        }
+        let mut vars = BTreeMap::new();
+        for (i, command) in commands(&block.text).iter().enumerate() {
+            let command = expand(command, &vars);
+            for segment in segments(&command) {
+                let segment = segment
+                    .strip_prefix("export ")
+                    .unwrap_or(&segment)
+                    .to_string();
+                for assignment in words(&segment)
+                    .iter()
+                    .take_while(|w| w.contains('=') && !w.starts_with('-'))
+                {
+                    if let Some((k, v)) = assignment.split_once('=')
+                        && k.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+                    {
+                        vars.insert(k.to_string(), v.to_string());
+                    }
+                }
+                check(block.line + 1 + i, &segment, &mut errors);
+            }
+        }
+    }
+    for span in &readme.spans {
+        let code = span.code.trim();
+        if code.starts_with("tfreg ") || code.starts_with("scripts/lambda-local") {
+            check(span.line, code, &mut errors);
+        } else if code.starts_with("--")
+            && let Some(lead) = span.lead.as_deref()
+            && (lead.starts_with("tfreg ") || lead.starts_with("scripts/lambda-local"))
+        {
+            // A flag named in a paragraph about a command: that command's.
+            let flag = code.split_whitespace().next().unwrap();
+            check(span.line, &format!("{lead} {flag}"), &mut errors);
+        }
+    }
+    // The second of "the two commands" is what CI runs.
+    let two = readme
+        .blocks
+        .iter()
+        .find(|b| b.text.contains("cargo run -- serve") && b.text.contains("scripts/test"))
+        .expect("README.md shows the two commands");
+    let test_command = commands(&two.text)[1].clone();
+    let ci = std::fs::read_to_string(root().join(".ci/run")).unwrap();
+    assert!(
+        ci.contains(&format!("exec {test_command}")),
+        ".ci/run does not run `{test_command}`:\n{ci}"
+    );
+    eprintln!("FIGURE readme: {checked} commands checked against the CLI, scripts and workspace");
+    assert!(
+        checked > 30,
+        "the README names far more commands than {checked}"
+    );
+    assert!(
+        errors.is_empty(),
+        "the README drifted from the code:\n{}",
+        errors.join("\n")
+    );
+}
+
+#[test]
+fn every_example_in_the_help_runs() {
+    let _port = PORT_8443.lock().unwrap_or_else(|e| e.into_inner());
+    let cli = Cli::load(&tfreg());
+    let examples: Vec<(Vec<String>, String)> = cli
+        .nodes
+        .iter()
+        .flat_map(|(path, help)| help.examples.iter().map(move |e| (path.clone(), e.clone())))
+        .collect();
+    assert!(examples.len() >= 4, "the help shows examples: {examples:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let gpg = gpg::Gpg::new("rsa2048");
+    // What the examples name that a reader would have: a module, a dist.
+    dist::write_tree(dir.path(), &[("vpc/main.tf", "variable \"name\" {}\n")]);
+    dist::provider_dist(
+        &dir.path().join("dist"),
+        "null",
+        "1.0.0",
+        &["linux_amd64"],
+        &gpg,
+    );
+    gpg.export(&dir.path().join("key.asc"));
+    let bin_dir = tfreg().parent().unwrap().display().to_string();
+    let mut env = vec![
+        ("PATH".to_string(), format!("{bin_dir}:/usr/bin:/bin")),
+        ("HOME".to_string(), dir.path().display().to_string()),
+    ];
+    // The server first: the others need it.
+    let (serve, others): (Vec<_>, Vec<_>) = examples
+        .into_iter()
+        .partition(|(_, e)| e.starts_with("tfreg serve"));
+    assert_eq!(serve.len(), 1, "one example starts the server: {serve:?}");
+    let mut server = Background::start(
+        "tfreg serve",
+        &serve[0].1,
+        dir.path(),
+        &env,
+        &dir.path().join("serve.log"),
+    );
+    server.wait_for(Duration::from_secs(60), |out| {
+        out.contains("tfreg is serving")
+    });
+    env.push((
+        "SSL_CERT_FILE".to_string(),
+        dir.path()
+            .join("tfreg-data/tls/ca.pem")
+            .display()
+            .to_string(),
+    ));
+    let shell = Session::new("help", dir.path(), dir.path(), &env);
+    for (path, example) in &others {
+        eprintln!("example of `tfreg {}`", path.join(" "));
+        if example.starts_with("tfreg token create") {
+            // The token it prints, as the reader would keep it.
+            shell.run(&format!("export TFREG_TOKEN=$({example})"));
+        } else {
+            shell.run(example);
+        }
+    }
+    let status = server.interrupt(Duration::from_secs(20));
+    assert!(status.success(), "{status}");
+}
+
+#[test]
+fn a_new_user_walks_the_readme_on_a_fresh_clone() {
+    let _port = PORT_8443.lock().unwrap_or_else(|e| e.into_inner());
+    walk::walk(&readme());
+}
