@@ -6,7 +6,7 @@
 //!   directory (`--data-dir`, the default) or a stack's DynamoDB table and
 //!   S3 bucket (`--table`, `--bucket`, with AWS credentials; how the first
 //!   admin token of a new stack is made). The request goes through the
-//!   registry's own router, handlers and audit trail ([`tfreg::app::handle_as`]).
+//!   registry's own router, handlers and audit trail ([`tfreg_http::App::handle_as`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,15 +15,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use clap::{Args, Subcommand, ValueEnum};
 use http::{Method, StatusCode};
 use serde::de::DeserializeOwned;
-use tfreg::address::{Hostname, ModuleName, ProviderName};
-use tfreg::auth::{NewToken, Scope, TokenInfo};
-use tfreg::protocol::{
+use tfreg_http::{Config, Registry};
+use tfreg_model::address::{Hostname, ModuleName, ProviderName};
+use tfreg_model::protocol::{
     AddKeys, AuditList, CreatedToken, DeleteResult, ErrorBody, KeyList, LifecycleRequest,
     LifecycleResult, RemovedKey, RevokedToken, TokenList,
 };
-use tfreg::router::{AdminRoute, LifecycleAction, PublishTarget, Route};
-use tfreg::version::Version;
-use tfreg::{Config, Registry};
+use tfreg_model::router::{AdminRoute, LifecycleAction, PublishTarget, Route};
+use tfreg_model::token::{NewToken, Scope, TokenInfo};
+use tfreg_model::version::Version;
 
 use crate::cli_error::Result;
 use crate::client::PublishClient;
@@ -74,10 +74,10 @@ impl Where {
         // Admin commands never build download URLs: the hostname is a placeholder.
         let config = Config::new(Hostname::parse("localhost").map_err(|e| e.to_string())?);
         let registry = if let (Some(table), Some(bucket)) = (&self.table, &self.bucket) {
-            let (dynamodb, s3) = tfreg::aws::lambda::clients(self.s3_force_path_style).await?;
-            let items = Arc::new(tfreg::aws::dynamodb::DynamoStore::new(dynamodb, table));
-            let ttl = Duration::from_secs(tfreg::registry::DEFAULT_URL_TTL_SECS);
-            let blobs = Arc::new(tfreg::aws::s3::S3BlobStore::new(s3, bucket, ttl));
+            let (dynamodb, s3) = tfreg_store::aws::clients(self.s3_force_path_style).await?;
+            let items = Arc::new(tfreg_store::dynamodb::DynamoStore::new(dynamodb, table));
+            let ttl = Duration::from_secs(tfreg_http::registry::DEFAULT_URL_TTL_SECS);
+            let blobs = Arc::new(tfreg_store::s3::S3BlobStore::new(s3, bucket, ttl));
             Registry::with_stored_signer(items, blobs, config)
         } else {
             let root = self
@@ -130,10 +130,11 @@ impl Transport {
                     .method(method)
                     .uri(path)
                     .header(http::header::CONTENT_TYPE, "application/json")
-                    .body(tfreg::http_types::Body::from(body.unwrap_or_default()))
+                    .body(tfreg_http::body::Body::from(body.unwrap_or_default()))
                     .map_err(|e| e.to_string())?;
-                let resp =
-                    tfreg::app::handle_as(registry, None, req, tfreg::app::Caller::Operator).await;
+                let resp = crate::every_group(registry.clone())
+                    .handle_as(req, tfreg_http::Caller::Operator)
+                    .await;
                 let status = resp.status();
                 let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
                     .await
@@ -368,7 +369,7 @@ pub struct KeyRemoveArgs {
 }
 
 fn namespace(ns: &str) -> Result<String> {
-    Ok(tfreg::address::namespace(ns)?)
+    Ok(tfreg_model::address::namespace(ns)?)
 }
 
 fn print_keys(list: &KeyList) {
@@ -607,7 +608,7 @@ pub async fn delete(args: DeleteArgs) -> Result<()> {
 #[derive(Args)]
 pub struct AuditArgs {
     /// How many of the newest events to show.
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=tfreg::audit::MAX_LIST as u64))]
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=tfreg_store::catalog::audit::MAX_LIST as u64))]
     limit: u64,
     #[command(flatten)]
     r#where: Where,

@@ -2,8 +2,8 @@
 //! table and bucket from `template.yaml`; these are for emulators and trials.
 
 use clap::{Args, Subcommand};
-use tfreg::aws::dynamodb::DynamoStore;
-use tfreg::aws::s3::S3BlobStore;
+use tfreg_store::dynamodb::DynamoStore;
+use tfreg_store::s3::S3BlobStore;
 
 use crate::cli_error::Result;
 
@@ -27,12 +27,12 @@ pub struct InitArgs {
 pub async fn run(cmd: AwsCommand) -> Result<()> {
     match cmd {
         AwsCommand::Init(args) => {
-            let (dynamodb, s3) = tfreg::aws::lambda::clients(args.s3_force_path_style).await?;
+            let (dynamodb, s3) = tfreg_store::aws::clients(args.s3_force_path_style).await?;
             DynamoStore::new(dynamodb, &args.table)
                 .create_table()
                 .await?;
             eprintln!("created DynamoDB table {}", args.table);
-            let ttl = std::time::Duration::from_secs(tfreg::registry::DEFAULT_URL_TTL_SECS);
+            let ttl = std::time::Duration::from_secs(tfreg_http::registry::DEFAULT_URL_TTL_SECS);
             S3BlobStore::new(s3, &args.bucket, ttl)
                 .create_bucket()
                 .await?;

@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use futures_util::TryStreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 use sha2::{Digest, Sha256};
-use tfreg::protocol::{
+use tfreg_model::protocol::{
     BeginStatus, ErrorBody, FileDecl, PublishBegin, PublishRequest, PublishResult, PublishStatus,
     UploadTarget,
 };
-use tfreg::router::{PublishRoute, PublishStep, PublishTarget};
+use tfreg_model::router::{PublishRoute, PublishStep, PublishTarget};
 
 use crate::cli_error::Result;
 use crate::net_error::NetError;

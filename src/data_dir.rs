@@ -8,8 +8,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use tfreg::storage::fs::FsBlobStore;
-use tfreg::storage::sqlite::SqliteStore;
+use tfreg_store::fs::FsBlobStore;
+use tfreg_store::sqlite::SqliteStore;
 
 use crate::cli_error::Result;
 

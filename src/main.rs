@@ -119,6 +119,18 @@ fn dev_cert(args: DevCertArgs) -> cli_error::Result<()> {
     Ok(())
 }
 
+/// The registry with every handler group: `tfreg serve`, and the admin
+/// commands run in-process on a data dir or a stack's stores.
+fn every_group(registry: std::sync::Arc<tfreg_http::Registry>) -> tfreg_http::App {
+    let served = tfreg_http::Served::new()
+        .read(tfreg_read::Read)
+        .blob(tfreg_read::Blob)
+        .publish(tfreg_publish::Publish)
+        .admin(tfreg_admin::Admin)
+        .ui(tfreg_ui::Ui);
+    tfreg_http::App::new(registry, served)
+}
+
 mod cli_error {
     /// The CLI's error: a message for the user.
     #[derive(Debug)]

@@ -4,11 +4,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use tfreg::address::{Hostname, ModuleName, ProviderName};
-use tfreg::protocol::{PublishRequest, PublishResult, PublishStatus};
-use tfreg::release_files::{ReleaseFile, ReleaseFileName};
-use tfreg::router::PublishTarget;
-use tfreg::version::Version;
+use tfreg_model::address::{Hostname, ModuleName, ProviderName};
+use tfreg_model::protocol::{PublishRequest, PublishResult, PublishStatus};
+use tfreg_model::router::PublishTarget;
+use tfreg_model::version::Version;
+use tfreg_verify::release_files::{ReleaseFile, ReleaseFileName};
 
 use crate::cli_error::Result;
 use crate::client::{LocalFile, PublishClient};
@@ -189,12 +189,12 @@ pub async fn module(args: ModuleArgs) -> Result<()> {
     // The name the archive is kept under; a plain one when the long form is
     // not a valid file name (more than 128 characters).
     let filename = Some(format!("{}-{}-{version}.tar.gz", name.name, name.system))
-        .filter(|n| tfreg::blob_key::FileName::parse(n).is_ok())
+        .filter(|n| tfreg_model::blob_key::FileName::parse(n).is_ok())
         .unwrap_or_else(|| "module.tar.gz".to_string());
     let packed;
     let archive = if args.src.is_dir() {
         let tmp = tempfile::NamedTempFile::new().map_err(|e| format!("temporary file: {e}"))?;
-        tfreg::archives::module::pack_dir(&args.src, std::io::BufWriter::new(tmp.as_file()))
+        tfreg_verify::archives::module::pack_dir(&args.src, std::io::BufWriter::new(tmp.as_file()))
             .map_err(|e| format!("packing {}: {e}", args.src.display()))?;
         packed = tmp;
         packed.path().to_path_buf()

@@ -263,7 +263,7 @@ struct Fixture {
 
 impl Fixture {
     fn write(dir: &Path, provider_binary: &[u8]) -> Result<Fixture, Error> {
-        let signer = tfreg::testing::TestSigner::rsa();
+        let signer = tfreg_testkit::TestSigner::rsa();
         let mut fixture = Fixture {
             provider_dists: Vec::new(),
             module_archives: Vec::new(),
@@ -275,12 +275,12 @@ impl Fixture {
             let dist = dir.join(&ty);
             std::fs::create_dir_all(&dist)?;
             let zip_name = format!("terraform-provider-{ty}_{VERSION}_linux_amd64.zip");
-            let zip = tfreg::testing::zip_with(&[(
+            let zip = tfreg_testkit::zip_with(&[(
                 &format!("terraform-provider-{ty}_v{VERSION}_x5"),
                 provider_binary,
             )]);
             fixture.provider_zip_bytes = zip.len() as u64;
-            let sums = format!("{}  {zip_name}\n", tfreg::hashing::sha256_hex(&zip));
+            let sums = format!("{}  {zip_name}\n", tfreg_model::hashing::sha256_hex(&zip));
             let sums_name = format!("terraform-provider-{ty}_{VERSION}_SHA256SUMS");
             std::fs::write(dist.join(&zip_name), &zip)?;
             std::fs::write(dist.join(&sums_name), &sums)?;
@@ -299,7 +299,7 @@ impl Fixture {
             let archive = dir.join(format!("m{i}.tar.gz"));
             std::fs::write(
                 &archive,
-                tfreg::testing::module_archive(&[(
+                tfreg_testkit::module_archive(&[(
                     "main.tf",
                     &format!(
                         "variable \"size\" {{\n  default = {i}\n}}\noutput \"size\" {{\n  value = var.size\n}}\n"

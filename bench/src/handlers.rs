@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use criterion::Criterion;
 use serde::{Deserialize, Serialize};
-use tfreg::address::{Hostname, ModuleName, ProviderName};
-use tfreg::auth::Scope;
-use tfreg::catalog::Origin;
-use tfreg::storage::counting::Counts;
-use tfreg::testing::{TestRegistry, TestSigner, scale};
+use tfreg_model::address::{Hostname, ModuleName, ProviderName};
+use tfreg_model::token::Scope;
+use tfreg_store::catalog::Origin;
+use tfreg_testkit::counting::Counts;
+use tfreg_testkit::{TestRegistry, TestSigner, scale};
 
 use crate::report::Section;
 use crate::tools::Error;

@@ -40,7 +40,7 @@ const fn function(
     }
 }
 
-/// template.yaml's functions (TFREG_ENDPOINT and Binary). Anonymous reads
+/// template.yaml's functions (by their route) and the binary each runs. Anonymous reads
 /// are on: the read routes query DynamoDB (nothing is published, so 404),
 /// blob refuses a URL without its signature (400); publish and admin
 /// answer 401 to a request without a token; the UI's home page lists
@@ -48,19 +48,19 @@ const fn function(
 const FUNCTIONS: &[Function] = &[
     function(
         "discovery",
-        "lambda",
+        "read",
         ("GET", "/.well-known/terraform.json"),
         200,
     ),
     function(
         "provider-versions",
-        "lambda",
+        "read",
         ("GET", "/v1/providers/acme/widget/versions"),
         404,
     ),
     function(
         "provider-download",
-        "lambda",
+        "read",
         (
             "GET",
             "/v1/providers/acme/widget/1.0.0/download/linux/amd64",
@@ -69,19 +69,19 @@ const FUNCTIONS: &[Function] = &[
     ),
     function(
         "module-versions",
-        "lambda",
+        "read",
         ("GET", "/v1/modules/acme/net/aws/versions"),
         404,
     ),
     function(
         "module-download",
-        "lambda",
+        "read",
         ("GET", "/v1/modules/acme/net/aws/1.0.0/download"),
         404,
     ),
     function(
         "mirror-index",
-        "lambda",
+        "read",
         (
             "GET",
             "/v1/mirror/registry.example.com/acme/widget/index.json",
@@ -90,7 +90,7 @@ const FUNCTIONS: &[Function] = &[
     ),
     function(
         "mirror-version",
-        "lambda",
+        "read",
         (
             "GET",
             "/v1/mirror/registry.example.com/acme/widget/1.0.0.json",
@@ -99,18 +99,18 @@ const FUNCTIONS: &[Function] = &[
     ),
     function(
         "blob",
-        "lambda",
+        "blob",
         ("GET", "/v1/blobs/providers/acme/widget/1.0.0/x.zip"),
         400,
     ),
     function(
         "publish",
-        "lambda",
+        "publish",
         ("POST", "/v1/publish/providers/acme/widget/1.0.0/begin"),
         401,
     ),
-    function("admin", "lambda", ("GET", "/v1/admin/tokens"), 401),
-    function("ui", "lambda", ("GET", "/ui/home"), 200),
+    function("admin", "admin", ("GET", "/v1/admin/tokens"), 401),
+    function("ui", "ui", ("GET", "/ui/home"), 200),
 ];
 
 /// The baseline: a `lambda_http` hello-world, built like the functions.
@@ -167,18 +167,21 @@ fn workspace() -> PathBuf {
         .to_path_buf()
 }
 
-/// Build every binary with the release profile: the functions' package alone,
-/// then the baseline's. One cargo command for both packages would unify their
-/// features, and the functions would be built with the bench's (tfreg-shared's
-/// `testing`), not as they are deployed.
+/// Build every binary with the release profile: each function's package
+/// alone (as `sam build` does: one package a build, so each is built with
+/// only its own features), then the baseline's.
 fn build() -> Result<PathBuf, BoxError> {
-    let functions = binaries(false);
-    for (package, bins) in [("tfreg-functions", functions), ("tfreg-bench", vec![HELLO])] {
+    let mut builds: Vec<(String, Vec<&str>)> = binaries(false)
+        .into_iter()
+        .map(|name| (format!("tfreg-function-{name}"), vec![name]))
+        .collect();
+    builds.push(("tfreg-bench".into(), vec![HELLO]));
+    for (package, bins) in builds {
         let mut command =
             std::process::Command::new(std::env::var("CARGO").unwrap_or("cargo".into()));
         command
             .current_dir(workspace())
-            .args(["build", "--release", "--locked", "-p", package]);
+            .args(["build", "--release", "--locked", "-p", &package]);
         for name in &bins {
             command.args(["--bin", name]);
         }
@@ -277,11 +280,11 @@ async fn create_backends() -> Result<Backends, BoxError> {
         }
     }
     let id = format!("tfreg-bench-{}-{}", std::process::id(), unique());
-    let (dynamodb, s3) = tfreg::aws::lambda::clients(true).await?;
-    tfreg::aws::dynamodb::DynamoStore::new(dynamodb, &id)
+    let (dynamodb, s3) = tfreg_store::aws::clients(true).await?;
+    tfreg_store::dynamodb::DynamoStore::new(dynamodb, &id)
         .create_table()
         .await?;
-    tfreg::aws::s3::S3BlobStore::new(s3, &id, Duration::from_secs(60))
+    tfreg_store::s3::S3BlobStore::new(s3, &id, Duration::from_secs(60))
         .create_bucket()
         .await?;
     Ok(Backends {
@@ -316,7 +319,6 @@ fn command(
         .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
         .env("AWS_LAMBDA_LOG_STREAM_NAME", "bench")
         .env("AWS_LAMBDA_LOG_GROUP_NAME", "bench")
-        .env("TFREG_ENDPOINT", function.endpoint)
         .env("TFREG_TABLE", &backends.table)
         .env("TFREG_BUCKET", &backends.bucket)
         .env("TFREG_HOSTNAME", "registry.example.com")
@@ -445,7 +447,7 @@ async fn first_requests(dir: &Path, runs: usize) -> Result<Vec<FirstRequest>, Bo
         for (i, (dynamodb, connect)) in VARIANTS.into_iter().enumerate() {
             let mut command = command(&binary, &[], function, &plain);
             command.env(
-                tfreg::aws::config::CONNECT_AT_INIT,
+                tfreg_lambda::config::CONNECT_AT_INIT,
                 if connect { "true" } else { "false" },
             );
             if dynamodb == "https" {
@@ -823,18 +825,35 @@ mod tests {
     #[test]
     fn every_function_of_the_template_is_measured() {
         let template = std::fs::read_to_string(workspace().join("template.yaml")).unwrap();
-        // Each function's `Binary:` comes before its `TFREG_ENDPOINT:`.
-        let mut binary = "";
+        // Each function resource (`  ProviderVersionsFunction:`) names its
+        // endpoint, and its `Binary:` follows.
+        let kebab = |camel: &str| {
+            let mut out = String::new();
+            for (i, c) in camel.chars().enumerate() {
+                if c.is_ascii_uppercase() && i > 0 {
+                    out.push('-');
+                }
+                out.push(c.to_ascii_lowercase());
+            }
+            out
+        };
+        let mut endpoint = String::new();
         let mut deployed = Vec::new();
-        for line in template.lines().map(str::trim) {
-            if let Some(b) = line.strip_prefix("Binary: ") {
-                binary = b;
-            } else if let Some(endpoint) = line.strip_prefix("TFREG_ENDPOINT: ") {
-                deployed.push((endpoint, binary));
+        for line in template.lines() {
+            if let Some(name) = line
+                .strip_prefix("  ")
+                .filter(|l| !l.starts_with(' '))
+                .and_then(|l| l.strip_suffix("Function:"))
+            {
+                endpoint = kebab(name);
+            } else if let Some(b) = line.trim().strip_prefix("Binary: ") {
+                deployed.push((endpoint.clone(), b.to_string()));
             }
         }
-        let measured: Vec<(&str, &str)> =
-            FUNCTIONS.iter().map(|f| (f.endpoint, f.binary)).collect();
+        let measured: Vec<(String, String)> = FUNCTIONS
+            .iter()
+            .map(|f| (f.endpoint.to_string(), f.binary.to_string()))
+            .collect();
         assert_eq!(deployed, measured);
     }
 }

@@ -16,12 +16,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use tfreg::address::{ModuleName, ProviderName};
-use tfreg::catalog::{self, INDEX_SK, Mark, Origin};
-use tfreg::router::{LifecycleAction, PublishTarget};
-use tfreg::storage::counting::{CountingStore, Counts, ReadVolume};
-use tfreg::storage::{Condition, Item, ItemStore};
-use tfreg::testing::{TestRegistry, TestSigner, scale};
+use tfreg_model::address::{ModuleName, ProviderName};
+use tfreg_model::router::{LifecycleAction, PublishTarget};
+use tfreg_store::catalog::schema::INDEX_SK;
+use tfreg_store::catalog::{self, Mark, Origin};
+use tfreg_store::{Condition, Item, ItemStore};
+use tfreg_testkit::counting::{CountingStore, Counts, ReadVolume};
+use tfreg_testkit::{TestRegistry, TestSigner, scale};
 
 use crate::report::Section;
 
@@ -232,7 +233,7 @@ impl<'a> Subject<'a> {
             backend: self.r.name.to_string(),
             subject: self.name.to_string(),
             versions: self.versions,
-            bytes: tfreg::storage::counting::item_size(&item),
+            bytes: tfreg_testkit::counting::item_size(&item),
         })
     }
 }
@@ -289,7 +290,7 @@ async fn provider(r: &TestRegistry, n: usize, figures: &mut Figures) -> Result<(
     figures.writes.push(
         s.write("publish", WRITES, async |i| {
             let r = release(i);
-            let v = tfreg::version::Version::parse(&r.version).map_err(err)?;
+            let v = tfreg_model::version::Version::parse(&r.version).map_err(err)?;
             done(catalog::put_provider_release(counting, &Origin::Registry, &name, &v, &r).await)
         })
         .await?,
@@ -342,7 +343,7 @@ async fn module(
     figures.writes.push(
         s.write("publish", WRITES, async |i| {
             let r = scale::module_release(&format!("2.0.{i}"));
-            let v = tfreg::version::Version::parse(&r.version).map_err(err)?;
+            let v = tfreg_model::version::Version::parse(&r.version).map_err(err)?;
             done(catalog::put_module_release(counting, name, &v, &r).await)
         })
         .await?,

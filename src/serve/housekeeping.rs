@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use tfreg::storage::fs::FsBlobStore;
-use tfreg::storage::sqlite::SqliteStore;
+use tfreg_store::fs::FsBlobStore;
+use tfreg_store::sqlite::SqliteStore;
 
 /// A temporary file untouched this long belongs to no request: a request
 /// writing one gets data at least every body idle timeout, and a publish
@@ -17,14 +17,15 @@ const EVERY: Duration = Duration::from_secs(3600);
 
 /// Sweep now and then every hour, in the background.
 pub fn spawn(blobs: FsBlobStore, items: SqliteStore, url_ttl_secs: u64) {
-    let uploads_max_age = Duration::from_secs(url_ttl_secs + tfreg::upload_session::GRACE_SECS);
+    let uploads_max_age =
+        Duration::from_secs(url_ttl_secs + tfreg_store::catalog::uploads::GRACE_SECS);
     tokio::spawn(async move {
         let mut every = tokio::time::interval(EVERY);
         loop {
             every.tick().await;
             sweep_uploads(&blobs, uploads_max_age).await;
             sweep_temp(&blobs, TEMP_MAX_AGE).await;
-            match items.sweep_expired(tfreg::registry::unix_now()).await {
+            match items.sweep_expired(tfreg_http::registry::unix_now()).await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(removed = n, "swept expired publish records"),
                 Err(e) => tracing::warn!(error = %e, "sweeping expired publish records failed"),
@@ -48,10 +49,7 @@ pub async fn sweep_temp(blobs: &FsBlobStore, max_age: Duration) {
 
 fn report(
     what: &str,
-    swept: Result<
-        Result<tfreg::storage::fs::Swept, tfreg::storage::StoreError>,
-        tokio::task::JoinError,
-    >,
+    swept: Result<Result<tfreg_store::fs::Swept, tfreg_store::StoreError>, tokio::task::JoinError>,
 ) {
     match swept {
         Ok(Ok(s)) if s.entries == 0 => {}

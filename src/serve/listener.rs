@@ -17,7 +17,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use tfreg::http_types::with_idle_timeout;
+use tfreg_http::body::with_idle_timeout;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tower::ServiceExt as _;
@@ -26,13 +26,13 @@ use super::linger::Lingering;
 
 /// The hard bound of a request head, in bytes: hyper's HTTP/1 read buffer and
 /// the HTTP/2 header list. The registry's own limit
-/// ([`tfreg::app::MAX_HEADER_BYTES`], answered with a JSON 431) is below it; a
+/// ([`tfreg_http::app::MAX_HEADER_BYTES`], answered with a JSON 431) is below it; a
 /// head over this bound gets hyper's bare 431 (HTTP/1) or h2's (HTTP/2).
 pub const MAX_HEAD_BYTES: usize = 128 * 1024;
 
 /// Header lines hyper parses before answering 431 itself (above the
-/// registry's own [`tfreg::app::MAX_HEADERS`], so that limit answers first).
-const MAX_HEADER_LINES: usize = 2 * tfreg::app::MAX_HEADERS;
+/// registry's own [`tfreg_http::app::MAX_HEADERS`], so that limit answers first).
+const MAX_HEADER_LINES: usize = 2 * tfreg_http::app::MAX_HEADERS;
 
 /// HTTP/2 streams one connection may have open at once.
 const MAX_STREAMS_PER_CONNECTION: u32 = 128;

@@ -15,9 +15,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
-use tfreg::address::Hostname;
-use tfreg::registry::{DEFAULT_URL_TTL_SECS, MAX_URL_TTL_SECS};
-use tfreg::{Config, Registry};
+use tfreg_http::registry::{DEFAULT_URL_TTL_SECS, MAX_URL_TTL_SECS};
+use tfreg_http::{Config, Registry};
+use tfreg_model::address::Hostname;
 
 use crate::cli_error::Result;
 use crate::data_dir::{self, DataDir, ServeLock};
@@ -56,7 +56,7 @@ pub struct ServeArgs {
     /// long a token revoked by another process (`tfreg token revoke
     /// --data-dir`) may keep working here. Revoking through this server's
     /// admin API takes effect at once.
-    #[arg(long, default_value_t = tfreg::auth::DEFAULT_TOKEN_CACHE_SECS, value_parser = clap::value_parser!(u64).range(0..=tfreg::auth::MAX_TOKEN_CACHE_SECS))]
+    #[arg(long, default_value_t = tfreg_http::auth::DEFAULT_TOKEN_CACHE_SECS, value_parser = clap::value_parser!(u64).range(0..=tfreg_http::auth::MAX_TOKEN_CACHE_SECS))]
     token_cache_secs: u64,
     /// Connections served at once; more wait until one closes.
     #[arg(long, default_value_t = listener::DEFAULT_MAX_CONNECTIONS)]
@@ -75,8 +75,8 @@ struct Ready {
     listener: tokio::net::TcpListener,
     tls: Arc<rustls::ServerConfig>,
     registry: Arc<Registry>,
-    blobs: tfreg::storage::fs::FsBlobStore,
-    items: tfreg::storage::sqlite::SqliteStore,
+    blobs: tfreg_store::fs::FsBlobStore,
+    items: tfreg_store::sqlite::SqliteStore,
     hostname: Hostname,
     ca: Option<PathBuf>,
     dir: DataDir,
@@ -116,7 +116,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     .render();
     eprintln!("{text}");
     housekeeping::spawn(ready.blobs.clone(), ready.items.clone(), args.url_ttl);
-    let app = tfreg::app::app(ready.registry.clone(), None);
+    let app = crate::every_group(ready.registry.clone()).router();
     listener::serve(ready.listener, ready.tls, app, limits, stop.wait()).await;
     tracing::info!("stopped");
     Ok(())
@@ -164,7 +164,7 @@ async fn start(args: &ServeArgs) -> Result<Ready> {
             .await
             .map_err(|e| format!("opening the database: {e}"))??,
     );
-    let signer = tfreg::signed_url::load_signer(items.as_ref())
+    let signer = tfreg_http::signed_url::load_signer(items.as_ref())
         .await
         .map_err(|e| {
             format!(

@@ -16,12 +16,13 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
-use tfreg::auth::{NewToken, Scope, TokenCache};
-use tfreg::hashing::sha256_hex;
-use tfreg::registry::{Registry, unix_now};
-use tfreg::router::PublishTarget;
-use tfreg::storage::counting::{CountingStore, Counts};
-use tfreg::testing::{
+use tfreg_http::auth::TokenCache;
+use tfreg_http::registry::{Registry, unix_now};
+use tfreg_model::hashing::sha256_hex;
+use tfreg_model::router::PublishTarget;
+use tfreg_model::token::{NewToken, Scope};
+use tfreg_testkit::counting::{CountingStore, Counts};
+use tfreg_testkit::{
     HOST, TestRegistry, TestResponse, TestSigner, module_archive, provider_release,
     provider_request,
 };
@@ -520,7 +521,7 @@ async fn matrix_fixtures(r: &TestRegistry) -> String {
         .as_str()
         .unwrap()
         .to_string();
-    url.strip_prefix(tfreg::testing::PUBLIC_URL)
+    url.strip_prefix(tfreg_testkit::PUBLIC_URL)
         .expect("an archive URL of the registry")
         .to_string()
 }
@@ -528,7 +529,7 @@ async fn matrix_fixtures(r: &TestRegistry) -> String {
 /// Make the token `cred` stands for (none for the header-only ones).
 async fn make_credential(r: &TestRegistry, cred: Cred) -> Option<String> {
     let items = r.registry.items.as_ref();
-    let operator = tfreg::auth::Principal::Operator.actor();
+    let operator = tfreg_model::token::Principal::Operator.actor();
     match cred {
         Cred::None | Cred::Basic | Cred::BearerEmpty => None,
         Cred::Unknown => Some("tfreg_thisTokenWasNeverIssuedByThisRegistry000".into()),
@@ -541,7 +542,7 @@ async fn make_credential(r: &TestRegistry, cred: Cred) -> Option<String> {
                 expires_at: Some(2),
             };
             Some(
-                tfreg::auth::create_token(items, new, 1, &operator)
+                tfreg_store::catalog::tokens::create(items, new, 1, &operator)
                     .await
                     .unwrap()
                     .0,
@@ -674,7 +675,7 @@ async fn matrix_via(r: TestRegistry, anonymous_reads: bool, via: Via<'_>, own_ho
             .await;
             let status = resp.status.as_u16();
             let want = rule(ep.need, *cred, anonymous_reads);
-            let page = tfreg::ui::wants_pages(&ep.path);
+            let page = tfreg_model::router::is_ui_path(&ep.path);
             // A web UI page refuses a GET without a valid credential by
             // sending the browser to sign in: its 401.
             let to_sign_in = status == 303

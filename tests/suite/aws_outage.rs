@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Method, StatusCode, header};
-use tfreg::auth::Scope;
-use tfreg::protocol::PublishRequest;
-use tfreg::router::PublishStep;
-use tfreg::testing::{
+use tfreg_model::protocol::PublishRequest;
+use tfreg_model::router::PublishStep;
+use tfreg_model::token::Scope;
+use tfreg_testkit::{
     PUBLIC_URL, TestRegistry, TestResponse, TestSigner, decl, module_archive, provider_release,
     provider_request,
 };

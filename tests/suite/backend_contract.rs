@@ -7,15 +7,15 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
-use tfreg::address::ModuleName;
-use tfreg::auth::Scope;
-use tfreg::blob_key::{BlobKey, FileName, UploadId};
-use tfreg::catalog;
-use tfreg::hashing::sha256_hex;
-use tfreg::registry::{Registry, unix_now};
-use tfreg::router::PublishTarget;
-use tfreg::storage::{ByteStream, Condition, Digest, Item, StoreError, query_all};
-use tfreg::testing::{PUBLIC_URL, TestRegistry, module_archive};
+use tfreg_http::registry::{Registry, unix_now};
+use tfreg_model::address::ModuleName;
+use tfreg_model::blob_key::{BlobKey, FileName, UploadId};
+use tfreg_model::hashing::sha256_hex;
+use tfreg_model::router::PublishTarget;
+use tfreg_model::token::Scope;
+use tfreg_store::catalog;
+use tfreg_store::{ByteStream, Condition, Digest, Item, StoreError, query_all};
+use tfreg_testkit::{PUBLIC_URL, TestRegistry, module_archive};
 
 fn item(pk: &str, sk: &str, data: &[u8]) -> Item {
     Item::new(pk, sk, data.to_vec())
@@ -32,7 +32,7 @@ pub async fn publish_module(
     address: &str,
     version: &str,
     archive: &[u8],
-) -> tfreg::testing::TestResponse {
+) -> tfreg_testkit::TestResponse {
     r.publish(
         &module(address, version),
         token,
@@ -331,7 +331,7 @@ async fn version_lists_are_complete_and_in_semver_order(r: TestRegistry) {
         catalog::put_module_release(
             r.registry.items.as_ref(),
             &module,
-            &tfreg::version::Version::parse(v).unwrap(),
+            &tfreg_model::version::Version::parse(v).unwrap(),
             &release,
         )
         .await
@@ -448,7 +448,7 @@ async fn readers_never_make_the_url_secret(writer: TestRegistry) {
     let reader = Registry::with_stored_signer(
         items.clone(),
         writer.registry.blobs.clone(),
-        tfreg::testing::test_config(),
+        tfreg_testkit::test_config(),
     );
     let reader = writer.reconfigure(|_| reader);
     let forged =
@@ -465,7 +465,7 @@ async fn readers_never_make_the_url_secret(writer: TestRegistry) {
     let download = "/v1/modules/acme/ro/aws/1.0.0/download";
     assert_eq!(reader.get(download).await.status, StatusCode::NOT_FOUND);
     assert!(
-        tfreg::signed_url::read_signer(items.as_ref())
+        tfreg_http::signed_url::read_signer(items.as_ref())
             .await
             .unwrap()
             .is_none(),
@@ -474,7 +474,7 @@ async fn readers_never_make_the_url_secret(writer: TestRegistry) {
     );
 
     // A writer on the reader's table publishes (and so makes the secret).
-    let signer = tfreg::signed_url::load_signer(items.as_ref())
+    let signer = tfreg_http::signed_url::load_signer(items.as_ref())
         .await
         .unwrap();
     let writer = writer.reconfigure(|_| {
@@ -482,7 +482,7 @@ async fn readers_never_make_the_url_secret(writer: TestRegistry) {
             items.clone(),
             reader.registry.blobs.clone(),
             signer,
-            tfreg::testing::test_config(),
+            tfreg_testkit::test_config(),
         )
     });
     let token = writer.token(Scope::Publish, None).await;
@@ -515,11 +515,11 @@ macro_rules! contract {
     ($($name:ident),* $(,)?) => {
         mod embedded {
             $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(tfreg::testing::TestRegistry::embedded().await).await }) *
+            async fn $name() { super::$name(tfreg_testkit::TestRegistry::embedded().await).await }) *
         }
         mod aws {
             $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(tfreg::testing::TestRegistry::aws().await).await }) *
+            async fn $name() { super::$name(tfreg_testkit::TestRegistry::aws().await).await }) *
         }
     };
 }

@@ -291,7 +291,7 @@ fn interrupted_publish_leaves_no_trace() {
     let zips = provider_dist(&dist, "null", "1.0.0", &["linux_amd64"], &gpg);
     let decl = |p: &Path| {
         let bytes = std::fs::read(p).unwrap();
-        serde_json::json!({"name": p.file_name().unwrap().to_str().unwrap(), "size": bytes.len(), "sha256": tfreg::hashing::sha256_hex(&bytes)})
+        serde_json::json!({"name": p.file_name().unwrap().to_str().unwrap(), "size": bytes.len(), "sha256": tfreg_model::hashing::sha256_hex(&bytes)})
     };
     let sums = dist.join("terraform-provider-null_1.0.0_SHA256SUMS");
     let sig = dist.join("terraform-provider-null_1.0.0_SHA256SUMS.sig");

@@ -17,18 +17,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use http::StatusCode;
-use tfreg::address::{ModuleName, ProviderName};
-use tfreg::auth::Scope;
-use tfreg::blob_key::{BlobKey, UploadId};
-use tfreg::catalog::{self, Origin};
-use tfreg::hashing::sha256_hex;
-use tfreg::protocol::PublishRequest;
-use tfreg::router::PublishTarget;
-use tfreg::storage::Download;
-use tfreg::testing::{
+use tfreg_model::address::{ModuleName, ProviderName};
+use tfreg_model::blob_key::{BlobKey, UploadId};
+use tfreg_model::hashing::sha256_hex;
+use tfreg_model::protocol::PublishRequest;
+use tfreg_model::router::PublishTarget;
+use tfreg_model::token::Scope;
+use tfreg_model::version::Version;
+use tfreg_store::Download;
+use tfreg_store::catalog::{self, Origin};
+use tfreg_testkit::{
     TestRegistry, TestResponse, TestSigner, module_archive, provider_release, provider_request,
 };
-use tfreg::version::Version;
 
 use crate::backend_contract::{contract, module};
 
@@ -372,7 +372,7 @@ async fn concurrent_publishes_land_whole_with_one_winner_and_no_orphan(r: TestRe
             .insert(file.to_string());
     }
     for id in slots.keys() {
-        let session = tfreg::upload_session::get(items, &UploadId::parse(id).unwrap())
+        let session = tfreg_store::catalog::uploads::get(items, &UploadId::parse(id).unwrap())
             .await
             .unwrap();
         assert!(

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
-use tfreg::auth::Scope;
-use tfreg::registry::Registry;
-use tfreg::router::{PublishStep, PublishTarget};
-use tfreg::storage::{Condition, Item, ItemStore, Page, StoreError};
-use tfreg::testing::{TestRegistry, TestSigner, provider_release, provider_request};
+use tfreg_http::registry::Registry;
+use tfreg_model::router::{PublishStep, PublishTarget};
+use tfreg_model::token::Scope;
+use tfreg_store::{Condition, Item, ItemStore, Page, StoreError};
+use tfreg_testkit::{TestRegistry, TestSigner, provider_release, provider_request};
 
 #[tokio::test]
 async fn malformed_requests_are_4xx_with_error_bodies() {
@@ -326,7 +326,7 @@ async fn the_longest_module_addresses_publish() {
     let address = format!("{}/{}/aws", "n".repeat(64), "m".repeat(64));
     let version = format!("1.0.0-{}", "r".repeat(100));
     let target = PublishTarget::try_from(format!("modules/{address}/{version}")).unwrap();
-    let archive = tfreg::testing::module_archive(&[("main.tf", "")]);
+    let archive = tfreg_testkit::module_archive(&[("main.tf", "")]);
     let resp = r
         .publish(
             &target,

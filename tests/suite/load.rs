@@ -24,10 +24,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tfreg::address::{Hostname, ModuleName, Platform, ProviderName};
-use tfreg::protocol::DISCOVERY_PATH;
-use tfreg::router::ReadRoute;
-use tfreg::version::Version;
+use tfreg_model::address::{Hostname, ModuleName, Platform, ProviderName};
+use tfreg_model::protocol::DISCOVERY_PATH;
+use tfreg_model::router::ReadRoute;
+use tfreg_model::version::Version;
 
 use crate::support::fixtures::*;
 use crate::support::log;

@@ -37,6 +37,10 @@
 //! - `scale`: a provider and a module of 5,000 versions, on both backends:
 //!   every read endpoint costs one storage request, counted.
 //!
+//! - `template`: `template.yaml`, the functions' packages, the router and
+//!   `cargo lambda watch`'s routes agree; least privilege per function; the
+//!   CloudFront Function answers discovery as the code does.
+//!
 //! `support` is the harness, split by job.
 
 mod access;
@@ -56,3 +60,4 @@ mod load;
 mod publish_attacks;
 mod scale;
 mod support;
+mod template;

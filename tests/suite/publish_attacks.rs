@@ -5,10 +5,10 @@
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
-use tfreg::auth::Scope;
-use tfreg::protocol::{BeginStatus, PublishBegin, PublishRequest};
-use tfreg::router::{PublishStep, PublishTarget};
-use tfreg::testing::{
+use tfreg_model::protocol::{BeginStatus, PublishBegin, PublishRequest};
+use tfreg_model::router::{PublishStep, PublishTarget};
+use tfreg_model::token::Scope;
+use tfreg_testkit::{
     TestRegistry, TestResponse, TestSigner, decl, module_archive, provider_release,
     provider_request, provider_zip, zip_with,
 };
@@ -345,7 +345,7 @@ async fn dangerous_provider_zips_are_refused(r: TestRegistry) {
         }
         let sums: String = files
             .iter()
-            .map(|(n, b)| format!("{}  {n}\n", tfreg::hashing::sha256_hex(b)))
+            .map(|(n, b)| format!("{}  {n}\n", tfreg_model::hashing::sha256_hex(b)))
             .collect();
         let base = format!("terraform-provider-zips_{version}");
         files.push((

@@ -9,12 +9,13 @@
 use bytes::Bytes;
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
-use tfreg::address::{Hostname, ModuleName, ProviderName};
-use tfreg::auth::Scope;
-use tfreg::catalog::{INDEX_SK, Origin};
-use tfreg::router::PublishTarget;
-use tfreg::storage::counting::{CountingStore, Counts, item_size};
-use tfreg::testing::{
+use tfreg_model::address::{Hostname, ModuleName, ProviderName};
+use tfreg_model::router::PublishTarget;
+use tfreg_model::token::Scope;
+use tfreg_store::catalog::Origin;
+use tfreg_store::catalog::schema::INDEX_SK;
+use tfreg_testkit::counting::{CountingStore, Counts, item_size};
+use tfreg_testkit::{
     TestRegistry, TestSigner, module_archive, provider_release, provider_request, scale,
 };
 

@@ -13,7 +13,7 @@ use crate::support::tools::{Tools, tfreg_bin};
 use crate::support::{Server, Terraform, ok, write_tree};
 
 fn module(marker: &str) -> Vec<u8> {
-    tfreg::testing::module_archive(&[("main.tf", &format!("# {marker}\n"))])
+    tfreg_testkit::module_archive(&[("main.tf", &format!("# {marker}\n"))])
 }
 
 /// `tfreg serve` on `data` with `address` 1.0.0 published; the server and a
@@ -276,7 +276,7 @@ fn a_full_disk_gives_503_and_leaves_no_temporary_files() {
         .unwrap();
     let mut noise = vec![0u8; 1_500_000];
     rand::fill(&mut noise[..]);
-    let archive = tfreg::testing::module_archive(&[
+    let archive = tfreg_testkit::module_archive(&[
         ("main.tf", "# big\n"),
         ("data.txt", &hex::encode(&noise)),
     ]);
@@ -299,7 +299,7 @@ fn a_full_disk_gives_503_and_leaves_no_temporary_files() {
 /// begin + PUT of one archive; the status of the PUT.
 fn try_publish(server: &Server, token: &str, module: &str, version: &str, archive: &[u8]) -> u16 {
     let request = declaring_archive(archive);
-    let begin: tfreg::protocol::PublishBegin =
+    let begin: tfreg_model::protocol::PublishBegin =
         publish_step(server, token, module, version, "begin", &request)
             .json()
             .unwrap();
@@ -317,7 +317,7 @@ fn try_publish(server: &Server, token: &str, module: &str, version: &str, archiv
 fn half_upload(server: &Server, token: &str, version: &str) -> super::Tls {
     let size = 10 << 20;
     let request = declaring("module.tar.gz", size, "0".repeat(64));
-    let begin: tfreg::protocol::PublishBegin =
+    let begin: tfreg_model::protocol::PublishBegin =
         publish_step(server, token, "cut/m/null", version, "begin", &request)
             .json()
             .unwrap();

@@ -289,7 +289,7 @@ fn a_small_archive_on_a_reused_connection_is_as_quick_as_json() {
     let tmp = tempfile::tempdir().unwrap();
     let server = Server::start(&tmp.path().join("data"), &[]);
     let token = server.token("publish", None);
-    let archive = tfreg::testing::module_archive(&[("main.tf", "# small\n")]);
+    let archive = tfreg_testkit::module_archive(&[("main.tf", "# small\n")]);
     assert!(archive.len() < 400, "{} bytes", archive.len());
     let (status, body) =
         publish_module_bytes(&server, &token, "hard/small/null", "1.0.0", &archive);

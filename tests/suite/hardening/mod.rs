@@ -16,7 +16,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tfreg::protocol::{FileDecl, PublishBegin, PublishRequest};
+use tfreg_model::protocol::{FileDecl, PublishBegin, PublishRequest};
 
 use crate::support::Server;
 
@@ -131,7 +131,7 @@ pub fn declaring_archive(archive: &[u8]) -> PublishRequest {
     declaring(
         "module.tar.gz",
         archive.len() as u64,
-        tfreg::hashing::sha256_hex(archive),
+        tfreg_model::hashing::sha256_hex(archive),
     )
 }
 

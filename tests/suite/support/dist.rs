@@ -54,7 +54,7 @@ pub fn provider_dist_of(
         );
         sums += &format!(
             "{}  {name}\n",
-            tfreg::hashing::sha256_hex(&std::fs::read(&path).unwrap())
+            tfreg_model::hashing::sha256_hex(&std::fs::read(&path).unwrap())
         );
         zips.push(path);
     }
@@ -66,7 +66,7 @@ pub fn provider_dist_of(
     .unwrap();
     sums += &format!(
         "{}  {manifest}\n",
-        tfreg::hashing::sha256_hex(&std::fs::read(dist.join(&manifest)).unwrap())
+        tfreg_model::hashing::sha256_hex(&std::fs::read(dist.join(&manifest)).unwrap())
     );
     let sums_path = dist.join(format!("terraform-provider-{ty}_{version}_SHA256SUMS"));
     std::fs::write(&sums_path, sums).unwrap();

@@ -134,7 +134,7 @@ pub fn lock_file(dir: &Path) -> String {
 
 /// The `h1:` hash of a null provider zip.
 pub fn h1(zip: &Path) -> String {
-    tfreg::archives::provider_zip::inspect(std::fs::File::open(zip).unwrap(), "null")
+    tfreg_verify::archives::provider_zip::inspect(std::fs::File::open(zip).unwrap(), "null")
         .unwrap()
         .h1
 }
@@ -142,7 +142,7 @@ pub fn h1(zip: &Path) -> String {
 pub fn zh(zip: &Path) -> String {
     format!(
         "zh:{}",
-        tfreg::hashing::sha256_hex(&std::fs::read(zip).unwrap())
+        tfreg_model::hashing::sha256_hex(&std::fs::read(zip).unwrap())
     )
 }
 

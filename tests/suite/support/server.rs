@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 use super::command::ok;
 use super::tools::{Tools, require_emulators, tfreg_bin};
 
+/// The function binaries, by the names cargo lambda watch's router gives them.
+pub const FUNCTIONS: [&str; 5] = ["read", "blob", "publish", "admin", "ui"];
+
 /// A loopback port that was free a moment ago.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -240,7 +243,7 @@ impl Server {
     }
 
     /// Like [`Server::start_lambda`], with more of the functions' settings
-    /// (`tfreg::aws::config`: `TFREG_ANONYMOUS_READS`, `TFREG_URL_TTL`, ...).
+    /// (`tfreg_lambda::config`: `TFREG_ANONYMOUS_READS`, `TFREG_URL_TTL`, ...).
     pub fn start_lambda_with(dir: &Path, settings: &[(&str, &str)]) -> Server {
         require_emulators();
         let tools = Tools::get();
@@ -284,8 +287,6 @@ impl Server {
                 "lambda",
                 "watch",
                 "--only-lambda-apis",
-                "-p",
-                "tfreg-functions",
                 "--invoke-address",
                 "127.0.0.1",
             ])
@@ -343,17 +344,16 @@ impl Server {
             .unwrap()
             .to_path_buf();
         let function_log = std::fs::File::create(&log).unwrap();
-        // What template.yaml deploys: the one `lambda` binary, TFREG_ENDPOINT naming the endpoint.
-        let bin = functions_dir.join("lambda");
-        assert!(
-            bin.exists(),
-            "{} is missing: cargo test --workspace builds it",
-            bin.display()
-        );
-        for endpoint in tfreg::router::Endpoint::ALL {
-            let name_of_fn = endpoint.name();
+        // What template.yaml deploys: one binary per function package, each
+        // named as cargo lambda watch's router names it.
+        for name_of_fn in FUNCTIONS {
+            let bin = functions_dir.join(name_of_fn);
+            assert!(
+                bin.exists(),
+                "{} is missing: cargo test --workspace builds it",
+                bin.display()
+            );
             let function = Command::new(&bin)
-                .env(tfreg::aws::config::ENDPOINT, name_of_fn)
                 .env(
                     "AWS_LAMBDA_RUNTIME_API",
                     format!("http://{runtime_addr}/.rt/{name_of_fn}"),

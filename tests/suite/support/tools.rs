@@ -48,7 +48,7 @@ impl Tools {
     }
 }
 
-pub use tfreg::testing::require_emulators;
+pub use tfreg_testkit::require_emulators;
 
 /// Path of the `tfreg` binary under test.
 pub fn tfreg_bin() -> PathBuf {

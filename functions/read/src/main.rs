@@ -1,0 +1,8 @@
+//! The `read` Lambda function: discovery, the provider, module and mirror protocols: seven functions of the template (one per endpoint) run this binary. Reads only the table; no archives.
+
+use tfreg_http::Served;
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    tfreg_lambda::run(Served::new().read(tfreg_read::Read)).await
+}

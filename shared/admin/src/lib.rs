@@ -1,0 +1,279 @@
+//! The admin API (`/v1/admin/...`): tokens, namespace signing keys, release
+//! lifecycle (deprecate, yank, delete) and the audit trail. The pipeline
+//! has already checked the caller holds an admin token covering the
+//! route's realm (or is the operator, for the CLI on a local data dir);
+//! every change is audited there too, with the [`Note`] left here.
+
+use async_trait::async_trait;
+use http::{HeaderMap, StatusCode};
+use serde::de::DeserializeOwned;
+use tfreg_http::body::{Body, Response, json, read_body};
+use tfreg_http::{Call, Error, Handler, Note, Registry};
+use tfreg_model::keys::RegisteredKey;
+use tfreg_model::protocol::{
+    AddKeys, AuditList, CreatedToken, DeleteResult, KeyList, LifecycleRequest, LifecycleResult,
+    RemovedKey, RevokedToken, TokenList,
+};
+use tfreg_model::release::Mark;
+use tfreg_model::router::{AdminRoute, LifecycleAction};
+use tfreg_model::text::{MAX_MESSAGE_CHARS, readable};
+use tfreg_model::token::{NewToken, Principal};
+use tfreg_store::catalog::{self, audit, keys, tokens};
+use tfreg_verify::signing::PublicKey;
+
+/// The admin API.
+pub struct Admin;
+
+#[async_trait]
+impl Handler<AdminRoute> for Admin {
+    async fn handle(
+        &self,
+        registry: &Registry,
+        route: AdminRoute,
+        call: Call<'_>,
+        body: Body,
+    ) -> Result<Response, Error> {
+        handle(
+            registry,
+            call.principal,
+            route,
+            call.query,
+            call.headers,
+            body,
+        )
+        .await
+    }
+}
+
+/// Largest admin request body (a few armored keys).
+pub const MAX_BODY: usize = 256 * 1024;
+/// Events `GET /v1/admin/audit` returns without `?limit=`.
+pub const DEFAULT_AUDIT_LIMIT: usize = 100;
+
+async fn body<T: DeserializeOwned>(headers: &HeaderMap, body: Body) -> Result<T, Error> {
+    let bytes = read_body(headers, body, MAX_BODY).await?;
+    serde_json::from_slice(&bytes).map_err(|e| Error::bad(format!("invalid request body: {e}")))
+}
+
+/// A response that leaves `note` for the audit trail.
+fn noted<T: serde::Serialize>(status: StatusCode, value: &T, note: String) -> Response {
+    let mut resp = json(status, value);
+    resp.extensions_mut().insert(Note(note));
+    resp
+}
+
+/// Answer an admin route for `principal`.
+async fn handle(
+    registry: &Registry,
+    principal: &Principal,
+    route: AdminRoute,
+    query: Option<&str>,
+    headers: &HeaderMap,
+    req_body: Body,
+) -> Result<Response, Error> {
+    let items = registry.items.as_ref();
+    let by = principal.actor().describe();
+    match route {
+        AdminRoute::ListTokens => Ok(json(
+            StatusCode::OK,
+            &TokenList {
+                tokens: tokens::list(items).await?,
+            },
+        )),
+        AdminRoute::CreateToken => {
+            let new: NewToken = body(headers, req_body).await?;
+            let (token, record) =
+                tokens::create(items, new, registry.now(), &principal.actor()).await?;
+            let note = format!(
+                "token {} ({}) with scopes {} for {}",
+                record.name,
+                record.id,
+                record
+                    .scopes
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                if record.namespaces.is_empty() {
+                    "every namespace".to_string()
+                } else {
+                    format!("namespaces {}", record.namespaces.join(","))
+                }
+            );
+            Ok(noted(
+                StatusCode::CREATED,
+                &CreatedToken { token, record },
+                note,
+            ))
+        }
+        AdminRoute::RevokeToken { id } => {
+            let (hash, revoked) = tokens::revoke(items, &id)
+                .await?
+                .ok_or_else(|| Error::not_found(format!("no token has id {id}")))?;
+            // Refused at once by this process; by others within their token cache.
+            registry.tokens.forget(&hash);
+            let note = format!("revoked token {} ({})", revoked.name, revoked.id);
+            Ok(noted(StatusCode::OK, &RevokedToken { revoked }, note))
+        }
+        AdminRoute::ListKeys { namespace } => Ok(json(
+            StatusCode::OK,
+            &KeyList {
+                keys: keys::list(items, &namespace).await?,
+                namespace,
+            },
+        )),
+        AdminRoute::AddKeys { namespace } => {
+            let req: AddKeys = body(headers, req_body).await?;
+            let parsed = registrable(&req.keys, registry.now(), &by)?;
+            let keys = keys::add(items, &namespace, parsed).await?;
+            let note = format!(
+                "namespace {namespace} now has keys {}",
+                keys.iter()
+                    .map(|k| k.key_id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            Ok(noted(
+                StatusCode::CREATED,
+                &KeyList { namespace, keys },
+                note,
+            ))
+        }
+        AdminRoute::RemoveKey { namespace, key_id } => {
+            let removed = keys::remove(items, &namespace, &key_id)
+                .await?
+                .ok_or_else(|| {
+                    Error::not_found(format!("namespace {namespace} has no key {key_id}"))
+                })?;
+            let note = format!("removed key {key_id} from namespace {namespace}");
+            Ok(noted(
+                StatusCode::OK,
+                &RemovedKey { namespace, removed },
+                note,
+            ))
+        }
+        AdminRoute::Lifecycle { release, action } => {
+            let req: LifecycleRequest = body(headers, req_body).await?;
+            // Terraform prints a deprecation message on every `init`: plain
+            // text only, no terminal escapes, no invisible characters.
+            let message = req
+                .message
+                .filter(|m| !m.trim().is_empty())
+                .map(|m| readable("the message", &m, MAX_MESSAGE_CHARS))
+                .transpose()?;
+            let message = match (action, message) {
+                (LifecycleAction::Deprecate, None) => {
+                    return Err(Error::bad(
+                        "deprecating needs a message telling users what to do instead",
+                    ));
+                }
+                (_, Some(m)) => m,
+                (_, None) => String::new(),
+            };
+            let mark = Mark {
+                message: message.clone(),
+                at: registry.now(),
+                by,
+            };
+            let (lifecycle, changed) =
+                catalog::change_lifecycle(items, &release, action, mark).await?;
+            let note = match (changed, message.is_empty()) {
+                (false, _) => format!("already {}d: nothing changed", action.name()),
+                (true, true) => format!("{}d", action.name()),
+                (true, false) => format!("{}d: {message}", action.name()),
+            };
+            Ok(noted(
+                StatusCode::OK,
+                &LifecycleResult {
+                    release: release.to_string(),
+                    lifecycle,
+                    changed,
+                },
+                note,
+            ))
+        }
+        AdminRoute::Delete { release } => {
+            let keys = catalog::delete_release(items, &release).await?;
+            let mut left = Vec::new();
+            for key in &keys {
+                if let Err(e) = registry.blobs.delete(key).await {
+                    tracing::warn!(%key, error = %e, "cannot remove a deleted release's archive");
+                    left.push(key.to_string());
+                }
+            }
+            let removed = keys.len() - left.len();
+            let note = if left.is_empty() {
+                format!("deleted with its {removed} archive files")
+            } else {
+                format!(
+                    "deleted; {removed} archive files removed, {} left: {}",
+                    left.len(),
+                    left.join(", ")
+                )
+            };
+            Ok(noted(
+                StatusCode::OK,
+                &DeleteResult {
+                    deleted: release.to_string(),
+                    archives_removed: removed,
+                    archives_left: left,
+                },
+                note,
+            ))
+        }
+        AdminRoute::Audit => {
+            let limit = audit_limit(query)?;
+            Ok(json(
+                StatusCode::OK,
+                &AuditList {
+                    events: audit::recent(items, limit).await?,
+                },
+            ))
+        }
+    }
+}
+
+/// Every armored key parsed and checked (one bad key adds none), as the
+/// records to register.
+fn registrable(armors: &[String], now: u64, by: &str) -> Result<Vec<RegisteredKey>, Error> {
+    armors
+        .iter()
+        .enumerate()
+        .map(|(i, armor)| {
+            let key = PublicKey::parse(armor).map_err(|e| Error::Refused {
+                too_large: false,
+                message: format!("key {} of {}: {e}", i + 1, armors.len()),
+            })?;
+            let info = key.info();
+            Ok(RegisteredKey {
+                key_id: info.key_id.clone(),
+                ascii_armor: info.ascii_armor.clone(),
+                algorithms: info.algorithms.clone(),
+                added_at: now,
+                added_by: by.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// `?limit=N` (1 to [`audit::MAX_LIST`]).
+fn audit_limit(query: Option<&str>) -> Result<usize, Error> {
+    let Some(query) = query else {
+        return Ok(DEFAULT_AUDIT_LIMIT);
+    };
+    for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        if key == "limit" {
+            return value
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=audit::MAX_LIST).contains(n))
+                .ok_or_else(|| {
+                    Error::bad(format!(
+                        "limit must be a number from 1 to {}",
+                        audit::MAX_LIST
+                    ))
+                });
+        }
+    }
+    Ok(DEFAULT_AUDIT_LIMIT)
+}

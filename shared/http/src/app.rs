@@ -1,0 +1,263 @@
+//! The registry as one tower service, shared by every entry point: `tfreg
+//! serve` hands it to hyper, each Lambda function to `lambda_http::run`, tests
+//! call it in-process. Here a request is routed, authorised and dispatched to
+//! the handler group that serves it (the groups this process was given:
+//! [`Served`]); errors become HTTP here and only here; one log line per
+//! request, and one audit record per change of state.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use http::{HeaderMap, HeaderValue, Method, StatusCode};
+use tfreg_model::audit::{Event, Outcome};
+use tfreg_model::protocol::Discovery;
+use tfreg_model::router::{Endpoint, Route, UiRoute, is_ui_path, route};
+use tfreg_model::token::Principal;
+use tfreg_store::catalog::audit;
+
+use crate::auth::{self, Credential};
+use crate::body::{Body, Request, Response, authorization, error_response, json, redirect};
+use crate::error::Error;
+use crate::groups::{Call, Note, Served};
+use crate::registry::Registry;
+use crate::session;
+
+/// Most header lines a request may have (real clients send about ten).
+pub const MAX_HEADERS: usize = 100;
+/// Largest total size of a request's header names and values. Terraform sends
+/// a few hundred bytes; a bearer token is under 100.
+pub const MAX_HEADER_BYTES: usize = 32 * 1024;
+
+/// The response header that names a request's log line.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// Refuse a request with too many or too large headers (431).
+fn check_headers(headers: &HeaderMap) -> Result<(), Error> {
+    if headers.len() > MAX_HEADERS {
+        return Err(Error::HeadersTooLarge(format!(
+            "{} header lines; at most {MAX_HEADERS} are accepted",
+            headers.len()
+        )));
+    }
+    let bytes: usize = headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len())
+        .sum();
+    if bytes > MAX_HEADER_BYTES {
+        return Err(Error::HeadersTooLarge(format!(
+            "{bytes} bytes of headers; at most {MAX_HEADER_BYTES} are accepted"
+        )));
+    }
+    Ok(())
+}
+
+/// A registry and the groups it serves: one process's whole answer.
+#[derive(Clone)]
+pub struct App {
+    pub registry: Arc<Registry>,
+    pub served: Served,
+}
+
+impl App {
+    pub fn new(registry: Arc<Registry>, served: Served) -> Self {
+        Self { registry, served }
+    }
+
+    /// The service for hyper, `lambda_http` and in-process tests.
+    pub fn router(self) -> axum::Router {
+        let app = Arc::new(self);
+        axum::Router::new().fallback(move |req: Request| {
+            let app = app.clone();
+            async move { app.handle(req).await }
+        })
+    }
+
+    /// Route and answer one request from the network, logging one line with
+    /// route, status and latency (and an audit line for a change of state).
+    pub async fn handle(&self, req: Request) -> Response {
+        self.handle_as(req, Caller::Network).await
+    }
+
+    /// [`App::handle`], for `caller`: the same routing, handlers, errors and
+    /// audit for the CLI's local commands as for HTTP requests.
+    pub async fn handle_as(&self, req: Request, caller: Caller) -> Response {
+        handle(&self.registry, &self.served, req, caller).await
+    }
+}
+
+/// Who is calling: someone over the network (authorised by their token), or
+/// the operator (the `tfreg` CLI working on a local data dir or the AWS
+/// stores directly, which already has every right).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    Network,
+    Operator,
+}
+
+async fn handle(registry: &Registry, served: &Served, req: Request, caller: Caller) -> Response {
+    let started = Instant::now();
+    let request_id = format!("{:016x}", rand::random::<u64>());
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path();
+    let routed = check_headers(&parts.headers)
+        .and_then(|()| route(&parts.method, path).map_err(Error::from));
+    let endpoint = routed.as_ref().ok().map(Route::endpoint);
+    let audited = routed
+        .as_ref()
+        .ok()
+        .and_then(|r| Some((r.audit_action()?, r.audit_target())));
+    // Authorisation, once, for every route: the same code in every mode.
+    let mut principal = None;
+    // A UI path's answers are pages, where this process serves the UI.
+    let pages = served.ui.as_ref().filter(|_| is_ui_path(path));
+    // A browser's session (the UI's pages), else the Authorization header.
+    let session = match (&routed, authorization(&parts.headers)) {
+        (Ok(Route::Ui(_)), None) => ui_session(registry, &parts.headers).await,
+        _ => None,
+    };
+    let result = match routed {
+        Ok(r) => {
+            let (who, verdict) = match caller {
+                Caller::Operator => (Principal::Operator, Ok(())),
+                Caller::Network => {
+                    let access = r.access(&registry.config.hostname);
+                    let credential = match &session {
+                        Some(hash) => Credential::Session(Some(hash)),
+                        None => Credential::Authorization(authorization(&parts.headers)),
+                    };
+                    auth::authorize(registry, credential, access).await
+                }
+            };
+            // Who asked is kept even when refused (a valid token without
+            // the right): the audit trail records the refused change.
+            let call = Call {
+                method: &parts.method,
+                query: parts.uri.query(),
+                headers: &parts.headers,
+                principal: &who,
+                signed_in: session.is_some(),
+            };
+            let result = match verdict {
+                Ok(()) => dispatch(registry, served, r, call, body).await,
+                Err(e) => Err(e),
+            };
+            principal = Some(who);
+            result
+        }
+        Err(e) => Err(e),
+    };
+    let (mut resp, error) = match (result, pages) {
+        (Ok(resp), _) => (resp, None),
+        (Err(e), Some(ui)) => {
+            let who = principal.clone().unwrap_or(Principal::Anonymous);
+            let call = Call {
+                method: &parts.method,
+                query: parts.uri.query(),
+                headers: &parts.headers,
+                principal: &who,
+                signed_in: session.is_some(),
+            };
+            (
+                ui.error_page(registry, &e, &request_id, &call, path),
+                Some(e),
+            )
+        }
+        (Err(e), None) => (error_response(&e, &request_id), Some(e)),
+    };
+    if let Some(ui) = pages {
+        ui.secure(resp.headers_mut());
+    }
+    if let Ok(id) = HeaderValue::from_str(&request_id) {
+        resp.headers_mut().insert(REQUEST_ID_HEADER, id);
+    }
+    if parts.method == Method::HEAD {
+        // Keep the headers (Content-Length included), drop the body.
+        *resp.body_mut() = Body::empty();
+    }
+    let status = resp.status().as_u16();
+    if let Some((action, target)) = audited {
+        let detail = match &error {
+            Some(e) => Some(e.public_message(&request_id)),
+            None => resp.extensions().get::<Note>().map(|n| n.0.clone()),
+        };
+        let principal = principal.unwrap_or(Principal::Anonymous);
+        let event = Event {
+            at: registry.now(),
+            actor: principal.actor(),
+            action: action.to_string(),
+            target,
+            outcome: Outcome::of_status(status),
+            status,
+            detail,
+            request_id: request_id.clone(),
+        };
+        audit::record(registry.items.as_ref(), &event, principal.identified()).await;
+    }
+    // To the microsecond: full precision would print 16 digits on every line.
+    let latency_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1000.0;
+    let endpoint = endpoint.map(Endpoint::name).unwrap_or("none");
+    let method = &parts.method;
+    match error {
+        // Our fault or the store's: the detail the client did not get.
+        Some(e) if status >= 500 => {
+            tracing::error!(%method, path, %endpoint, status, latency_ms, %request_id, error = %e, "request")
+        }
+        _ => tracing::info!(%method, path, %endpoint, status, latency_ms, %request_id, "request"),
+    }
+    resp
+}
+
+/// The token hash of the request's UI session cookie, if it is valid (no
+/// signing secret yet: no session can exist).
+async fn ui_session(registry: &Registry, headers: &HeaderMap) -> Option<String> {
+    session::cookie(headers, session::COOKIE)?;
+    let signer = registry.signer_if_ready().await.ok()??;
+    session::token_hash(signer, headers, registry.now())
+}
+
+/// The route's group, if this process serves it; discovery and the UI's
+/// root need none.
+async fn dispatch(
+    registry: &Registry,
+    served: &Served,
+    route: Route,
+    call: Call<'_>,
+    body: Body,
+) -> Result<Response, Error> {
+    let endpoint = route.endpoint();
+    let missing = || {
+        Error::not_found(format!(
+            "no such endpoint here: this process does not serve {}",
+            endpoint.name()
+        ))
+    };
+    match route {
+        Route::Discovery => Ok(discovery()),
+        Route::Ui(UiRoute::Root) => Ok(redirect(&UiRoute::Home.path())),
+        Route::Read(read) => {
+            let group = served.read.as_ref().ok_or_else(missing)?;
+            group.handle(registry, read, call, body).await
+        }
+        Route::Blob(key) => {
+            let group = served.blob.as_ref().ok_or_else(missing)?;
+            group.handle(registry, key, call, body).await
+        }
+        Route::Publish(publish) => {
+            let group = served.publish.as_ref().ok_or_else(missing)?;
+            group.handle(registry, publish, call, body).await
+        }
+        Route::Admin(admin) => {
+            let group = served.admin.as_ref().ok_or_else(missing)?;
+            group.handle(registry, admin, call, body).await
+        }
+        Route::Ui(page) => {
+            let group = served.ui.as_ref().ok_or_else(missing)?;
+            group.handle(registry, page, call, body).await
+        }
+    }
+}
+
+/// `/.well-known/terraform.json`: the services this registry offers.
+pub fn discovery() -> Response {
+    json(StatusCode::OK, &Discovery::default())
+}

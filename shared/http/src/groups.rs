@@ -1,0 +1,111 @@
+//! What a process serves, decided where it starts: the handler groups it is
+//! given. A Lambda function is built from a package that depends on its
+//! group alone, and gives the pipeline only that group; `tfreg serve` and the
+//! CLI give it every group. A route whose group a process was not given is
+//! a 404 there, so a function answers only what it links.
+//!
+//! One trait per kind of route, each taking the route's own type: a new kind
+//! of route is a new field here and a new arm in the pipeline's dispatch
+//! (the compiler points at both); a new route of an existing kind is a new
+//! arm in that group's `match`.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use http::{HeaderMap, Method};
+use tfreg_model::blob_key::BlobKey;
+use tfreg_model::router::{AdminRoute, PublishRoute, ReadRoute, UiRoute};
+use tfreg_model::token::Principal;
+
+use crate::body::{Body, Response};
+use crate::error::Error;
+use crate::registry::Registry;
+
+/// What a request brings to its handler besides its route and body.
+pub struct Call<'a> {
+    pub method: &'a Method,
+    pub query: Option<&'a str>,
+    pub headers: &'a HeaderMap,
+    /// Who asked, already authorised for what the route needs.
+    pub principal: &'a Principal,
+    /// The credential came from a web UI session cookie.
+    pub signed_in: bool,
+}
+
+/// The handlers of one kind of route `R`.
+#[async_trait]
+pub trait Handler<R: Send + 'static>: Send + Sync {
+    async fn handle(
+        &self,
+        registry: &Registry,
+        route: R,
+        call: Call<'_>,
+        body: Body,
+    ) -> Result<Response, Error>;
+}
+
+/// The web UI: its pages, and the form every answer on a UI path takes.
+pub trait Pages: Handler<UiRoute> {
+    /// A UI request's error as a page (a GET without a session: a redirect
+    /// to the sign-in page).
+    fn error_page(
+        &self,
+        registry: &Registry,
+        err: &Error,
+        request_id: &str,
+        call: &Call<'_>,
+        path: &str,
+    ) -> Response;
+    /// The security headers of every UI response, error pages included.
+    fn secure(&self, headers: &mut HeaderMap);
+}
+
+/// What a handler tells the audit trail about a change it made (carried in
+/// the response's extensions, read by the pipeline).
+#[derive(Debug, Clone)]
+pub struct Note(pub String);
+
+/// The groups one process serves. Discovery and the UI's root redirect need
+/// no group: every process answers them.
+#[derive(Clone, Default)]
+pub struct Served {
+    /// The provider, module and mirror protocols.
+    pub read: Option<Arc<dyn Handler<ReadRoute>>>,
+    /// Archives behind the registry's signed URLs.
+    pub blob: Option<Arc<dyn Handler<BlobKey>>>,
+    pub publish: Option<Arc<dyn Handler<PublishRoute>>>,
+    pub admin: Option<Arc<dyn Handler<AdminRoute>>>,
+    pub ui: Option<Arc<dyn Pages>>,
+}
+
+impl Served {
+    /// Nothing yet: add groups with the builders below.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn read(mut self, handler: impl Handler<ReadRoute> + 'static) -> Self {
+        self.read = Some(Arc::new(handler));
+        self
+    }
+
+    pub fn blob(mut self, handler: impl Handler<BlobKey> + 'static) -> Self {
+        self.blob = Some(Arc::new(handler));
+        self
+    }
+
+    pub fn publish(mut self, handler: impl Handler<PublishRoute> + 'static) -> Self {
+        self.publish = Some(Arc::new(handler));
+        self
+    }
+
+    pub fn admin(mut self, handler: impl Handler<AdminRoute> + 'static) -> Self {
+        self.admin = Some(Arc::new(handler));
+        self
+    }
+
+    pub fn ui(mut self, pages: impl Pages + 'static) -> Self {
+        self.ui = Some(Arc::new(pages));
+        self
+    }
+}

@@ -1,0 +1,172 @@
+//! The registry's state, shared by every entry point: storage backends, the URL
+//! signer and configuration.
+
+use std::sync::Arc;
+
+use tfreg_model::address::Hostname;
+use tfreg_model::blob_key::BlobKey;
+use tfreg_store::{BlobStore, Digest, ItemStore};
+use tokio::sync::OnceCell;
+
+use crate::error::Error;
+use crate::signed_url::{Grant, UrlSigner};
+use crate::token_cache::TokenCache;
+
+/// Default lifetime of archive download and upload URLs, in seconds.
+pub const DEFAULT_URL_TTL_SECS: u64 = 300;
+/// Longest lifetime an operator may give archive URLs: a day. Archive URLs
+/// carry no token, so a leaked one works until it expires; Terraform uses a
+/// URL within seconds of getting it. (S3 presigned URLs could last 7 days.)
+pub const MAX_URL_TTL_SECS: u64 = 86_400;
+
+/// Limits and settings of one registry.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The hostname users write in provider and module addresses (`registry.example.com`, `localhost:8443`).
+    pub hostname: Hostname,
+    /// Base URL archive links are built on, without a trailing slash (`https://registry.example.com`).
+    pub public_url: String,
+    /// Lifetime of archive URLs, in seconds.
+    pub url_ttl_secs: u64,
+    /// When true, reads need no token (discovery and signed archive URLs
+    /// never do). Off by default: a registry is private unless its operator
+    /// opens it (`tfreg serve` opens it unless given `--private`).
+    pub anonymous_reads: bool,
+    /// When true, a provider release is published only if a key registered
+    /// for its namespace verifies it, in every namespace (without it, only in
+    /// namespaces that have registered keys).
+    pub require_namespace_keys: bool,
+    /// How long a process trusts a token it verified: the bound on how long a
+    /// token revoked by another process keeps working here.
+    pub token_cache_secs: u64,
+    /// Largest archive accepted at publish.
+    pub max_archive_bytes: u64,
+}
+
+impl Config {
+    /// Defaults for a registry at `hostname`.
+    pub fn new(hostname: Hostname) -> Self {
+        Self {
+            public_url: format!("https://{hostname}"),
+            hostname,
+            url_ttl_secs: DEFAULT_URL_TTL_SECS,
+            anonymous_reads: false,
+            require_namespace_keys: false,
+            token_cache_secs: crate::token_cache::DEFAULT_TOKEN_CACHE_SECS,
+            max_archive_bytes: 2 * 1024 * 1024 * 1024,
+        }
+    }
+}
+
+fn token_cache(config: &Config) -> Arc<TokenCache> {
+    Arc::new(TokenCache::new(std::time::Duration::from_secs(
+        config.token_cache_secs,
+    )))
+}
+
+pub use tfreg_model::unix_now;
+
+/// Everything a handler needs.
+#[derive(Clone)]
+pub struct Registry {
+    pub items: Arc<dyn ItemStore>,
+    pub blobs: Arc<dyn BlobStore>,
+    /// Set at start by writers; read from the item store on first use by
+    /// read-only functions (which may not create it).
+    signer: Arc<OnceCell<UrlSigner>>,
+    pub config: Config,
+    /// Tokens verified lately (see [`crate::token_cache`]).
+    pub tokens: Arc<TokenCache>,
+    clock: fn() -> u64,
+}
+
+impl Registry {
+    pub fn new(
+        items: Arc<dyn ItemStore>,
+        blobs: Arc<dyn BlobStore>,
+        signer: UrlSigner,
+        config: Config,
+    ) -> Self {
+        Self {
+            items,
+            blobs,
+            signer: Arc::new(OnceCell::new_with(Some(signer))),
+            tokens: token_cache(&config),
+            config,
+            clock: unix_now,
+        }
+    }
+
+    /// A registry whose URL signer is read from the item store when first
+    /// needed and never created here: for functions that may only read the
+    /// table. Until the secret exists (the first publish makes it) no archive
+    /// URL has been issued, so none can be valid.
+    pub fn with_stored_signer(
+        items: Arc<dyn ItemStore>,
+        blobs: Arc<dyn BlobStore>,
+        config: Config,
+    ) -> Self {
+        Self {
+            items,
+            blobs,
+            signer: Arc::new(OnceCell::new()),
+            tokens: token_cache(&config),
+            config,
+            clock: unix_now,
+        }
+    }
+
+    /// The URL signer, or `None` while no secret exists (a missing secret is
+    /// not cached: the next call looks again).
+    pub async fn signer_if_ready(&self) -> Result<Option<&UrlSigner>, Error> {
+        if let Some(signer) = self.signer.get() {
+            return Ok(Some(signer));
+        }
+        match crate::signed_url::read_signer(self.items.as_ref()).await? {
+            Some(signer) => Ok(Some(self.signer.get_or_init(|| async { signer }).await)),
+            None => Ok(None),
+        }
+    }
+
+    /// The URL signer; its absence is a server fault here (an archive exists,
+    /// so a publish made the secret, unless someone deleted it).
+    pub async fn signer(&self) -> Result<&UrlSigner, Error> {
+        self.signer_if_ready().await?.ok_or_else(|| {
+            Error::internal(
+                "the URL signing secret is missing from the table: publish once, or run `tfreg aws init`",
+            )
+        })
+    }
+
+    /// Replace the clock (tests of expiry).
+    pub fn with_clock(mut self, clock: fn() -> u64) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Unix seconds now.
+    pub fn now(&self) -> u64 {
+        (self.clock)()
+    }
+
+    /// A signed URL to the registry's own blob endpoint granting `grant`.
+    pub async fn blob_url(&self, grant: Grant<'_>) -> Result<String, Error> {
+        let key = match grant {
+            Grant::Read(key) | Grant::Write(key, _) => key,
+        };
+        let expires = self.now() + self.config.url_ttl_secs;
+        let query = self.signer().await?.sign(grant, expires);
+        let path = tfreg_model::router::Route::Blob(key.clone()).path();
+        Ok(format!("{}{path}?{query}", self.config.public_url))
+    }
+
+    /// A download URL for an archive.
+    pub async fn read_url(&self, key: &BlobKey) -> Result<String, Error> {
+        self.blob_url(Grant::Read(key)).await
+    }
+
+    /// An upload URL for one slot, for exactly the declared bytes.
+    pub async fn upload_url(&self, key: &BlobKey, expected: &Digest) -> Result<String, Error> {
+        self.blob_url(Grant::Write(key, expected)).await
+    }
+}

@@ -1,0 +1,252 @@
+//! Configuration of the Lambda functions, only from the environment: the AWS
+//! SDK's standard variables (`AWS_REGION`, `AWS_ENDPOINT_URL`,
+//! `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_S3`, the credentials chain)
+//! plus a few of tfreg's own.
+
+use std::time::Duration;
+
+use tfreg_http::auth::{DEFAULT_TOKEN_CACHE_SECS, MAX_TOKEN_CACHE_SECS};
+use tfreg_http::registry::{DEFAULT_URL_TTL_SECS, MAX_URL_TTL_SECS};
+use tfreg_model::address::Hostname;
+
+/// DynamoDB table name (required).
+pub const TABLE: &str = "TFREG_TABLE";
+/// S3 bucket name (required).
+pub const BUCKET: &str = "TFREG_BUCKET";
+/// The registry's public hostname, as users write it in addresses (required).
+pub const HOSTNAME: &str = "TFREG_HOSTNAME";
+/// Base URL for archive links; default `https://<TFREG_HOSTNAME>`.
+pub const PUBLIC_URL: &str = "TFREG_PUBLIC_URL";
+/// Lifetime of download and upload URLs in seconds; default
+/// [`DEFAULT_URL_TTL_SECS`](tfreg_http::registry::DEFAULT_URL_TTL_SECS), at most
+/// [`MAX_URL_TTL_SECS`](tfreg_http::registry::MAX_URL_TTL_SECS).
+pub const URL_TTL: &str = "TFREG_URL_TTL";
+/// `true` to let anyone read without a token; default `false` (private).
+pub const ANONYMOUS_READS: &str = "TFREG_ANONYMOUS_READS";
+/// `true` to publish provider releases only when a key registered for their
+/// namespace verifies them, in every namespace; default `false`.
+pub const REQUIRE_NAMESPACE_KEYS: &str = "TFREG_REQUIRE_NAMESPACE_KEYS";
+/// Seconds a function trusts a token it verified (0 to 300; default
+/// [`DEFAULT_TOKEN_CACHE_SECS`](tfreg_http::auth::DEFAULT_TOKEN_CACHE_SECS)): how
+/// long a revoked token may keep working.
+pub const TOKEN_CACHE_SECS: &str = "TFREG_TOKEN_CACHE_SECS";
+/// `true` for path-style S3 URLs (S3 emulators); default `false`.
+pub const S3_FORCE_PATH_STYLE: &str = "TFREG_S3_FORCE_PATH_STYLE";
+/// `false` to leave the DynamoDB connection closed until the first request
+/// needs it; default `true`: a function (all but discovery) reads the URL
+/// signing secret during init, which opens it, TLS handshake included.
+/// Measured (BENCHMARKS.md, lambda): the first request after init no longer
+/// pays the handshake, and the init pays one more round trip.
+pub const CONNECT_AT_INIT: &str = "TFREG_CONNECT_AT_INIT";
+/// `tracing` filter of the functions' JSON logs; default `info`.
+pub const LOG: &str = "TFREG_LOG";
+
+/// Every variable above: what a deployment may set.
+pub const ALL: [&str; 11] = [
+    TABLE,
+    BUCKET,
+    HOSTNAME,
+    PUBLIC_URL,
+    URL_TTL,
+    ANONYMOUS_READS,
+    REQUIRE_NAMESPACE_KEYS,
+    TOKEN_CACHE_SECS,
+    S3_FORCE_PATH_STYLE,
+    CONNECT_AT_INIT,
+    LOG,
+];
+
+/// A missing or malformed setting, named so the operator can fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("environment variable {0} is not set (it is required)")]
+    Missing(&'static str),
+    #[error("environment variable {name} is invalid: {reason}")]
+    Invalid { name: &'static str, reason: String },
+}
+
+/// tfreg's own settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub table: String,
+    pub bucket: String,
+    pub hostname: Hostname,
+    pub public_url: String,
+    pub url_ttl: Duration,
+    pub anonymous_reads: bool,
+    pub require_namespace_keys: bool,
+    pub token_cache: Duration,
+    pub s3_force_path_style: bool,
+    pub connect_at_init: bool,
+}
+
+fn flag(get: &impl Fn(&str) -> Option<String>, name: &'static str) -> Result<bool, ConfigError> {
+    match get(name).as_deref().map(str::trim) {
+        None | Some("") | Some("false") | Some("0") => Ok(false),
+        Some("true") | Some("1") => Ok(true),
+        Some(other) => Err(ConfigError::Invalid {
+            name,
+            reason: format!("{other:?} is not true or false"),
+        }),
+    }
+}
+
+impl Settings {
+    /// Read the settings from the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Read the settings through `get` (tests pass a map).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let required = |name: &'static str| {
+            get(name)
+                .filter(|v| !v.trim().is_empty())
+                .ok_or(ConfigError::Missing(name))
+        };
+        let hostname = Hostname::parse(&required(HOSTNAME)?).map_err(|e| ConfigError::Invalid {
+            name: HOSTNAME,
+            reason: e.to_string(),
+        })?;
+        let public_url = match get(PUBLIC_URL).filter(|v| !v.is_empty()) {
+            Some(url) => {
+                let parsed = url::Url::parse(&url).map_err(|e| ConfigError::Invalid {
+                    name: PUBLIC_URL,
+                    reason: e.to_string(),
+                })?;
+                if !matches!(parsed.scheme(), "https" | "http") {
+                    return Err(ConfigError::Invalid {
+                        name: PUBLIC_URL,
+                        reason: "must be an https:// URL".into(),
+                    });
+                }
+                url.trim_end_matches('/').to_string()
+            }
+            None => format!("https://{hostname}"),
+        };
+        let url_ttl = match get(URL_TTL).filter(|v| !v.is_empty()) {
+            Some(v) => {
+                let secs: u64 = v.trim().parse().map_err(|_| ConfigError::Invalid {
+                    name: URL_TTL,
+                    reason: format!("{v:?} is not a number of seconds"),
+                })?;
+                if !(1..=MAX_URL_TTL_SECS).contains(&secs) {
+                    return Err(ConfigError::Invalid {
+                        name: URL_TTL,
+                        reason: format!("must be between 1 and {MAX_URL_TTL_SECS} seconds"),
+                    });
+                }
+                Duration::from_secs(secs)
+            }
+            None => Duration::from_secs(DEFAULT_URL_TTL_SECS),
+        };
+        let token_cache = match get(TOKEN_CACHE_SECS).filter(|v| !v.trim().is_empty()) {
+            Some(v) => {
+                let secs: u64 = v
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|s| *s <= MAX_TOKEN_CACHE_SECS)
+                    .ok_or_else(|| ConfigError::Invalid {
+                        name: TOKEN_CACHE_SECS,
+                        reason: format!(
+                            "{v:?} is not a number of seconds from 0 to {}",
+                            MAX_TOKEN_CACHE_SECS
+                        ),
+                    })?;
+                Duration::from_secs(secs)
+            }
+            None => Duration::from_secs(DEFAULT_TOKEN_CACHE_SECS),
+        };
+        Ok(Settings {
+            table: required(TABLE)?,
+            bucket: required(BUCKET)?,
+            hostname,
+            public_url,
+            url_ttl,
+            anonymous_reads: flag(&get, ANONYMOUS_READS)?,
+            require_namespace_keys: flag(&get, REQUIRE_NAMESPACE_KEYS)?,
+            token_cache,
+            s3_force_path_style: flag(&get, S3_FORCE_PATH_STYLE)?,
+            connect_at_init: match get(CONNECT_AT_INIT).filter(|v| !v.trim().is_empty()) {
+                Some(_) => flag(&get, CONNECT_AT_INIT)?,
+                None => true,
+            },
+        })
+    }
+
+    /// The registry configuration these settings describe.
+    pub fn registry_config(&self) -> tfreg_http::Config {
+        let mut config = tfreg_http::Config::new(self.hostname.clone());
+        config.public_url = self.public_url.clone();
+        config.url_ttl_secs = self.url_ttl.as_secs();
+        config.anonymous_reads = self.anonymous_reads;
+        config.require_namespace_keys = self.require_namespace_keys;
+        config.token_cache_secs = self.token_cache.as_secs();
+        config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn settings(vars: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Settings::from_lookup(|k| map.get(k).cloned())
+    }
+
+    const BASE: [(&str, &str); 3] = [
+        (TABLE, "t"),
+        (BUCKET, "b"),
+        (HOSTNAME, "Registry.Example.com"),
+    ];
+
+    #[test]
+    fn defaults_and_required_variables() {
+        let s = settings(&BASE).unwrap();
+        assert_eq!(s.public_url, "https://registry.example.com");
+        assert_eq!(s.url_ttl, Duration::from_secs(DEFAULT_URL_TTL_SECS));
+        assert!(!s.anonymous_reads && !s.require_namespace_keys && !s.s3_force_path_style);
+        assert!(s.connect_at_init, "on unless turned off");
+        let mut off = BASE.to_vec();
+        off.push((CONNECT_AT_INIT, "false"));
+        assert!(!settings(&off).unwrap().connect_at_init);
+        assert_eq!(s.token_cache.as_secs(), DEFAULT_TOKEN_CACHE_SECS);
+        for missing in [TABLE, BUCKET, HOSTNAME] {
+            let vars: Vec<_> = BASE
+                .iter()
+                .copied()
+                .filter(|(k, _)| *k != missing)
+                .collect();
+            let err = settings(&vars).unwrap_err().to_string();
+            assert!(err.contains(missing), "{err}");
+        }
+    }
+
+    #[test]
+    fn malformed_values_name_the_variable() {
+        for (name, value) in [
+            (URL_TTL, "soon"),
+            (URL_TTL, "0"),
+            (URL_TTL, "86401"),
+            (ANONYMOUS_READS, "yes"),
+            (CONNECT_AT_INIT, "no"),
+            (TOKEN_CACHE_SECS, "301"),
+            (TOKEN_CACHE_SECS, "-1"),
+            (PUBLIC_URL, "ftp://x"),
+            (HOSTNAME, "a/b"),
+        ] {
+            let mut vars = BASE.to_vec();
+            vars.retain(|(k, _)| *k != name);
+            vars.push((name, value));
+            let err = settings(&vars).unwrap_err().to_string();
+            assert!(err.contains(name), "{err}");
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! tfreg on AWS Lambda: what every function's `main` calls. At init, the
+//! settings from the environment ([`config`]), the DynamoDB client (and the
+//! S3 client, for the functions that reach archives), the registry; then
+//! `lambda_http` turns each API Gateway event into a request for the
+//! pipeline, serving exactly the handler groups the function was given.
+//!
+//! ```no_run
+//! # async fn f() -> Result<(), lambda_http::Error> {
+//! use tfreg_http::Served;
+//! tfreg_lambda::run(Served::new() /* .read(tfreg_read::Read) */).await
+//! # }
+//! ```
+
+pub mod config;
+
+use std::sync::Arc;
+
+use tfreg_http::{App, Registry, Served};
+use tfreg_store::aws::{Roots, SdkConfig, dynamodb_client, sdk_config};
+use tfreg_store::dynamodb::DynamoStore;
+use tfreg_store::{BlobStore, ItemStore, NoBlobs};
+
+use config::{ConfigError, Settings};
+
+/// What can stop a function from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum InitError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Aws(#[from] tfreg_store::aws::MissingSetting),
+    #[error("loading the URL signing secret from DynamoDB: {0}")]
+    Store(#[from] tfreg_store::StoreError),
+}
+
+/// Who makes the URL signing secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Secret {
+    /// Read it from the table when first needed; never write it (the read
+    /// functions' roles may not).
+    ReadWhenNeeded,
+    /// Make sure it exists at init, creating it at the first cold start
+    /// (publish: of the two functions whose roles may write the table, the
+    /// one whose releases need signed URLs).
+    CreateAtInit,
+}
+
+/// The whole life of a function that reaches no archives (the read
+/// functions, the UI): init once, then serve invocations.
+pub async fn run(served: Served) -> Result<(), lambda_http::Error> {
+    init_tracing();
+    serve(served, None, Secret::ReadWhenNeeded).await
+}
+
+/// [`run`] for a function that reaches the archives in S3 (blob, publish,
+/// admin).
+#[cfg(feature = "s3")]
+pub async fn run_with_archives(served: Served, secret: Secret) -> Result<(), lambda_http::Error> {
+    init_tracing();
+    serve(served, Some(archives), secret).await
+}
+
+/// The archive store of a function that reaches archives.
+type Archives = fn(&SdkConfig, &Settings) -> Arc<dyn BlobStore>;
+
+#[cfg(feature = "s3")]
+fn archives(sdk: &SdkConfig, settings: &Settings) -> Arc<dyn BlobStore> {
+    let s3 = tfreg_store::aws::s3_client(sdk, None, settings.s3_force_path_style);
+    Arc::new(tfreg_store::s3::S3BlobStore::new(
+        s3,
+        &settings.bucket,
+        settings.url_ttl,
+    ))
+}
+
+/// The function's registry, from the environment.
+pub async fn registry_from_env(
+    archives: Option<Archives>,
+    secret: Secret,
+) -> Result<Registry, InitError> {
+    let settings = Settings::from_env()?;
+    let roots = Roots::for_function(|name| std::env::var(name).ok());
+    let sdk = sdk_config(roots).await?;
+    let items: Arc<dyn ItemStore> = Arc::new(DynamoStore::new(
+        dynamodb_client(&sdk, None),
+        &settings.table,
+    ));
+    let blobs = match archives {
+        Some(make) => make(&sdk, &settings),
+        None => Arc::new(NoBlobs) as Arc<dyn BlobStore>,
+    };
+    let config = settings.registry_config();
+    let registry = match secret {
+        Secret::CreateAtInit => {
+            let signer = tfreg_http::signed_url::load_signer(items.as_ref()).await?;
+            Registry::new(items, blobs, signer, config)
+        }
+        Secret::ReadWhenNeeded => Registry::with_stored_signer(items, blobs, config),
+    };
+    if secret == Secret::ReadWhenNeeded && settings.connect_at_init {
+        // Read the URL signing secret now (those that sign URLs need it on
+        // their first request anyway): this opens the connection to
+        // DynamoDB, TLS handshake included, during init rather than in the
+        // first request. A failure here is not fatal: the request that needs
+        // the store reports it.
+        if let Err(e) = registry.signer_if_ready().await {
+            tracing::warn!(error = %e, "warming up the DynamoDB connection at init failed");
+        }
+    }
+    Ok(registry)
+}
+
+async fn serve(
+    served: Served,
+    archives: Option<Archives>,
+    secret: Secret,
+) -> Result<(), lambda_http::Error> {
+    let registry = match registry_from_env(archives, secret).await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(error = %e, "init failed");
+            return Err(e.into());
+        }
+    };
+    lambda_http::run(App::new(Arc::new(registry), served).router()).await
+}
+
+/// The functions' log format, written to `writer`: one JSON object a line,
+/// the event's fields at its top level; no time (CloudWatch stamps every
+/// line), no target and no spans (the runtime's invoke span would repeat the
+/// Lambda request id and X-Ray trace id on every line, and CloudWatch bills
+/// every byte).
+pub fn log_subscriber<W>(
+    filter: tracing_subscriber::EnvFilter,
+    writer: W,
+) -> impl tracing::Subscriber + Send + Sync + 'static
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    tracing_subscriber::fmt()
+        .json()
+        .flatten_event(true)
+        .with_current_span(false)
+        .with_span_list(false)
+        .with_target(false)
+        .without_time()
+        .with_env_filter(filter)
+        .with_writer(writer)
+        .finish()
+}
+
+fn init_tracing() {
+    use tracing_subscriber::util::SubscriberInitExt;
+    let filter = tracing_subscriber::EnvFilter::try_from_env(config::LOG)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = log_subscriber(filter, std::io::stdout).try_init();
+}

@@ -1,0 +1,36 @@
+//! tfreg's model, the bottom layer: what the registry talks about, as pure
+//! data and pure functions. No I/O, no async, no HTTP status codes.
+//!
+//! - Names: [`address`] (hostnames, namespaces, provider and module names,
+//!   platforms), [`version`], [`blob_key`] (where an archive's bytes live).
+//! - The wire: [`router`] (a method and raw path ⇄ a [`router::Route`], who
+//!   may use it), [`protocol`] (every JSON body the registry speaks).
+//! - Records: [`release`] (what is published), [`docs`] (a module's page),
+//!   [`token`] (scopes, realms, who asked), [`keys`] (registered signing
+//!   keys), [`audit`] (one change of state).
+//! - [`hashing`]: `zh:` and `h1:` as Terraform computes them.
+//! - [`error`]: why a value is refused; the HTTP pipeline maps it.
+
+pub mod address;
+pub mod audit;
+pub mod blob_key;
+pub mod docs;
+pub mod error;
+pub mod hashing;
+pub mod keys;
+pub mod protocol;
+pub mod release;
+pub mod router;
+pub mod text;
+pub mod token;
+pub mod version;
+
+pub use error::{Invalid, RouteError};
+
+/// Unix seconds now (the registry's clock; tests replace it where they need).
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}

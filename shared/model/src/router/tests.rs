@@ -1,0 +1,281 @@
+use super::*;
+
+fn get(path: &str) -> Result<Route, RouteError> {
+    route(&Method::GET, path)
+}
+
+fn provider() -> ProviderName {
+    ProviderName::parse("h", "null").unwrap()
+}
+
+fn v(s: &str) -> Version {
+    Version::parse(s).unwrap()
+}
+
+#[test]
+fn routes_every_protocol_endpoint() {
+    assert_eq!(
+        get("/.well-known/terraform.json").unwrap(),
+        Route::Discovery
+    );
+    assert!(matches!(
+        get("/v1/providers/HashiCorp/null/versions").unwrap(),
+        Route::Read(ReadRoute::ProviderVersions { provider }) if provider.namespace == "hashicorp"
+    ));
+    assert!(matches!(
+        get("/v1/providers/h/null/2.1.2/download/linux/amd64").unwrap(),
+        Route::Read(ReadRoute::ProviderDownload { platform, .. }) if platform.to_string() == "linux_amd64"
+    ));
+    assert!(matches!(
+        get("/v1/modules/ns/vpc/aws/versions").unwrap(),
+        Route::Read(ReadRoute::ModuleVersions { .. })
+    ));
+    assert!(matches!(
+        get("/v1/modules/ns/vpc/aws/1.0.0/download").unwrap(),
+        Route::Read(ReadRoute::ModuleDownload { .. })
+    ));
+    assert!(matches!(
+        get("/v1/mirror/registry.terraform.io/hashicorp/null/index.json").unwrap(),
+        Route::Read(ReadRoute::MirrorIndex { .. })
+    ));
+    assert!(matches!(
+        get("/v1/mirror/localhost%3A8443/ns/null/2.1.2.json").unwrap(),
+        Route::Read(ReadRoute::MirrorVersion { hostname, version, .. })
+            if hostname.as_str() == "localhost:8443" && version.to_string() == "2.1.2"
+    ));
+    assert!(matches!(
+        get("/v1/blobs/archives/ab/x.zip").unwrap(),
+        Route::Blob(key) if key.as_str() == "archives/ab/x.zip"
+    ));
+    assert!(matches!(
+        route(&Method::POST, "/v1/publish/providers/ns/null/1.0.0/begin").unwrap(),
+        Route::Publish(PublishRoute {
+            target: PublishTarget::Provider { .. },
+            step: PublishStep::Begin,
+        })
+    ));
+    assert!(matches!(
+        route(
+            &Method::POST,
+            "/v1/publish/modules/ns/vpc/aws/1.0.0/complete"
+        )
+        .unwrap(),
+        Route::Publish(PublishRoute {
+            target: PublishTarget::Module { .. },
+            step: PublishStep::Complete,
+        })
+    ));
+    assert!(matches!(
+        route(
+            &Method::POST,
+            "/v1/publish/mirror/registry.terraform.io/hashicorp/null/1.0.0/begin"
+        )
+        .unwrap(),
+        Route::Publish(PublishRoute {
+            target: PublishTarget::Mirror { .. },
+            ..
+        })
+    ));
+    assert!(matches!(
+        route(&Method::HEAD, "/v1/providers/h/null/versions").unwrap(),
+        Route::Read(ReadRoute::ProviderVersions { .. })
+    ));
+}
+
+#[test]
+fn paths_built_from_routes_route_back_to_them() {
+    let host = Hostname::parse("localhost:8443").unwrap();
+    let module = ModuleName::parse("team_a", "vpc", "aws").unwrap();
+    let key = BlobKey::parse("archives/ab/0123/x_1.0.0_linux_amd64.zip").unwrap();
+    let routes = vec![
+        Route::Discovery,
+        Route::Ui(UiRoute::Root),
+        Route::Ui(UiRoute::Home),
+        Route::Ui(UiRoute::Search),
+        Route::Ui(UiRoute::SignIn),
+        Route::Ui(UiRoute::Namespace {
+            namespace: "hashicorp".into(),
+        }),
+        Route::Ui(UiRoute::Module {
+            module: ModuleName::parse("h", "vpc", "aws").unwrap(),
+            version: None,
+        }),
+        Route::Ui(UiRoute::Module {
+            module: ModuleName::parse("h", "vpc", "aws").unwrap(),
+            version: Some(v("1.0.0")),
+        }),
+        Route::Ui(UiRoute::Provider {
+            provider: provider(),
+            version: Some(v("2.1.2")),
+        }),
+        Route::Ui(UiRoute::Asset("tfreg.0123456789ab.css".into())),
+        Route::Read(ReadRoute::ProviderVersions {
+            provider: provider(),
+        }),
+        Route::Read(ReadRoute::ProviderDownload {
+            provider: provider(),
+            version: v("1.2.3-rc.1"),
+            platform: Platform::parse("darwin", "arm64").unwrap(),
+        }),
+        Route::Read(ReadRoute::ModuleVersions {
+            module: module.clone(),
+        }),
+        Route::Read(ReadRoute::ModuleDownload {
+            module: module.clone(),
+            version: v("1.0.0"),
+        }),
+        Route::Read(ReadRoute::MirrorIndex {
+            hostname: host.clone(),
+            provider: provider(),
+        }),
+        Route::Read(ReadRoute::MirrorVersion {
+            hostname: host.clone(),
+            provider: provider(),
+            version: v("2.1.2"),
+        }),
+        Route::Blob(key),
+    ];
+    let targets = [
+        PublishTarget::Provider {
+            provider: provider(),
+            version: v("1.0.0"),
+        },
+        PublishTarget::Module {
+            module,
+            version: v("0.1.0-beta"),
+        },
+        PublishTarget::Mirror {
+            hostname: host,
+            provider: provider(),
+            version: v("2.1.2"),
+        },
+    ];
+    let publishes = targets.iter().flat_map(|t| {
+        [PublishStep::Begin, PublishStep::Complete].map(|step| {
+            Route::Publish(PublishRoute {
+                target: t.clone(),
+                step,
+            })
+        })
+    });
+    let admin = AdminRoute::examples(&targets).into_iter().map(Route::Admin);
+    let mut endpoints = std::collections::HashSet::new();
+    for r in routes.into_iter().chain(publishes).chain(admin) {
+        let path = r.path();
+        let method = &r.methods()[0];
+        assert_eq!(route(method, &path).unwrap(), r, "{path}");
+        endpoints.insert(r.endpoint());
+    }
+    assert_eq!(
+        endpoints.len(),
+        Endpoint::ALL.len(),
+        "every endpoint has a route"
+    );
+    for t in targets {
+        let text: String = t.clone().into();
+        assert_eq!(PublishTarget::try_from(text).unwrap(), t);
+    }
+}
+
+#[test]
+fn admin_paths_pick_their_operation_by_method() {
+    let tokens = "/v1/admin/tokens";
+    assert_eq!(
+        route(&Method::GET, tokens).unwrap(),
+        Route::Admin(AdminRoute::ListTokens)
+    );
+    assert_eq!(
+        route(&Method::POST, tokens).unwrap(),
+        Route::Admin(AdminRoute::CreateToken)
+    );
+    assert!(matches!(
+        route(&Method::PUT, tokens),
+        Err(RouteError::MethodNotAllowed { allow, .. }) if allow == [Method::GET, Method::POST]
+    ));
+    assert!(matches!(
+        route(&Method::DELETE, "/v1/admin/tokens/0123456789AB").unwrap(),
+        Route::Admin(AdminRoute::RevokeToken { id }) if id == "0123456789ab"
+    ));
+    assert!(matches!(
+        route(&Method::DELETE, "/v1/admin/tokens/xyz"),
+        Err(RouteError::BadRequest(_))
+    ));
+    assert!(matches!(
+        route(&Method::POST, "/v1/admin/providers/ns/null/1.0.0/yank").unwrap(),
+        Route::Admin(AdminRoute::Lifecycle {
+            action: LifecycleAction::Yank,
+            ..
+        })
+    ));
+    assert!(matches!(
+        route(&Method::POST, "/v1/admin/providers/ns/null/1.0.0/explode"),
+        Err(RouteError::NotFound(_))
+    ));
+    assert!(matches!(
+        route(&Method::GET, "/v1/admin/modules/ns/m/aws/1.0.0"),
+        Err(RouteError::MethodNotAllowed { .. })
+    ));
+    assert!(matches!(
+        route(&Method::DELETE, "/v1/admin/keys/ns/abc"),
+        Err(RouteError::BadRequest(_))
+    ));
+}
+
+#[test]
+fn malformed_input_is_4xx_never_a_panic() {
+    let cases = [
+        ("/v1/providers/h/null/v1.0.0/download/linux/amd64", 400),
+        ("/v1/providers/h/null/1.0/download/linux/amd64", 400),
+        ("/v1/providers/h/nu ll/versions", 400),
+        ("/v1/providers/../null/versions", 400),
+        ("/v1/providers/h/null/1.0.0/download/Linux/amd64", 400),
+        ("/v1/providers/h%2fx/null/versions", 400),
+        ("/v1/providers/h/%zz/versions", 400),
+        ("/v1/providers/h/%ff/versions", 400),
+        ("/v1/blobs/archives/../../etc/passwd", 400),
+        ("/v1/blobs/", 400),
+        ("/v1/blobs/registry.db", 400),
+        ("/v1/providers/h/null", 404),
+        ("/v1/providers/h/null/versions/extra", 404),
+        ("/v1/publish/providers/h/null/1.0.0/finish", 404),
+        ("/v1/nothing", 404),
+        ("/etc/passwd", 404),
+        ("", 404),
+        ("/v1/mirror/bad_host!/h/null/index.json", 400),
+        ("/v1/modules/ns/vpc/aws/1.0.0.0/download", 400),
+    ];
+    for (path, status) in cases {
+        let err = get(path).expect_err(path);
+        assert_eq!(status_of(&err), status, "{path}: {err}");
+    }
+    let err = route(&Method::POST, "/v1/providers/h/null/versions").unwrap_err();
+    assert_eq!(status_of(&err), 405);
+    assert!(
+        matches!(err, RouteError::MethodNotAllowed { allow, .. } if allow == [Method::GET, Method::HEAD])
+    );
+    let err = route(&Method::GET, "/v1/publish/providers/ns/null/1.0.0/begin").unwrap_err();
+    assert!(matches!(err, RouteError::MethodNotAllowed { allow, .. } if allow == [Method::POST]));
+    let err = get(&format!("/v1/{}", "a/".repeat(2000))).unwrap_err();
+    assert_eq!(status_of(&err), 400);
+    let err = get(&format!("/v1/{}", "a".repeat(1500))).unwrap_err();
+    assert!(err.to_string().len() < 200, "bounded message: {err}");
+}
+
+#[test]
+fn escapes_are_two_hex_digits_exactly() {
+    assert_eq!(super::decode_segment("a%3Ab%3a").unwrap(), "a:b:");
+    // Rust's integer parser takes a sign: `%+f` must not decode to 0x0F.
+    for seg in ["a%+fb", "a%-1", "a% 1", "a%3", "a%"] {
+        assert!(super::decode_segment(seg).is_err(), "{seg}");
+    }
+}
+
+/// The status the HTTP pipeline answers each kind with (its own tests prove
+/// the mapping): kept here so the table above reads as the client sees it.
+fn status_of(err: &RouteError) -> u16 {
+    match err {
+        RouteError::BadRequest(_) => 400,
+        RouteError::NotFound(_) => 404,
+        RouteError::MethodNotAllowed { .. } => 405,
+    }
+}

@@ -1,0 +1,97 @@
+//! Publishing a module version: one `.tar.gz`.
+
+use tfreg_http::error::Error;
+use tfreg_http::registry::Registry;
+use tfreg_model::address::ModuleName;
+use tfreg_model::protocol::FileDecl;
+use tfreg_model::version::Version;
+use tfreg_store::catalog::{self, ModuleRelease};
+use tfreg_verify::archives;
+use tfreg_verify::module_docs;
+use tfreg_verify::release_files::{self, ReleaseError};
+
+use super::Recorded;
+use super::staging::Staging;
+
+/// The one archive a module publish declares.
+pub(super) fn declared(files: &[FileDecl], max: u64) -> Result<&FileDecl, Error> {
+    let [decl] = files else {
+        return Err(crate::refused(ReleaseError::invalid(
+            "a module publish uploads exactly one .tar.gz file",
+        )));
+    };
+    release_files::check_decl(decl, max).map_err(crate::refused)?;
+    if !decl.name.ends_with(".tar.gz") {
+        return Err(crate::refused(ReleaseError::invalid(format!(
+            "{}: module archives must be .tar.gz",
+            decl.name
+        ))));
+    }
+    Ok(decl)
+}
+
+/// `Some(same content?)` when the version exists.
+pub(super) async fn same_as_published(
+    registry: &Registry,
+    module: &ModuleName,
+    version: &Version,
+    archive: &FileDecl,
+) -> Result<Option<bool>, Error> {
+    let existing = catalog::module_release(registry.items.as_ref(), module, version).await?;
+    Ok(existing.map(|e| e.file.sha256 == archive.sha256))
+}
+
+/// Claim the archive, check exactly those bytes, keep them and record the version.
+pub(super) async fn complete(
+    registry: &Registry,
+    staging: &mut Staging<'_>,
+    module: &ModuleName,
+    version: &Version,
+    archive: &FileDecl,
+) -> Result<Recorded, Error> {
+    let claimed = staging
+        .claim(archive, registry.config.max_archive_bytes)
+        .await?;
+    let reader = claimed.file.try_clone().map_err(Error::internal)?;
+    let file = archive.name.clone();
+    // The docs (README, inputs, outputs...) are read in the same pass over
+    // the archive as its check, from exactly the bytes kept.
+    let docs = tokio::task::spawn_blocking(move || {
+        let summary = archives::module::check_tar_gz(std::io::BufReader::new(reader))
+            .map_err(|source| ReleaseError::Archive { file, source })?;
+        let mut docs = module_docs::extract(
+            summary
+                .docs_files
+                .iter()
+                .map(|(name, bytes)| (name.as_str(), bytes.as_slice())),
+        );
+        docs.notes.extend(summary.docs_skipped);
+        Ok::<_, ReleaseError>(docs)
+    })
+    .await?
+    .map_err(crate::refused)?;
+    catalog::put_module_docs(
+        registry.items.as_ref(),
+        module,
+        version,
+        &archive.sha256,
+        &docs,
+    )
+    .await?;
+    // Kept under the name the publisher declared (checked at begin; it ends
+    // in .tar.gz, which go-getter needs) in a key of this publish's own.
+    let release = ModuleRelease {
+        version: version.to_string(),
+        file: staging.keep(&claimed, &archive.name).await?,
+        published_at: registry.now(),
+        lifecycle: Default::default(),
+    };
+    let outcome =
+        catalog::put_module_release(registry.items.as_ref(), module, version, &release).await?;
+    Ok(Recorded {
+        outcome,
+        address: format!("{}/{module}", registry.config.hostname),
+        signed_by: None,
+        warnings: vec![],
+    })
+}

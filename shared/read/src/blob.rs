@@ -1,0 +1,111 @@
+//! Archives behind the registry's signed URLs: GET/HEAD download, PUT upload.
+
+use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+
+use tfreg_http::body::{self, Body, Response, empty, header_value, json};
+use tfreg_http::error::Error;
+use tfreg_http::registry::Registry;
+use tfreg_http::signed_url::UrlSigner;
+use tfreg_model::blob_key::BlobKey;
+use tfreg_store::{Download, StoreError};
+
+fn content_type(key: &BlobKey) -> &'static str {
+    let name = key.file_name();
+    if name.ends_with(".zip") {
+        "application/zip"
+    } else if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
+        "application/gzip"
+    } else if name.ends_with("_SHA256SUMS") || name.ends_with(".json") {
+        "text/plain; charset=utf-8"
+    } else {
+        "application/octet-stream"
+    }
+}
+
+/// Serve or receive an archive after checking its URL's signature.
+pub async fn handle(
+    registry: &Registry,
+    method: &Method,
+    key: &BlobKey,
+    query: Option<&str>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, Error> {
+    // No secret yet means no URL was ever issued: nothing can verify.
+    let signer = registry.signer_if_ready().await?.ok_or_else(|| {
+        Error::Forbidden("archive URL refused: this registry has issued no archive URLs yet".into())
+    })?;
+    if method == Method::PUT {
+        return upload(registry, signer, key, query, headers, body).await;
+    }
+    signer.verify_read(key, query, registry.now())?;
+    match registry.blobs.download(key, method == Method::HEAD).await? {
+        Download::Stream { len, body } => {
+            let mut resp = http::Response::new(Body::from_stream(body));
+            let headers = resp.headers_mut();
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(content_type(key)),
+            );
+            headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+            // Cached no longer than the URL lives.
+            headers.insert(
+                header::CACHE_CONTROL,
+                header_value(&format!(
+                    "private, max-age={}, immutable",
+                    registry.config.url_ttl_secs
+                ))?,
+            );
+            Ok(resp)
+        }
+        Download::Redirect(url) => {
+            let mut resp = empty(StatusCode::TEMPORARY_REDIRECT);
+            resp.headers_mut()
+                .insert(header::LOCATION, header_value(&url)?);
+            Ok(resp)
+        }
+    }
+}
+
+/// One PUT into an upload slot: exactly the bytes the URL was signed for, once.
+async fn upload(
+    registry: &Registry,
+    signer: &UrlSigner,
+    key: &BlobKey,
+    query: Option<&str>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, Error> {
+    let expected = signer.verify_write(key, query, registry.now())?;
+    if !key.is_upload() {
+        return Err(Error::Forbidden(
+            "uploads may only write upload slots".into(),
+        ));
+    }
+    let name = key.file_name();
+    if body::content_length(headers).is_some_and(|n| n > expected.size) {
+        return Err(too_large(name, expected.size));
+    }
+    registry
+        .blobs
+        .receive(key, body::into_stream(body), &expected)
+        .await
+        .map_err(|e| match e {
+            StoreError::AlreadyExists(_) => Error::Conflict(format!(
+                "{name} was already uploaded or its publish has ended: upload URLs are single-use; call begin again"
+            )),
+            StoreError::TooLarge { .. } => too_large(name, expected.size),
+            StoreError::Mismatch { reason, .. } => Error::bad(format!("{name}: {reason}")),
+            other => other.into(),
+        })?;
+    Ok(json(
+        StatusCode::OK,
+        &serde_json::json!({ "size": expected.size }),
+    ))
+}
+
+fn too_large(name: &str, declared: u64) -> Error {
+    Error::PayloadTooLarge(format!(
+        "{name}: more than the {declared} bytes declared at begin"
+    ))
+}

@@ -1,0 +1,238 @@
+//! The read side of the protocols: providers, modules, the mirror.
+
+use std::collections::BTreeMap;
+
+use http::StatusCode;
+
+use tfreg_http::body::{Response, empty, header_value, json};
+use tfreg_http::error::Error;
+use tfreg_http::registry::Registry;
+use tfreg_model::address::{Hostname, ProviderName};
+use tfreg_model::protocol::*;
+use tfreg_model::router::ReadRoute;
+use tfreg_store::catalog::index::{VersionIndex, View};
+use tfreg_store::catalog::{self, Origin, ProviderRelease};
+
+/// Answer a read route.
+pub async fn handle(registry: &Registry, route: ReadRoute) -> Result<Response, Error> {
+    match route {
+        ReadRoute::ProviderVersions { provider } => provider_versions(registry, &provider).await,
+        ReadRoute::ProviderDownload {
+            provider,
+            version,
+            platform,
+        } => {
+            let release = catalog::provider_release(
+                registry.items.as_ref(),
+                &Origin::Registry,
+                &provider,
+                &version,
+            )
+            .await?
+            .ok_or_else(|| {
+                Error::not_found(format!("provider {provider} version {version} not found"))
+            })?;
+            provider_download(registry, &provider, &release, &platform.os, &platform.arch).await
+        }
+        ReadRoute::ModuleVersions { module } => {
+            let index = catalog::module_index(registry.items.as_ref(), &module).await?;
+            let versions = listed(&index, || format!("module {module}"))?
+                .into_iter()
+                .map(|v| ModuleVersionEntry {
+                    version: v.version.to_string(),
+                    deprecation: v.deprecated.map(|m| ModuleDeprecation {
+                        reason: m.to_string(),
+                    }),
+                })
+                .collect();
+            Ok(json(
+                StatusCode::OK,
+                &ModuleVersions {
+                    modules: vec![ModuleVersionList { versions }],
+                },
+            ))
+        }
+        ReadRoute::ModuleDownload { module, version } => {
+            let release = catalog::module_release(registry.items.as_ref(), &module, &version)
+                .await?
+                .ok_or_else(|| {
+                    Error::not_found(format!("module {module} version {version} not found"))
+                })?;
+            let url = registry.read_url(&release.file.key).await?;
+            let mut resp = empty(StatusCode::NO_CONTENT);
+            resp.headers_mut()
+                .insert("x-terraform-get", header_value(&url)?);
+            Ok(resp)
+        }
+        ReadRoute::MirrorIndex { hostname, provider } => {
+            let origin = origin_of(registry, &hostname);
+            let index =
+                catalog::provider_index(registry.items.as_ref(), &origin, &provider).await?;
+            let versions = listed(&index, || {
+                format!("provider {hostname}/{provider} in this mirror")
+            })?
+            .into_iter()
+            .map(|v| (v.version.to_string(), EmptyObject {}))
+            .collect();
+            Ok(json(StatusCode::OK, &MirrorIndex { versions }))
+        }
+        ReadRoute::MirrorVersion {
+            hostname,
+            provider,
+            version,
+        } => {
+            let origin = origin_of(registry, &hostname);
+            let release =
+                catalog::provider_release(registry.items.as_ref(), &origin, &provider, &version)
+                    .await?
+                    .ok_or_else(|| {
+                        Error::not_found(format!(
+                            "provider {hostname}/{provider} version {version} not found"
+                        ))
+                    })?;
+            let mut archives = std::collections::BTreeMap::new();
+            for p in &release.packages {
+                let archive = MirrorArchive {
+                    url: registry.read_url(&p.file.key).await?,
+                    hashes: p.hashes(),
+                };
+                archives.insert(p.platform(), archive);
+            }
+            Ok(json(StatusCode::OK, &MirrorVersion { archives }))
+        }
+    }
+}
+
+/// The versions a versions list shows: all but the yanked ones. 404 when
+/// nothing is published, or everything is yanked (exact downloads still work).
+fn listed(index: &VersionIndex, what: impl Fn() -> String) -> Result<Vec<View<'_>>, Error> {
+    if index.is_empty() {
+        return Err(Error::not_found(format!("{} not found", what())));
+    }
+    let listed: Vec<View<'_>> = index.versions().filter(|v| !v.yanked).collect();
+    if listed.is_empty() {
+        return Err(Error::not_found(format!(
+            "every version of {} is yanked",
+            what()
+        )));
+    }
+    Ok(listed)
+}
+
+/// One warning per deprecation message, naming its versions in order:
+/// `versions 1.0.0, 1.1.0 are deprecated: use 2.x`.
+fn deprecation_warnings(listed: &[View<'_>]) -> Vec<String> {
+    let mut by_message: Vec<(&str, Vec<&str>)> = Vec::new();
+    for v in listed {
+        if let Some(message) = v.deprecated {
+            match by_message.iter_mut().find(|(m, _)| *m == message) {
+                Some((_, versions)) => versions.push(v.version),
+                None => by_message.push((message, vec![v.version])),
+            }
+        }
+    }
+    by_message
+        .into_iter()
+        .map(|(message, versions)| match versions.as_slice() {
+            [one] => format!("version {one} is deprecated: {message}"),
+            many => format!("versions {} are deprecated: {message}", many.join(", ")),
+        })
+        .collect()
+}
+
+/// Providers published here are mirrored under the registry's own hostname;
+/// any other hostname is looked up among the imported mirror providers.
+fn origin_of(registry: &Registry, hostname: &Hostname) -> Origin {
+    if *hostname == registry.config.hostname {
+        Origin::Registry
+    } else {
+        Origin::Mirror(hostname.clone())
+    }
+}
+
+async fn provider_versions(
+    registry: &Registry,
+    provider: &ProviderName,
+) -> Result<Response, Error> {
+    let index =
+        catalog::provider_index(registry.items.as_ref(), &Origin::Registry, provider).await?;
+    let listed = listed(&index, || format!("provider {provider}"))?;
+    let warnings = deprecation_warnings(&listed);
+    let versions = listed
+        .into_iter()
+        .map(|v| ProviderVersionEntry {
+            version: v.version.to_string(),
+            protocols: v.protocols.to_vec(),
+            platforms: v
+                .platforms
+                .iter()
+                .map(|(os, arch)| PlatformEntry {
+                    os: os.clone(),
+                    arch: arch.clone(),
+                })
+                .collect(),
+        })
+        .collect();
+    Ok(json(
+        StatusCode::OK,
+        &ProviderVersions { versions, warnings },
+    ))
+}
+
+async fn provider_download(
+    registry: &Registry,
+    provider: &ProviderName,
+    release: &ProviderRelease,
+    os: &str,
+    arch: &str,
+) -> Result<Response, Error> {
+    let package = release.package(os, arch).ok_or_else(|| {
+        Error::not_found(format!(
+            "provider {provider} version {} has no package for {os}_{arch}",
+            release.version
+        ))
+    })?;
+    let unsigned = || {
+        Error::internal(format!(
+            "release {} of {provider} has no signature",
+            release.version
+        ))
+    };
+    let shasums = release.shasums.as_ref().ok_or_else(unsigned)?;
+    let signature = release.shasums_signature.as_ref().ok_or_else(unsigned)?;
+    let key = release.signing_key.as_ref().ok_or_else(unsigned)?;
+    let packages: BTreeMap<String, PackageHashes> = release
+        .packages
+        .iter()
+        .map(|p| {
+            (
+                p.platform(),
+                PackageHashes {
+                    hashes: vec![tfreg_model::hashing::zh_hash(&p.file.sha256), p.h1.clone()],
+                    package_size: p.file.size,
+                },
+            )
+        })
+        .collect();
+    let body = ProviderDownload {
+        protocols: release.protocols.clone(),
+        os: package.os.clone(),
+        arch: package.arch.clone(),
+        filename: package.file.filename.clone(),
+        download_url: registry.read_url(&package.file.key).await?,
+        shasums_url: registry.read_url(&shasums.key).await?,
+        shasums_signature_url: registry.read_url(&signature.key).await?,
+        shasum: package.file.sha256.clone(),
+        signing_keys: SigningKeys {
+            gpg_public_keys: vec![GpgPublicKey {
+                key_id: key.key_id.clone(),
+                ascii_armor: key.ascii_armor.clone(),
+                trust_signature: String::new(),
+                source: String::new(),
+                source_url: None,
+            }],
+        },
+        packages,
+    };
+    Ok(json(StatusCode::OK, &body))
+}

@@ -1,0 +1,130 @@
+//! The item schema: every item the registry keeps, by its partition key
+//! (`pk`) and sort key (`sk`), in one place. On DynamoDB they are one
+//! table's keys; the embedded store holds the same items.
+//!
+//! | item                               | pk                               | sk                                  |
+//! |------------------------------------|----------------------------------|-------------------------------------|
+//! | provider release (registry)        | `PROVIDER#<ns>/<type>`           | `VERSION#<version>`                 |
+//! | provider release (mirrored)        | `MIRROR#<hostname>/<ns>/<type>`  | `VERSION#<version>`                 |
+//! | module release                     | `MODULE#<ns>/<name>/<system>`    | `VERSION#<version>`                 |
+//! | versions index                     | the releases' own `pk`           | `INDEX`                             |
+//! | module docs of an archive          | `MODULE#<ns>/<name>/<system>`    | `DOCS#<version>#<archive sha256>`   |
+//! | listing entry                      | `LISTING`                        | the releases' `pk`                  |
+//! | API token (its hash only)          | `TOKENS`                         | `<sha256 of the token>`             |
+//! | namespace signing key              | `KEYS#<ns>`                      | `KEY#<key id>`                      |
+//! | audit event                        | `AUDIT`                          | `<inverted time>#<random>`          |
+//! | publish in progress                | `UPLOAD#<upload id>`             | `UPLOAD`                            |
+//! | the URL signing secret             | `CONFIG#url-signing-secret`      | `CONFIG`                            |
+//!
+//! One release is one item holding every platform, so a download is one
+//! `GetItem`; a versions list is one `GetItem` of the partition's index.
+
+use tfreg_model::address::{ModuleName, ProviderName};
+use tfreg_model::blob_key::UploadId;
+use tfreg_model::release::Origin;
+use tfreg_model::router::PublishTarget;
+use tfreg_model::version::Version;
+
+/// Sort keys of release items start with this.
+pub const VERSION_PREFIX: &str = "VERSION#";
+/// Sort key of a partition's versions index.
+pub const INDEX_SK: &str = "INDEX";
+/// Sort keys of module docs items start with this.
+pub const DOCS_PREFIX: &str = "DOCS#";
+/// The partition of listing entries.
+pub const LISTING_PK: &str = "LISTING";
+/// The partition of every token.
+pub const TOKENS_PK: &str = "TOKENS";
+/// Sort keys of namespace keys start with this.
+pub const KEY_PREFIX: &str = "KEY#";
+/// The partition of audit events.
+pub const AUDIT_PK: &str = "AUDIT";
+/// The sort key of a publish in progress.
+pub const UPLOAD_SK: &str = "UPLOAD";
+/// The URL signing secret's keys.
+pub const SECRET_PK: &str = "CONFIG#url-signing-secret";
+pub const SECRET_SK: &str = "CONFIG";
+
+/// The partition of a provider's releases.
+pub fn provider_pk(origin: &Origin, provider: &ProviderName) -> String {
+    match origin {
+        Origin::Registry => format!("PROVIDER#{provider}"),
+        Origin::Mirror(host) => format!("MIRROR#{host}/{provider}"),
+    }
+}
+
+/// The partition of a module's releases.
+pub fn module_pk(module: &ModuleName) -> String {
+    format!("MODULE#{module}")
+}
+
+/// The sort key of one release.
+pub fn version_sk(version: &Version) -> String {
+    format!("{VERSION_PREFIX}{version}")
+}
+
+/// The sort key of one module archive's docs.
+pub fn docs_sk(version: &Version, archive_sha256: &str) -> String {
+    format!("{DOCS_PREFIX}{version}#{archive_sha256}")
+}
+
+/// The partition of what `target` publishes into.
+pub fn release_pk(target: &PublishTarget) -> String {
+    match target {
+        PublishTarget::Provider { provider, .. } => provider_pk(&Origin::Registry, provider),
+        PublishTarget::Mirror {
+            hostname, provider, ..
+        } => provider_pk(&Origin::Mirror(hostname.clone()), provider),
+        PublishTarget::Module { module, .. } => module_pk(module),
+    }
+}
+
+/// The partition and sort key of `target`'s release item.
+pub fn release_location(target: &PublishTarget) -> (String, String) {
+    (release_pk(target), version_sk(target.version()))
+}
+
+/// The partition of a namespace's signing keys.
+pub fn keys_pk(namespace: &str) -> String {
+    format!("KEYS#{namespace}")
+}
+
+/// The sort key of one signing key.
+pub fn key_sk(key_id: &str) -> String {
+    format!("{KEY_PREFIX}{key_id}")
+}
+
+/// The sort key of an audit event at `millis`: inverted, so an ascending
+/// query lists the newest first; `nonce` keeps events of one millisecond apart.
+pub fn audit_sk(millis: u64, nonce: u64) -> String {
+    format!("{:020}#{nonce:016x}", u64::MAX - millis)
+}
+
+/// The partition of a publish in progress.
+pub fn upload_pk(id: &UploadId) -> String {
+    format!("UPLOAD#{id}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newer_audit_events_sort_first() {
+        assert!(audit_sk(2_000, 0) < audit_sk(1_000, u64::MAX));
+        assert_eq!(audit_sk(0, 1).len(), 20 + 1 + 16);
+    }
+
+    #[test]
+    fn every_release_partition_is_distinct_by_origin() {
+        let p = ProviderName::parse("hashicorp", "null").unwrap();
+        let mirrored = provider_pk(
+            &Origin::Mirror(
+                tfreg_model::address::Hostname::parse("registry.terraform.io").unwrap(),
+            ),
+            &p,
+        );
+        assert_ne!(provider_pk(&Origin::Registry, &p), mirrored);
+        assert_eq!(mirrored, "MIRROR#registry.terraform.io/hashicorp/null");
+    }
+}

@@ -1,0 +1,571 @@
+//! The web UI: server-rendered HTML pages of what the registry holds, in
+//! both modes (`tfreg serve`, and the `ui` Lambda function), through the same
+//! router and authorisation as the API ([`tfreg_http::app`]): a page of a
+//! namespace needs a read token covering it, the home page and search show
+//! only what the token covers. A browser presents its token through a
+//! session cookie ([`tfreg_http::session`]) opened by the sign-in page.
+//!
+//! Pages are askama templates (`shared/ui/templates/ui/`), escaped by default;
+//! every response carries a strict Content-Security-Policy (no inline
+//! script or style, nothing from elsewhere), so even a README that got past
+//! the sanitiser could not run anything. JavaScript only adds copy buttons:
+//! every page works without it.
+
+pub mod assets;
+pub mod pages;
+pub mod snippets;
+
+use askama::Template;
+use async_trait::async_trait;
+use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use tfreg_http::auth::{self, Credential};
+use tfreg_http::body::{Body, Response, header_value, read_body, redirect};
+use tfreg_http::{Call, Error, Handler, Pages, Registry, session};
+use tfreg_model::address::{ModuleName, ProviderName};
+use tfreg_model::router::UiRoute;
+use tfreg_model::token::{Access, Principal, Realm, Scope, TOKEN_PREFIX};
+use tfreg_model::version::Version;
+use tfreg_store::catalog::index::VersionIndex;
+use tfreg_store::catalog::listing::{self, Entry, Kind};
+use tfreg_store::catalog::{self, Origin};
+
+use assets::Asset;
+use pages::{Layout, Marks, Row, VersionLink};
+
+/// The Content-Security-Policy of every UI response: the page's own CSS and
+/// script files only; no inline script, no frames, no form posts elsewhere.
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// Longest search query used (longer ones are cut).
+const MAX_QUERY_CHARS: usize = 200;
+/// Largest sign-in form accepted.
+const MAX_FORM_BYTES: usize = 4096;
+/// How many recent changes the home page lists.
+const RECENT: usize = 10;
+
+/// What a UI request brings besides its route.
+pub struct Request<'a> {
+    pub method: &'a Method,
+    pub query: Option<&'a str>,
+    pub headers: &'a HeaderMap,
+    /// The session's token is verified and covers what the route needs.
+    pub principal: &'a Principal,
+    pub signed_in: bool,
+}
+
+/// Answer a UI route (already authorised for its realm).
+pub async fn handle(
+    registry: &Registry,
+    route: UiRoute,
+    req: Request<'_>,
+    body: Body,
+) -> Result<Response, Error> {
+    let layout = |title: String| Layout {
+        title,
+        hostname: registry.config.hostname.to_string(),
+        css: Asset::Css.file_name(),
+        js: Asset::Js.file_name(),
+        signed_in: req.signed_in,
+        query: String::new(),
+    };
+    match route {
+        // The pipeline answers the root itself; here for completeness.
+        UiRoute::Root => Ok(redirect(&UiRoute::Home.path())),
+        UiRoute::Asset(name) => Asset::from_file_name(&name)
+            .map(asset_response)
+            .ok_or_else(|| Error::not_found(format!("no such file: {name}"))),
+        UiRoute::Home => {
+            let entries = visible(registry, req.principal).await?;
+            let mut by_namespace = std::collections::BTreeMap::<String, usize>::new();
+            for e in &entries {
+                *by_namespace.entry(e.namespace.clone()).or_default() += 1;
+            }
+            let namespaces: Vec<(String, usize)> = by_namespace.into_iter().collect();
+            let modules = entries.iter().filter(|e| e.kind == Kind::Module).count();
+            let mut recent = entries.clone();
+            recent.sort_by_key(|e| std::cmp::Reverse(e.updated_at));
+            recent.truncate(RECENT);
+            page(&pages::Home {
+                layout: layout("Home".into()),
+                recent: recent.iter().map(Row::of).collect(),
+                namespaces,
+                modules,
+                providers: entries.len() - modules,
+            })
+        }
+        UiRoute::Search => {
+            let (q, kind) = search_params(req.query);
+            let entries = visible(registry, req.principal).await?;
+            let total = entries.len();
+            let results: Vec<Row> = entries
+                .iter()
+                .filter(|e| match kind.as_str() {
+                    "module" => e.kind == Kind::Module,
+                    "provider" => e.kind == Kind::Provider,
+                    _ => true,
+                })
+                .filter(|e| e.matches(&q))
+                .map(Row::of)
+                .collect();
+            let mut layout = layout(format!("Search {q}"));
+            layout.query = q;
+            page(&pages::Search {
+                layout,
+                results,
+                kind,
+                total,
+            })
+        }
+        UiRoute::Namespace { namespace } => {
+            let rows: Vec<Row> = listing::all(registry.items.as_ref())
+                .await?
+                .iter()
+                .filter(|e| e.namespace == namespace)
+                .map(Row::of)
+                .collect();
+            if rows.is_empty() {
+                return Err(Error::not_found(format!(
+                    "nothing is published in the namespace {namespace}"
+                )));
+            }
+            page(&pages::Namespace {
+                layout: layout(namespace.clone()),
+                namespace,
+                rows,
+            })
+        }
+        UiRoute::Module { module, version } => {
+            module_page(registry, &module, version, layout(module.to_string())).await
+        }
+        UiRoute::Provider { provider, version } => {
+            provider_page(registry, &provider, version, layout(provider.to_string())).await
+        }
+        UiRoute::SignIn if req.method == Method::POST => {
+            sign_in(registry, req.headers, body, layout("Sign in".into())).await
+        }
+        UiRoute::SignIn => {
+            let params = params(req.query);
+            page(&pages::SignIn {
+                layout: layout("Sign in".into()),
+                next: safe_next(params.get("next").map(String::as_str)),
+                error: String::new(),
+                signed_out: params.contains_key("signed-out"),
+            })
+        }
+        UiRoute::SignOut => {
+            same_site(req.headers)?;
+            let mut resp = redirect(&format!("{}?signed-out", UiRoute::SignIn.path()));
+            resp.headers_mut()
+                .insert(header::SET_COOKIE, header_value(&session::clear_cookie())?);
+            Ok(resp)
+        }
+    }
+}
+
+/// Every listed entry the principal may read.
+async fn visible(registry: &Registry, principal: &Principal) -> Result<Vec<Entry>, Error> {
+    let entries = listing::all(registry.items.as_ref()).await?;
+    Ok(match principal {
+        Principal::Token(record) => entries
+            .into_iter()
+            .filter(|e| record.covers(Realm::Namespace(&e.namespace)))
+            .collect(),
+        Principal::Anonymous | Principal::Operator => entries,
+    })
+}
+
+/// The version a page shows: the one asked for, else the highest one not
+/// yanked (a release before a prerelease), else the highest.
+fn pick_version(index: &VersionIndex, asked: Option<Version>) -> Option<Version> {
+    if asked.is_some() {
+        return asked;
+    }
+    let parsed: Vec<(Version, bool)> = index
+        .versions()
+        .filter_map(|v| Some((Version::parse(v.version).ok()?, v.yanked)))
+        .collect();
+    let best = |ok: &dyn Fn(&(Version, bool)) -> bool| {
+        parsed.iter().filter(|v| ok(v)).map(|v| v.0.clone()).max()
+    };
+    best(&|v| !v.1 && !v.0.is_prerelease())
+        .or_else(|| best(&|v| !v.1))
+        .or_else(|| best(&|_| true))
+}
+
+/// The version list of a page, newest first.
+fn version_links(index: &VersionIndex, base: &str, current: &Version) -> Vec<VersionLink> {
+    let mut links: Vec<(Option<Version>, VersionLink)> = index
+        .versions()
+        .map(|v| {
+            (
+                Version::parse(v.version).ok(),
+                VersionLink {
+                    version: v.version.to_string(),
+                    href: format!("{base}/{}", v.version),
+                    current: v.version == current.to_string(),
+                    deprecated: v.deprecated.map(str::to_string),
+                    yanked: v.yanked,
+                },
+            )
+        })
+        .collect();
+    links.sort_by(|a, b| b.0.cmp(&a.0));
+    links.into_iter().map(|(_, l)| l).collect()
+}
+
+fn marks(lifecycle: &catalog::Lifecycle) -> Marks {
+    Marks {
+        deprecated: lifecycle.deprecated.as_ref().map(|m| m.message.clone()),
+        yanked: lifecycle.yanked.as_ref().map(|m| m.message.clone()),
+    }
+}
+
+async fn module_page(
+    registry: &Registry,
+    module: &ModuleName,
+    version: Option<Version>,
+    layout: Layout,
+) -> Result<Response, Error> {
+    let store = registry.items.as_ref();
+    let index = catalog::module_index(store, module).await?;
+    let missing = || Error::not_found(format!("the module {module} has no such version"));
+    let version = pick_version(&index, version).ok_or_else(missing)?;
+    let release = catalog::module_release(store, module, &version)
+        .await?
+        .ok_or_else(missing)?;
+    let docs = catalog::module_docs(store, module, &release).await?;
+    let address = format!("{}/{module}", registry.config.hostname);
+    let required: Vec<(&str, &str)> = docs
+        .as_ref()
+        .map(|d| {
+            d.root
+                .inputs
+                .iter()
+                .filter(|i| i.required)
+                .map(|i| (i.name.as_str(), i.r#type.as_deref().unwrap_or("any")))
+                .collect()
+        })
+        .unwrap_or_default();
+    let usage = snippets::module_usage(&module.name, &address, &version, &required);
+    let base = format!("/ui/modules/{module}");
+    page(&pages::Module {
+        versions: version_links(&index, &base, &version),
+        layout,
+        address,
+        namespace: module.namespace.clone(),
+        version: version.to_string(),
+        published: pages::date(release.published_at),
+        marks: marks(&release.lifecycle),
+        usage,
+        docs: docs.map(pages::DocsView::of),
+    })
+}
+
+async fn provider_page(
+    registry: &Registry,
+    provider: &ProviderName,
+    version: Option<Version>,
+    layout: Layout,
+) -> Result<Response, Error> {
+    let store = registry.items.as_ref();
+    let index = catalog::provider_index(store, &Origin::Registry, provider).await?;
+    let missing = || Error::not_found(format!("the provider {provider} has no such version"));
+    let version = pick_version(&index, version).ok_or_else(missing)?;
+    let release = catalog::provider_release(store, &Origin::Registry, provider, &version)
+        .await?
+        .ok_or_else(missing)?;
+    let source = format!("{}/{provider}", registry.config.hostname);
+    let base = format!("/ui/providers/{provider}");
+    let mut platforms: Vec<pages::PlatformView> = release
+        .packages
+        .iter()
+        .map(|p| pages::PlatformView {
+            os: p.os.clone(),
+            arch: p.arch.clone(),
+            filename: p.file.filename.clone(),
+            size: pages::size(p.file.size),
+            hashes: p.hashes(),
+        })
+        .collect();
+    platforms.sort_by(|a, b| (&a.os, &a.arch).cmp(&(&b.os, &b.arch)));
+    page(&pages::Provider {
+        versions: version_links(&index, &base, &version),
+        layout,
+        required_providers: snippets::required_providers(&provider.r#type, &source, &version),
+        lock_entry: snippets::lock_entry(&source, &release, &version),
+        address: source,
+        namespace: provider.namespace.clone(),
+        version: version.to_string(),
+        published: pages::date(release.published_at),
+        marks: marks(&release.lifecycle),
+        protocols: release.protocols.join(", "),
+        key_id: release
+            .signing_key
+            .as_ref()
+            .map(|k| k.key_id.clone())
+            .unwrap_or_default(),
+        platforms,
+    })
+}
+
+/// A POST from another site's page is refused (the session cookie is
+/// `SameSite=Strict` anyway; this also stops a sign-in forced from elsewhere).
+fn same_site(headers: &HeaderMap) -> Result<(), Error> {
+    match headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
+        None | Some("same-origin") | Some("none") => Ok(()),
+        Some(other) => Err(Error::Forbidden(format!(
+            "a form of this registry must be sent from its own pages (Sec-Fetch-Site: {other})"
+        ))),
+    }
+}
+
+async fn sign_in(
+    registry: &Registry,
+    headers: &HeaderMap,
+    body: Body,
+    layout: Layout,
+) -> Result<Response, Error> {
+    same_site(headers)?;
+    let form = read_body(headers, body, MAX_FORM_BYTES).await?;
+    let fields: std::collections::HashMap<String, String> =
+        url::form_urlencoded::parse(&form).into_owned().collect();
+    let next = safe_next(fields.get("next").map(String::as_str));
+    let token = fields.get("token").map(|t| t.trim()).unwrap_or_default();
+    let refused = |message: String, status: StatusCode| {
+        let mut resp = page(&pages::SignIn {
+            layout: layout.clone(),
+            next: next.clone(),
+            error: message,
+            signed_out: false,
+        })?;
+        *resp.status_mut() = status;
+        Ok(resp)
+    };
+    let Some(hash) = auth::presented_hash(token) else {
+        return refused(
+            format!(
+                "That is not a token of this registry: tokens start with {}.",
+                TOKEN_PREFIX
+            ),
+            StatusCode::UNAUTHORIZED,
+        );
+    };
+    let access = Access::Token {
+        scope: Scope::Read,
+        realm: Realm::AnyNamespace,
+    };
+    let (_, verdict) = auth::authorize(registry, Credential::Session(Some(&hash)), access).await;
+    match verdict {
+        Ok(()) => {}
+        Err(e @ (Error::Unauthorized(_) | Error::Forbidden(_))) => {
+            return refused(e.to_string(), e.status());
+        }
+        Err(e) => return Err(e),
+    }
+    let signer = registry.signer_if_ready().await?.ok_or_else(|| {
+        Error::Unavailable(
+            "the registry has no signing secret yet (publish once, or run `tfreg aws init`)".into(),
+        )
+    })?;
+    let expires = registry.now() + session::SESSION_SECS;
+    let cookie = session::set_cookie(&session::value(signer, &hash, expires));
+    tracing::info!(event = "ui.sign-in", "a session was opened");
+    let mut resp = redirect(&next);
+    resp.headers_mut()
+        .insert(header::SET_COOKIE, header_value(&cookie)?);
+    Ok(resp)
+}
+
+/// Where to go after signing in: a UI path of this registry only (never
+/// another site, nor `//host`), else the home page.
+fn safe_next(next: Option<&str>) -> String {
+    match next {
+        Some(n)
+            if n.starts_with("/ui/") && !n.starts_with("//") && !n.contains(['\\', '\r', '\n']) =>
+        {
+            n.to_string()
+        }
+        _ => UiRoute::Home.path(),
+    }
+}
+
+fn params(query: Option<&str>) -> std::collections::HashMap<String, String> {
+    url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .into_owned()
+        .collect()
+}
+
+/// The search's query (trimmed, at most [`MAX_QUERY_CHARS`]) and kind filter.
+fn search_params(query: Option<&str>) -> (String, String) {
+    let params = params(query);
+    let q: String = params
+        .get("q")
+        .map(|q| q.trim().chars().take(MAX_QUERY_CHARS).collect())
+        .unwrap_or_default();
+    let kind = match params.get("kind").map(String::as_str) {
+        Some(k @ ("module" | "provider")) => k.to_string(),
+        _ => String::new(),
+    };
+    (q, kind)
+}
+
+/// A rendered page, `no-store` (it shows what a token may read).
+fn page<T: Template>(template: &T) -> Result<Response, Error> {
+    let html = template
+        .render()
+        .map_err(|e| Error::internal(format!("rendering a page: {e}")))?;
+    let mut resp = http::Response::new(Body::from(html));
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(resp)
+}
+
+fn asset_response(asset: Asset) -> Response {
+    let mut resp = http::Response::new(Body::from(asset.body()));
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(asset.content_type()),
+    );
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=31536000, immutable"),
+    );
+    resp
+}
+
+/// The security headers of every UI response, error pages included.
+pub fn secure(headers: &mut HeaderMap) {
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        "cross-origin-opener-policy",
+        HeaderValue::from_static("same-origin"),
+    );
+    headers.insert(
+        "permissions-policy",
+        HeaderValue::from_static("camera=(), microphone=(), geolocation=(), interest-cohort=()"),
+    );
+}
+
+/// A UI request's error as a page: a GET without a (valid) session goes to
+/// the sign-in page and comes back after it; anything else is an HTML page
+/// with the status and the same message the API would give.
+pub fn error_page(
+    err: &Error,
+    request_id: &str,
+    method: &Method,
+    path: &str,
+    query: Option<&str>,
+    hostname: &str,
+    signed_in: bool,
+) -> Response {
+    if matches!(err, Error::Unauthorized(_)) && (method == Method::GET || method == Method::HEAD) {
+        let back = match query {
+            Some(q) => format!("{path}?{q}"),
+            None => path.to_string(),
+        };
+        let next: String =
+            url::form_urlencoded::byte_serialize(safe_next(Some(&back)).as_bytes()).collect();
+        let mut resp = redirect(&format!("{}?next={next}", UiRoute::SignIn.path()));
+        if signed_in {
+            // A session whose token no longer works: forget it.
+            if let Ok(v) = HeaderValue::from_str(&session::clear_cookie()) {
+                resp.headers_mut().insert(header::SET_COOKIE, v);
+            }
+        }
+        return resp;
+    }
+    let status = err.status();
+    let heading = match status {
+        StatusCode::NOT_FOUND => "Not found".to_string(),
+        StatusCode::FORBIDDEN => "Not allowed".to_string(),
+        StatusCode::UNAUTHORIZED => "Sign in needed".to_string(),
+        StatusCode::SERVICE_UNAVAILABLE => "Try again shortly".to_string(),
+        s if s.is_client_error() => "That request cannot be answered".to_string(),
+        _ => "Something went wrong".to_string(),
+    };
+    let template = pages::ErrorPage {
+        layout: Layout {
+            title: heading.clone(),
+            hostname: hostname.to_string(),
+            css: Asset::Css.file_name(),
+            js: Asset::Js.file_name(),
+            signed_in,
+            query: String::new(),
+        },
+        status: status.as_u16(),
+        heading,
+        message: err.public_message(request_id),
+    };
+    let mut resp = match page(&template) {
+        Ok(resp) => resp,
+        Err(_) => http::Response::new(Body::from(err.public_message(request_id))),
+    };
+    *resp.status_mut() = status;
+    tfreg_http::body::error_headers(err, resp.headers_mut());
+    resp
+}
+
+/// The web UI's pages.
+pub struct Ui;
+
+#[async_trait]
+impl Handler<UiRoute> for Ui {
+    async fn handle(
+        &self,
+        registry: &Registry,
+        route: UiRoute,
+        call: Call<'_>,
+        body: Body,
+    ) -> Result<Response, Error> {
+        let req = Request {
+            method: call.method,
+            query: call.query,
+            headers: call.headers,
+            principal: call.principal,
+            signed_in: call.signed_in,
+        };
+        handle(registry, route, req, body).await
+    }
+}
+
+impl Pages for Ui {
+    fn error_page(
+        &self,
+        registry: &Registry,
+        err: &Error,
+        request_id: &str,
+        call: &Call<'_>,
+        path: &str,
+    ) -> Response {
+        error_page(
+            err,
+            request_id,
+            call.method,
+            path,
+            call.query,
+            registry.config.hostname.as_str(),
+            call.signed_in,
+        )
+    }
+
+    fn secure(&self, headers: &mut HeaderMap) {
+        secure(headers);
+    }
+}

@@ -1,0 +1,991 @@
+//! The deployment never drifts from the code. `cargo lambda watch` (Cargo.toml)
+//! routes every path to the binary of the package that serves it (its handler
+//! group). `template.yaml`: every endpoint has exactly one function resource,
+//! built from the package that serves it, and one route; every route reaches
+//! the endpoint the model's router gives its paths; only `publish` and `admin` may
+//! write (admin with exactly its rights), every other function that checks
+//! tokens may only stamp a token's last use (`RecordTokenUse`); access is
+//! private by default; the environment holds only settings the code reads; the
+//! table and bucket match what the code reads and writes, and the CloudFront
+//! Function answers discovery exactly as the discovery handler does (run in
+//! Node.js, the closest runtime to CloudFront Functions' JavaScript).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+
+use http::Method;
+use serde_norway::Value;
+use tfreg_model::router::{Endpoint, Route};
+
+fn template() -> Value {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/template.yaml"))
+        .expect("template.yaml at the repository root");
+    serde_norway::from_str(&text).expect("template.yaml is YAML")
+}
+
+fn resources(t: &Value) -> &serde_norway::Mapping {
+    t["Resources"].as_mapping().expect("Resources")
+}
+
+/// Resources of one type, by logical id.
+fn of_type<'a>(t: &'a Value, ty: &str) -> BTreeMap<String, &'a Value> {
+    resources(t)
+        .iter()
+        .filter(|(_, r)| r["Type"].as_str() == Some(ty))
+        .map(|(id, r)| (id.as_str().unwrap().to_string(), r))
+        .collect()
+}
+
+/// The argument of a short-form intrinsic (`!Ref X`, `!GetAtt X.Arn`, `!Sub "..."`).
+fn tagged<'a>(v: &'a Value, tag: &str) -> Option<&'a Value> {
+    match v {
+        Value::Tagged(t) if t.tag == tag => Some(&t.value),
+        _ => None,
+    }
+}
+
+fn tagged_str<'a>(v: &'a Value, tag: &str) -> &'a str {
+    tagged(v, tag)
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("expected {tag} <string>, found {v:?}"))
+}
+
+/// The function packages (`functions/<name>`, binary `<name>`).
+const PACKAGES: [&str; 5] = ["read", "blob", "publish", "admin", "ui"];
+
+/// The package whose handler group serves `route`.
+fn package_of(route: &Route) -> &'static str {
+    match route {
+        Route::Discovery | Route::Read(_) => "read",
+        Route::Blob(_) => "blob",
+        Route::Publish(_) => "publish",
+        Route::Admin(_) => "admin",
+        // The redirect to the home page is answered by every function.
+        Route::Ui(_) => "ui",
+    }
+}
+
+/// logical id → the binary it runs. Each function is built from its
+/// package (`CodeUri: functions/<binary>`, `Binary: <binary>`) and nothing
+/// else in its build metadata, so that `sam build` builds each package once.
+fn function_binaries(t: &Value) -> BTreeMap<String, String> {
+    let mut binaries = BTreeMap::new();
+    for (id, f) in of_type(t, "AWS::Serverless::Function") {
+        assert_eq!(
+            f["Metadata"]["BuildMethod"].as_str(),
+            Some("rust-cargolambda"),
+            "{id}"
+        );
+        let binary = f["Metadata"]["BuildProperties"]["Binary"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{id}: Metadata.BuildProperties.Binary"))
+            .to_string();
+        assert!(
+            PACKAGES.contains(&binary.as_str()),
+            "{id}: no package {binary}"
+        );
+        assert_eq!(
+            f["Properties"]["CodeUri"].as_str(),
+            Some(format!("functions/{binary}").as_str()),
+            "{id}: built from its own package"
+        );
+        assert_eq!(
+            f["Metadata"].as_mapping().map(|m| m.len()),
+            Some(2),
+            "{id}: nothing else in Metadata, or SAM builds this function separately"
+        );
+        binaries.insert(id, binary);
+    }
+    binaries
+}
+
+/// endpoint name → logical id of its function resource: the endpoint the
+/// router gives the function's one route.
+fn functions(t: &Value) -> BTreeMap<String, String> {
+    let binaries = function_binaries(t);
+    let routes = routes(t);
+    let mut by_endpoint = BTreeMap::new();
+    for (id, binary) in &binaries {
+        let keys = routes
+            .get(id)
+            .unwrap_or_else(|| panic!("{id} has no route"));
+        assert_eq!(keys.len(), 1, "{id} has exactly one route, found {keys:?}");
+        let (method, path) = sample(&keys[0]);
+        let route = tfreg_model::router::route(&method, &path)
+            .unwrap_or_else(|e| panic!("{}: {path}: {e}", keys[0]));
+        assert_eq!(
+            package_of(&route),
+            binary,
+            "{id}: {} is served by another package",
+            keys[0]
+        );
+        let endpoint = route.endpoint().name().to_string();
+        if let Some(previous) = by_endpoint.insert(endpoint.clone(), id.clone()) {
+            panic!("endpoint {endpoint} has two functions: {previous} and {id}");
+        }
+    }
+    by_endpoint
+}
+
+/// The route keys that lead to each function (by logical id).
+fn routes(t: &Value) -> BTreeMap<String, Vec<String>> {
+    let integrations = of_type(t, "AWS::ApiGatewayV2::Integration");
+    let mut by_function: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (id, route) in of_type(t, "AWS::ApiGatewayV2::Route") {
+        let p = &route["Properties"];
+        assert_eq!(tagged_str(&p["ApiId"], "!Ref"), "RegistryApi", "{id}");
+        let target = tagged_str(&p["Target"], "!Sub");
+        let integration_id = target
+            .strip_prefix("integrations/${")
+            .and_then(|s| s.strip_suffix('}'))
+            .unwrap_or_else(|| panic!("{id}: Target {target}"));
+        let integration = integrations
+            .get(integration_id)
+            .unwrap_or_else(|| panic!("{id}: no integration {integration_id}"));
+        let ip = &integration["Properties"];
+        assert_eq!(ip["IntegrationType"].as_str(), Some("AWS_PROXY"));
+        assert_eq!(ip["PayloadFormatVersion"].as_str(), Some("2.0"));
+        let function = tagged_str(&ip["IntegrationUri"], "!GetAtt")
+            .strip_suffix(".Arn")
+            .expect("IntegrationUri: !GetAtt <Function>.Arn")
+            .to_string();
+        let key = p["RouteKey"].as_str().expect("RouteKey").to_string();
+        by_function.entry(function).or_default().push(key);
+    }
+    by_function
+}
+
+/// A concrete path for an API Gateway route key (`ANY /v1/...`, `$default`).
+fn sample(route_key: &str) -> (Method, String) {
+    if route_key == "$default" {
+        return (Method::GET, "/.well-known/terraform.json".into());
+    }
+    let (method, pattern) = route_key.split_once(' ').expect("METHOD /path");
+    assert_eq!(
+        method, "ANY",
+        "{route_key}: the router answers wrong methods (405)"
+    );
+    sample_path(pattern)
+}
+
+/// A concrete request for a path pattern (API Gateway's `{key+}` or cargo lambda watch's `{*key}`).
+fn sample_path(pattern: &str) -> (Method, String) {
+    let operation = if pattern.starts_with(tfreg_model::protocol::ADMIN_V1) {
+        "tokens"
+    } else {
+        "providers/acme/null/1.0.0/begin"
+    };
+    let path = pattern
+        .replace("{*key}", "{key+}")
+        .replace("{*operation}", "{operation+}")
+        .replace("{*page}", "{page+}")
+        .replace("{page+}", "home")
+        .replace("{namespace}", "acme")
+        .replace("{type}", "null")
+        .replace("{name}", "vpc")
+        .replace("{system}", "aws")
+        .replace("{version}/download", "1.0.0/download")
+        .replace("{version}", "1.0.0.json")
+        .replace("{os}", "linux")
+        .replace("{arch}", "amd64")
+        .replace("{hostname}", "registry.terraform.io")
+        .replace("{key+}", "archives/abc/x.zip")
+        .replace("{operation+}", operation);
+    assert!(!path.contains('{'), "{pattern}: unknown parameter");
+    let method = if path.starts_with("/v1/publish/") {
+        Method::POST
+    } else {
+        Method::GET
+    };
+    (method, path)
+}
+
+fn endpoint_names() -> BTreeSet<String> {
+    Endpoint::ALL.iter().map(|e| e.name().to_string()).collect()
+}
+
+/// The function packages in the workspace: exactly [`PACKAGES`], each with
+/// one binary of its name.
+#[test]
+fn one_package_and_binary_per_handler_group() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found: Vec<String> = std::fs::read_dir(root.join("functions"))
+        .unwrap()
+        .filter_map(|e| {
+            let path = e.unwrap().path();
+            path.join("Cargo.toml")
+                .exists()
+                .then(|| path.file_name().unwrap().to_string_lossy().into_owned())
+        })
+        .collect();
+    found.sort();
+    let mut expected: Vec<String> = PACKAGES.iter().map(|s| s.to_string()).collect();
+    expected.sort();
+    assert_eq!(found, expected);
+    for name in PACKAGES {
+        let manifest =
+            std::fs::read_to_string(root.join(format!("functions/{name}/Cargo.toml"))).unwrap();
+        assert!(
+            manifest.contains(&format!("[[bin]]\nname = \"{name}\"")),
+            "functions/{name} builds the binary {name}"
+        );
+    }
+}
+
+#[test]
+fn every_watch_route_leads_to_a_function_and_every_function_has_a_route() {
+    let routes = watch_routes();
+    let routed: BTreeSet<&str> = routes.values().map(String::as_str).collect();
+    assert_eq!(
+        routed,
+        PACKAGES.into_iter().collect(),
+        "every function package has a route and every route a package"
+    );
+    // And the shared router agrees: a sample path of each watch route is routed
+    // to the endpoint of the function it names.
+    for (pattern, function) in &routes {
+        if pattern == CATCH_ALL {
+            assert_eq!(
+                function, "read",
+                "the catch-all goes where API Gateway's $default does: the discovery function"
+            );
+            let err = tfreg_model::router::route(&Method::GET, "/no/such/path").unwrap_err();
+            assert!(matches!(err, tfreg_model::RouteError::NotFound(_)), "{err}");
+            continue;
+        }
+        let (method, path) = sample_path(pattern);
+        let route =
+            tfreg_model::router::route(&method, &path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(package_of(&route), function, "{pattern}");
+    }
+}
+
+/// cargo lambda watch's pattern for API Gateway's `$default` route.
+const CATCH_ALL: &str = "/{*path}";
+
+/// The `[workspace.metadata.lambda.watch.router]` table of Cargo.toml: path → function.
+fn watch_routes() -> BTreeMap<String, String> {
+    let manifest =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).unwrap();
+    manifest
+        .split("[workspace.metadata.lambda.watch.router]")
+        .nth(1)
+        .expect("the workspace Cargo.toml routes functions for cargo lambda watch")
+        .lines()
+        .take_while(|l| !l.starts_with('['))
+        .filter_map(|l| l.split_once(" = "))
+        .map(|(p, f)| {
+            (
+                p.trim_matches('"').to_string(),
+                f.trim().trim_matches('"').to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_function_has_one_resource_and_one_route_and_every_endpoint_a_function() {
+    let t = template();
+    let functions = functions(&t);
+    let endpoints: BTreeSet<String> = functions.keys().cloned().collect();
+    assert_eq!(
+        endpoints,
+        endpoint_names(),
+        "template functions vs router endpoints"
+    );
+
+    let routes = routes(&t);
+    let routed: BTreeSet<&String> = routes.keys().collect();
+    let function_ids: BTreeSet<&String> = functions.values().collect();
+    assert_eq!(
+        routed, function_ids,
+        "every function has a route, every route a function"
+    );
+    // The discovery function is the API's catch-all: there is no path API
+    // Gateway would answer with its own (non-JSON-errors) 404.
+    assert_eq!(
+        routes[&functions["discovery"]],
+        vec!["$default".to_string()]
+    );
+}
+
+#[test]
+fn api_routes_are_the_routes_cargo_lambda_watch_serves() {
+    let t = template();
+    let binaries = function_binaries(&t);
+    let routes = routes(&t);
+    let watch = watch_routes();
+    for (id, binary) in &binaries {
+        let key = &routes[id][0];
+        let api_path = match key.as_str() {
+            "$default" => CATCH_ALL.to_string(),
+            k => k
+                .trim_start_matches("ANY ")
+                .replace("{key+}", "{*key}")
+                .replace("{operation+}", "{*operation}")
+                .replace("{page+}", "{*page}"),
+        };
+        assert_eq!(
+            watch.get(&api_path).map(String::as_str),
+            Some(binary.as_str()),
+            "{key}: cargo lambda watch routes {api_path} elsewhere"
+        );
+    }
+}
+
+#[test]
+fn every_function_is_built_for_lambda_and_logs_json_to_a_retained_group() {
+    let t = template();
+    let g = &t["Globals"]["Function"];
+    assert_eq!(g["Runtime"].as_str(), Some("provided.al2023"));
+    assert_eq!(g["Handler"].as_str(), Some("bootstrap"));
+    let arch = &g["Architectures"][0];
+    assert_eq!(tagged_str(arch, "!Ref"), "Architecture");
+    assert_eq!(
+        t["Parameters"]["Architecture"]["Default"].as_str(),
+        Some("arm64")
+    );
+
+    // The environment is exactly what the functions read, and covers the required settings.
+    let env: BTreeSet<&str> = g["Environment"]["Variables"]
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    for name in &env {
+        assert!(
+            tfreg_lambda::config::ALL.contains(name),
+            "{name} is not a setting the code reads"
+        );
+    }
+    for required in [
+        tfreg_lambda::config::TABLE,
+        tfreg_lambda::config::BUCKET,
+        tfreg_lambda::config::HOSTNAME,
+    ] {
+        assert!(env.contains(required), "{required} missing");
+    }
+
+    let groups = of_type(&t, "AWS::Logs::LogGroup");
+    let permissions = of_type(&t, "AWS::Lambda::Permission");
+    for (id, f) in of_type(&t, "AWS::Serverless::Function") {
+        let logging = &f["Properties"]["LoggingConfig"];
+        assert_eq!(logging["LogFormat"].as_str(), Some("JSON"), "{id}");
+        let group = tagged_str(&logging["LogGroup"], "!Ref");
+        let group = groups
+            .get(group)
+            .unwrap_or_else(|| panic!("{id}: no log group {group}"));
+        assert_eq!(
+            tagged_str(&group["Properties"]["RetentionInDays"], "!Ref"),
+            "LogRetentionDays",
+            "{id}"
+        );
+        let own: Vec<_> = permissions
+            .values()
+            .filter(|p| {
+                tagged(&p["Properties"]["FunctionName"], "!Ref").and_then(Value::as_str)
+                    == Some(&id)
+            })
+            .collect();
+        assert_eq!(own.len(), 1, "{id}: one invoke permission for API Gateway");
+        assert_eq!(
+            own[0]["Properties"]["Principal"].as_str(),
+            Some("apigateway.amazonaws.com")
+        );
+    }
+}
+
+const WRITE_ACTIONS: [&str; 5] = [
+    "dynamodb:PutItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:UpdateItem",
+    "s3:PutObject",
+    "s3:DeleteObject",
+];
+const READ_ACTIONS: [&str; 4] = [
+    "dynamodb:GetItem",
+    "dynamodb:Query",
+    "s3:GetObject",
+    "s3:ListBucket",
+];
+
+/// The inline policy statements of a function's role.
+fn statements(function: &Value) -> Vec<&Value> {
+    let Some(policies) = function["Properties"]["Policies"].as_sequence() else {
+        return vec![];
+    };
+    let mut out = vec![];
+    for policy in policies {
+        let statements = policy["Statement"]
+            .as_sequence()
+            .expect("inline Statement list");
+        for s in statements {
+            assert_eq!(s["Effect"].as_str(), Some("Allow"));
+            assert!(
+                !format!("{:?}", s["Resource"]).contains("\"*\""),
+                "no wildcard resources"
+            );
+            out.push(s);
+        }
+    }
+    out
+}
+
+fn statement_actions(s: &Value) -> Vec<String> {
+    match &s["Action"] {
+        Value::String(a) => vec![a.clone()],
+        Value::Sequence(list) => list
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect(),
+        other => panic!("Action {other:?}"),
+    }
+}
+
+/// A statement's resources, spelled as in the template: `!GetAtt Table.Arn`,
+/// `!Sub ${Bucket.Arn}/archives/*`.
+fn statement_resources(s: &Value) -> Vec<String> {
+    let one = |r: &Value| match r {
+        Value::Tagged(t) => format!("{} {}", t.tag, t.value.as_str().expect("a string")),
+        other => panic!("Resource {other:?}: an intrinsic of the stack's own resources"),
+    };
+    match &s["Resource"] {
+        Value::Sequence(list) => list.iter().map(one).collect(),
+        r => vec![one(r)],
+    }
+}
+
+fn actions(function: &Value) -> Vec<String> {
+    statements(function)
+        .into_iter()
+        .flat_map(statement_actions)
+        .collect()
+}
+
+/// Every (action, resource) a function's role allows.
+fn grants(function: &Value) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for s in statements(function) {
+        for a in statement_actions(s) {
+            for r in statement_resources(s) {
+                out.insert((a.clone(), r));
+            }
+        }
+    }
+    out
+}
+
+const TABLE_ARN: &str = "!GetAtt Table.Arn";
+
+/// The one statement that lets a function which checks tokens record a
+/// token's last use (`tfreg_http::auth`, `DynamoStore::touch`): `UpdateItem` of
+/// `touched_at` on items of the `TOKENS` partition, returning nothing.
+fn record_token_use() -> Value {
+    let yaml = format!(
+        r#"
+Sid: RecordTokenUse
+Effect: Allow
+Action: dynamodb:UpdateItem
+Resource: !GetAtt Table.Arn
+Condition:
+  ForAllValues:StringEquals:
+    dynamodb:LeadingKeys: [{tokens}]
+    dynamodb:Attributes: [{pk}, {sk}, {touched}]
+  StringEquals:
+    dynamodb:ReturnValues: NONE
+"#,
+        tokens = tfreg_store::catalog::schema::TOKENS_PK,
+        pk = tfreg_store::dynamodb::PK,
+        sk = tfreg_store::dynamodb::SK,
+        touched = tfreg_store::dynamodb::TOUCHED_AT,
+    );
+    serde_norway::from_str(&yaml).unwrap()
+}
+
+/// Whether the router asks a token for the routes of a function (its sample
+/// request, as [`sample`] builds it from its route key).
+fn needs_token(route_key: &str) -> bool {
+    let (method, path) = sample(route_key);
+    let route = tfreg_model::router::route(&method, &path).unwrap();
+    let host = tfreg_model::address::Hostname::parse("registry.example.com").unwrap();
+    matches!(
+        route.access(&host),
+        tfreg_model::token::Access::Token { .. }
+    )
+}
+
+#[test]
+fn only_publish_and_admin_write_and_reads_are_read_only() {
+    let t = template();
+    let functions = functions(&t);
+    let routes = routes(&t);
+    let mut token_checkers = BTreeSet::new();
+    for (binary, id) in &functions {
+        let function = &resources(&t)[id.as_str()];
+        let actions = actions(function);
+        for a in &actions {
+            assert!(
+                READ_ACTIONS.contains(&a.as_str()) || WRITE_ACTIONS.contains(&a.as_str()),
+                "{binary}: unexpected action {a}"
+            );
+        }
+        let statements = statements(function);
+        let token_use: Vec<&&Value> = statements
+            .iter()
+            .filter(|s| s["Sid"].as_str() == Some("RecordTokenUse"))
+            .collect();
+        // Writes other than the last-use stamp.
+        let writes: Vec<String> = statements
+            .iter()
+            .filter(|s| s["Sid"].as_str() != Some("RecordTokenUse"))
+            .flat_map(|s| statement_actions(s))
+            .filter(|a| WRITE_ACTIONS.contains(&a.as_str()))
+            .collect();
+        for s in &statements {
+            if s["Sid"].as_str() != Some("RecordTokenUse") {
+                assert!(
+                    s["Condition"].is_null(),
+                    "{binary}: only RecordTokenUse has conditions: {s:?}"
+                );
+            }
+        }
+        let protected = needs_token(&routes[id][0]);
+        if protected {
+            token_checkers.insert(binary.clone());
+        }
+        match binary.as_str() {
+            "publish" => {
+                assert_eq!(token_use.len(), 1, "publish records its tokens' last use");
+                assert_eq!(
+                    *token_use[0],
+                    &record_token_use(),
+                    "publish: RecordTokenUse"
+                );
+                let mut expected: Vec<&str> = WRITE_ACTIONS.to_vec();
+                expected.retain(|a| *a != "dynamodb:UpdateItem");
+                let mut found: Vec<&str> = writes.iter().map(String::as_str).collect();
+                found.sort();
+                expected.sort();
+                assert_eq!(
+                    found, expected,
+                    "publish writes the table (PutItem, DeleteItem) and the bucket, and updates only a token's last use"
+                );
+            }
+            "admin" => {
+                assert!(protected, "the admin API needs a token");
+                assert!(token_use.is_empty(), "admin may update any item already");
+                let expected: BTreeSet<(String, String)> = [
+                    ("dynamodb:GetItem", TABLE_ARN.to_string()),
+                    ("dynamodb:Query", TABLE_ARN.to_string()),
+                    ("dynamodb:PutItem", TABLE_ARN.to_string()),
+                    ("dynamodb:DeleteItem", TABLE_ARN.to_string()),
+                    ("dynamodb:UpdateItem", TABLE_ARN.to_string()),
+                    (
+                        "s3:DeleteObject",
+                        format!("!Sub ${{Bucket.Arn}}/{}*", tfreg_model::blob_key::ARCHIVES),
+                    ),
+                    ("s3:ListBucket", "!GetAtt Bucket.Arn".to_string()),
+                ]
+                .into_iter()
+                .map(|(a, r)| (a.to_string(), r))
+                .collect();
+                assert_eq!(
+                    grants(function),
+                    expected,
+                    "admin: its catalog, deleting a release's archives, and 404s for missing ones; nothing else"
+                );
+            }
+            _ => {
+                assert!(writes.is_empty(), "{binary} may not write: {writes:?}");
+                for forbidden in ["dynamodb:PutItem", "dynamodb:DeleteItem"] {
+                    assert!(
+                        !actions.iter().any(|a| a == forbidden),
+                        "{binary} may not {forbidden}"
+                    );
+                }
+                if protected {
+                    assert_eq!(
+                        token_use.len(),
+                        1,
+                        "{binary} checks tokens: one RecordTokenUse statement"
+                    );
+                    assert_eq!(
+                        *token_use[0],
+                        &record_token_use(),
+                        "{binary}: RecordTokenUse may update touched_at of a token, nothing else"
+                    );
+                } else {
+                    assert!(
+                        !actions.iter().any(|a| a == "dynamodb:UpdateItem"),
+                        "{binary} checks no token and may update nothing: {actions:?}"
+                    );
+                }
+            }
+        }
+        if binary == "discovery" {
+            assert!(actions.is_empty(), "discovery reads nothing: {actions:?}");
+        }
+        let s3: Vec<_> = actions.iter().filter(|a| a.starts_with("s3:")).collect();
+        if !["blob", "publish", "admin"].contains(&binary.as_str()) {
+            assert!(s3.is_empty(), "{binary} needs no bucket access: {s3:?}");
+        }
+    }
+    // The router's own view: every endpoint but discovery and blob needs a token.
+    let expected: BTreeSet<String> = Endpoint::ALL
+        .iter()
+        .filter(|e| !matches!(e, Endpoint::Discovery | Endpoint::Blob))
+        .map(|e| e.name().to_string())
+        .collect();
+    assert_eq!(token_checkers, expected, "functions that check tokens");
+}
+
+/// Private by default: reads need a token unless the operator says otherwise.
+#[test]
+fn access_parameters_reach_the_functions_and_reads_are_private_by_default() {
+    let t = template();
+    let params = &t["Parameters"];
+    let env = &t["Globals"]["Function"]["Environment"]["Variables"];
+    assert!(
+        params["RequireReadToken"].is_null(),
+        "RequireReadToken is gone (TFREG_ANONYMOUS_READS replaced it)"
+    );
+    for (param, var) in [
+        ("AnonymousReads", tfreg_lambda::config::ANONYMOUS_READS),
+        (
+            "RequireNamespaceKeys",
+            tfreg_lambda::config::REQUIRE_NAMESPACE_KEYS,
+        ),
+    ] {
+        let p = &params[param];
+        assert_eq!(p["Type"].as_str(), Some("String"), "{param}");
+        assert_eq!(
+            p["Default"].as_str(),
+            Some("false"),
+            "{param} is off by default"
+        );
+        let allowed: Vec<_> = p["AllowedValues"]
+            .as_sequence()
+            .unwrap_or_else(|| panic!("{param}: AllowedValues"))
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(allowed, ["false", "true"], "{param}");
+        assert_eq!(tagged_str(&env[var], "!Ref"), param, "{var}");
+    }
+    let cache = &params["TokenCacheSeconds"];
+    assert_eq!(cache["Type"].as_str(), Some("Number"));
+    assert_eq!(
+        cache["Default"].as_u64(),
+        Some(tfreg_http::auth::DEFAULT_TOKEN_CACHE_SECS)
+    );
+    assert_eq!(cache["MinValue"].as_u64(), Some(0));
+    assert_eq!(
+        cache["MaxValue"].as_u64(),
+        Some(tfreg_http::auth::MAX_TOKEN_CACHE_SECS)
+    );
+    assert_eq!(
+        tagged_str(&env[tfreg_lambda::config::TOKEN_CACHE_SECS], "!Ref"),
+        "TokenCacheSeconds"
+    );
+    // No function turns a default back on its own.
+    for (id, f) in of_type(&t, "AWS::Serverless::Function") {
+        let own = &f["Properties"]["Environment"]["Variables"];
+        for var in [
+            tfreg_lambda::config::ANONYMOUS_READS,
+            tfreg_lambda::config::REQUIRE_NAMESPACE_KEYS,
+            tfreg_lambda::config::TOKEN_CACHE_SECS,
+        ] {
+            assert!(own[var].is_null(), "{id} overrides {var}");
+        }
+    }
+    // And the code agrees that nothing set means private.
+    let settings = tfreg_lambda::config::Settings::from_lookup(|name| match name {
+        "TFREG_TABLE" | "TFREG_BUCKET" => Some("x".into()),
+        "TFREG_HOSTNAME" => Some("registry.example.com".into()),
+        _ => None,
+    })
+    .unwrap();
+    assert!(
+        !settings.anonymous_reads,
+        "the code's default is private too"
+    );
+}
+
+/// Every `TFREG_*` name anywhere in the template (environments, comments,
+/// outputs) is a setting the code reads.
+#[test]
+fn every_tfreg_variable_in_the_template_is_a_setting() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/template.yaml")).unwrap();
+    let mut found = BTreeSet::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("TFREG_") {
+        let tail = &rest[at..];
+        let len = tail
+            .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+            .unwrap_or(tail.len());
+        found.insert(tail[..len].to_string());
+        rest = &tail[len..];
+    }
+    assert!(found.contains(tfreg_lambda::config::TABLE), "{found:?}");
+    for name in &found {
+        assert!(
+            tfreg_lambda::config::ALL.contains(&name.as_str()),
+            "{name} (template.yaml) is not a setting the code reads"
+        );
+    }
+    // Function-level variables too, not only Globals (most functions have none).
+    for (id, f) in of_type(&template(), "AWS::Serverless::Function") {
+        let Some(variables) = f["Properties"]["Environment"]["Variables"].as_mapping() else {
+            continue;
+        };
+        for name in variables.keys() {
+            let name = name.as_str().unwrap();
+            assert!(tfreg_lambda::config::ALL.contains(&name), "{id}: {name}");
+        }
+    }
+}
+
+#[test]
+fn the_admin_function_and_outputs() {
+    let t = template();
+    let functions = functions(&t);
+    let admin = &resources(&t)[functions["admin"].as_str()]["Properties"];
+    assert_eq!(tagged_str(&admin["MemorySize"], "!Ref"), "ReadMemorySize");
+    assert_eq!(admin["Timeout"].as_u64(), Some(30));
+    let outputs = &t["Outputs"];
+    let command = tagged_str(&outputs["TokenCommand"]["Value"], "!Sub");
+    for part in ["tfreg token create", "--table ${Table}", "--scope admin"] {
+        assert!(
+            command.contains(part),
+            "TokenCommand {command:?} lacks {part}"
+        );
+    }
+    let admin_url = &outputs["AdminApiUrl"]["Value"];
+    let admin_url = tagged(admin_url, "!Sub").expect("AdminApiUrl: !Sub");
+    assert_eq!(
+        admin_url[0].as_str(),
+        Some(format!("https://${{Host}}{}", tfreg_model::protocol::ADMIN_V1).as_str())
+    );
+    let cli = tagged(&outputs["CliConfiguration"]["Value"], "!Sub").unwrap()[0]
+        .as_str()
+        .unwrap();
+    assert!(cli.contains("credentials \"${Host}\""), "{cli}");
+}
+
+#[test]
+fn table_and_bucket_match_what_the_code_uses() {
+    let t = template();
+    let table = &resources(&t)["Table"]["Properties"];
+    assert_eq!(table["BillingMode"].as_str(), Some("PAY_PER_REQUEST"));
+    let keys: Vec<(&str, &str)> = table["KeySchema"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["AttributeName"].as_str().unwrap(),
+                k["KeyType"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            (tfreg_store::dynamodb::PK, "HASH"),
+            (tfreg_store::dynamodb::SK, "RANGE")
+        ]
+    );
+    for a in table["AttributeDefinitions"].as_sequence().unwrap() {
+        assert_eq!(a["AttributeType"].as_str(), Some("S"));
+    }
+    let pitr = &table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"];
+    assert!(
+        tagged(pitr, "!If").is_some(),
+        "point-in-time recovery is a parameter"
+    );
+    assert!(
+        tagged(&table["DeletionProtectionEnabled"], "!If").is_some(),
+        "deletion protection is a parameter"
+    );
+    let ttl = &table["TimeToLiveSpecification"];
+    assert_eq!(
+        (ttl["AttributeName"].as_str(), ttl["Enabled"].as_bool()),
+        (Some(tfreg_store::dynamodb::EXPIRES_AT), Some(true)),
+        "unfinished publishes expire"
+    );
+
+    let bucket = &resources(&t)["Bucket"]["Properties"];
+    let block = &bucket["PublicAccessBlockConfiguration"];
+    for k in [
+        "BlockPublicAcls",
+        "BlockPublicPolicy",
+        "IgnorePublicAcls",
+        "RestrictPublicBuckets",
+    ] {
+        assert_eq!(block[k].as_bool(), Some(true), "{k}");
+    }
+    assert_eq!(
+        bucket["VersioningConfiguration"]["Status"].as_str(),
+        Some("Enabled")
+    );
+    let rules = bucket["LifecycleConfiguration"]["Rules"]
+        .as_sequence()
+        .unwrap();
+    assert!(
+        rules
+            .iter()
+            .any(|r| !r["AbortIncompleteMultipartUpload"].is_null())
+    );
+    let staging = tfreg_model::blob_key::UPLOADS;
+    assert!(
+        rules
+            .iter()
+            .any(|r| r["Prefix"].as_str() == Some(staging) && !r["ExpirationInDays"].is_null()),
+        "unfinished uploads under {staging} expire"
+    );
+    let policy = &resources(&t)["BucketPolicy"]["Properties"]["PolicyDocument"]["Statement"][0];
+    assert_eq!(policy["Effect"].as_str(), Some("Deny"));
+    assert_eq!(
+        policy["Condition"]["Bool"]["aws:SecureTransport"].as_str(),
+        Some("false")
+    );
+}
+
+/// What one CloudFront Function invocation returned, as Node.js ran it.
+#[derive(serde::Deserialize, Debug)]
+struct EdgeResponse {
+    #[serde(rename = "statusCode")]
+    status: u16,
+    headers: BTreeMap<String, BTreeMap<String, String>>,
+    body: EdgeBody,
+}
+
+#[derive(serde::Deserialize, Debug)]
+struct EdgeBody {
+    encoding: String,
+    data: String,
+}
+
+fn run_edge_function(code: &str, methods: &[&str]) -> Vec<EdgeResponse> {
+    let events: Vec<String> = methods
+        .iter()
+        .map(|m| format!(r#"{{"request":{{"method":"{m}","uri":"/.well-known/terraform.json","headers":{{}},"querystring":{{}}}}}}"#))
+        .collect();
+    let script = format!(
+        "const handler = new Function({code})();\n\
+         process.stdout.write(JSON.stringify([{events}].map(handler)));\n",
+        code = serde_json::to_string(&format!("{code}\nreturn handler;\n")).unwrap(),
+        events = events.join(",")
+    );
+    let mut node = Command::new("node")
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("node (Node.js, which .ci/install-tools requires) on PATH");
+    node.stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let out = node.wait_with_output().unwrap();
+    assert!(out.status.success(), "node failed on:\n{script}");
+    serde_json::from_slice(&out.stdout).expect("the function's responses")
+}
+
+async fn rust_answer(method: Method) -> (u16, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = tfreg_store::sqlite::SqliteStore::in_memory().unwrap();
+    let blobs = tfreg_store::fs::FsBlobStore::open(dir.path()).unwrap();
+    let registry = tfreg_http::Registry::with_stored_signer(
+        std::sync::Arc::new(store),
+        std::sync::Arc::new(blobs),
+        tfreg_http::Config::new(
+            tfreg_model::address::Hostname::parse("registry.example.com").unwrap(),
+        ),
+    );
+    let req = http::Request::builder()
+        .method(method)
+        .uri("/.well-known/terraform.json")
+        .body(tfreg_http::body::Body::empty())
+        .unwrap();
+    let resp = tfreg_http::App::new(std::sync::Arc::new(registry), tfreg_http::Served::new())
+        .handle(req)
+        .await;
+    let status = resp.status().as_u16();
+    let content_type = resp.headers()["content-type"].to_str().unwrap().to_string();
+    let (parts, body) = resp.into_parts();
+    let body = tfreg_http::body::read_body(&parts.headers, body, usize::MAX)
+        .await
+        .unwrap();
+    (
+        status,
+        content_type,
+        String::from_utf8(body.to_vec()).unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn the_edge_answers_discovery_exactly_as_the_discovery_handler() {
+    let t = template();
+    let edge = &resources(&t)["EdgeDiscovery"]["Properties"];
+    assert_eq!(
+        edge["FunctionConfig"]["Runtime"].as_str(),
+        Some("cloudfront-js-2.0")
+    );
+    let code = edge["FunctionCode"].as_str().expect("inline FunctionCode");
+    let answers = run_edge_function(code, &["GET", "HEAD", "POST"]);
+
+    let (status, content_type, body) = rust_answer(Method::GET).await;
+    for (edge, method) in answers[..2].iter().zip(["GET", "HEAD"]) {
+        assert_eq!(edge.status, status, "{method}");
+        assert_eq!(
+            edge.headers["content-type"]["value"], content_type,
+            "{method}"
+        );
+        assert_eq!(edge.body.encoding, "text");
+        assert_eq!(
+            edge.body.data, body,
+            "{method}: the edge document is the handler's, byte for byte"
+        );
+    }
+    let (status, _, body) = rust_answer(Method::POST).await;
+    assert_eq!(answers[2].status, status);
+    assert_eq!(status, 405);
+    let edge_json: serde_json::Value = serde_json::from_str(&answers[2].body.data).unwrap();
+    let rust_json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(edge_json, rust_json, "405 body");
+
+    // CloudFront runs it for that one path, on the viewer request; every other
+    // path goes to the API uncached, with Authorization but without Host.
+    let dist = &resources(&t)["Distribution"]["Properties"]["DistributionConfig"];
+    let behaviours = dist["CacheBehaviors"].as_sequence().unwrap();
+    let discovery: Vec<_> = behaviours
+        .iter()
+        .filter(|b| b["PathPattern"].as_str() == Some("/.well-known/terraform.json"))
+        .collect();
+    assert_eq!(discovery.len(), 1);
+    let assoc = &discovery[0]["FunctionAssociations"][0];
+    assert_eq!(assoc["EventType"].as_str(), Some("viewer-request"));
+    assert_eq!(
+        tagged_str(&assoc["FunctionARN"], "!GetAtt"),
+        "EdgeDiscovery.FunctionMetadata.FunctionARN"
+    );
+    let default = &dist["DefaultCacheBehavior"];
+    const CACHING_DISABLED: &str = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad";
+    const ALL_VIEWER_EXCEPT_HOST_HEADER: &str = "b689b0a8-53d0-40ab-baf2-68738e2966ac";
+    assert_eq!(default["CachePolicyId"].as_str(), Some(CACHING_DISABLED));
+    assert_eq!(
+        default["OriginRequestPolicyId"].as_str(),
+        Some(ALL_VIEWER_EXCEPT_HOST_HEADER)
+    );
+    assert_eq!(default["ViewerProtocolPolicy"].as_str(), Some("https-only"));
+    let methods = default["AllowedMethods"].as_sequence().unwrap();
+    assert!(
+        methods.iter().any(|m| m.as_str() == Some("POST")),
+        "publish needs POST"
+    );
+}
