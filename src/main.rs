@@ -94,10 +94,12 @@ enum MirrorCommand {
 }
 
 /// Logs go to stderr: `info` for the server, `warn` for the other commands
-/// (whose local admin requests would otherwise log a line each); TFREG_LOG overrides.
+/// (whose local admin requests would otherwise log a line each); TFREG_LOG,
+/// else RUST_LOG, overrides (`off`: nothing).
 fn init_logging(default: &str) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("TFREG_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    let directives = tfreg_http::log_directives(|name| std::env::var(name).ok(), default);
+    let filter = EnvFilter::try_new(&directives).unwrap_or_else(|_| EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -239,3 +239,57 @@ fn walkdir(dir: &Path) -> usize {
         })
         .sum()
 }
+
+/// `TFREG_LOG=off`, or `RUST_LOG=off` alone, silences every log line of
+/// `tfreg serve` (its start, its warnings, one line per request); what it
+/// prints for the user to paste stays.
+#[test]
+fn log_off_silences_the_server() {
+    for var in ["TFREG_LOG", "RUST_LOG"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let listen = format!("127.0.0.1:{}", crate::support::server::free_port());
+        let log = tmp.path().join("serve.log");
+        let mut child = Command::new(tfreg_bin())
+            .args(["serve", "--data-dir"])
+            .arg(tmp.path().join("data"))
+            .args(["--listen", &listen])
+            .env_remove("TFREG_LOG")
+            .env_remove("RUST_LOG")
+            .env(var, "off")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("tfreg is serving")
+        {
+            assert!(std::time::Instant::now() < deadline, "serve did not start");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        // One request, which would log a line.
+        let out = Command::new("curl")
+            .args(["-sS", "-o", "/dev/null", "--cacert"])
+            .arg(tmp.path().join("data/tls/ca.pem"))
+            .arg(format!("https://{listen}/.well-known/terraform.json"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // SAFETY: kill(2) on the child this test started.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        child.wait().unwrap();
+        let text = std::fs::read_to_string(&log).unwrap();
+        for line in text.lines() {
+            assert!(
+                !(line.contains(" INFO ") || line.contains(" WARN ") || line.contains("request")),
+                "{var}=off: a log line: {line}"
+            );
+        }
+        assert!(text.contains("Paste into the shell"), "the welcome stays");
+    }
+}

@@ -138,7 +138,7 @@ async fn handle(registry: &Registry, served: &Served, req: Request, caller: Call
                 signed_in: session.is_some(),
             };
             let result = match verdict {
-                Ok(()) => dispatch(registry, served, r, call, body).await,
+                Ok(()) => guarded(dispatch(registry, served, r, call, body)).await,
                 Err(e) => Err(e),
             };
             principal = Some(who);
@@ -257,7 +257,114 @@ async fn dispatch(
     }
 }
 
+/// A handler's answer, or a 500 if it panicked: one request's bug must not
+/// take down the process (`tfreg serve`) or the Lambda sandbox with the other
+/// requests in flight. The release profile unwinds (`panic = "unwind"`, kept
+/// by `cargo lambda build`, which would otherwise force `abort`), so the
+/// panic is caught here; its message goes to the request's log line.
+async fn guarded(
+    handler: impl std::future::Future<Output = Result<Response, Error>>,
+) -> Result<Response, Error> {
+    use futures_util::FutureExt as _;
+    std::panic::AssertUnwindSafe(handler)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic without a message".into());
+            Err(Error::internal(format!("the handler panicked: {what}")))
+        })
+}
+
 /// `/.well-known/terraform.json`: the services this registry offers.
 pub fn discovery() -> Response {
     json(StatusCode::OK, &Discovery::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use async_trait::async_trait;
+    use http::StatusCode;
+    use tfreg_model::address::Hostname;
+    use tfreg_model::router::ReadRoute;
+    use tfreg_store::NoBlobs;
+    use tfreg_store::sqlite::SqliteStore;
+
+    use super::*;
+    use crate::groups::Handler;
+
+    /// A read group that panics on one provider and answers the others.
+    struct PanicsOn(&'static str);
+
+    #[async_trait]
+    impl Handler<ReadRoute> for PanicsOn {
+        async fn handle(
+            &self,
+            _: &Registry,
+            route: ReadRoute,
+            _: Call<'_>,
+            _: Body,
+        ) -> Result<Response, Error> {
+            if let ReadRoute::ProviderVersions { provider } = &route
+                && provider.r#type == self.0
+            {
+                panic!("on purpose: {}", provider);
+            }
+            Ok(crate::body::empty(StatusCode::NO_CONTENT))
+        }
+    }
+
+    async fn app() -> App {
+        let mut config = crate::Config::new(Hostname::parse("registry.test").unwrap());
+        config.anonymous_reads = true;
+        let registry = Registry::with_stored_signer(
+            Arc::new(SqliteStore::in_memory().unwrap()),
+            Arc::new(NoBlobs),
+            config,
+        );
+        App::new(Arc::new(registry), Served::new().read(PanicsOn("boom")))
+    }
+
+    async fn get(app: &App, path: &str) -> (StatusCode, String) {
+        let req = http::Request::get(path).body(Body::empty()).unwrap();
+        let resp = app.handle(req).await;
+        let status = resp.status();
+        let body = axum::body::to_bytes(resp.into_body(), 4096).await.unwrap();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_is_a_500_and_the_next_request_is_served() {
+        let app = app().await;
+        let (status, body) = get(&app, "/v1/providers/acme/boom/versions").await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let told = body["errors"][0].as_str().unwrap();
+        assert!(told.starts_with("internal error (request id "), "{told}");
+        assert!(
+            !told.contains("on purpose"),
+            "the panic's message stays in the log: {told}"
+        );
+        let (status, _) = get(&app, "/v1/providers/acme/fine/versions").await;
+        assert_eq!(status, StatusCode::NO_CONTENT);
+    }
+
+    #[tokio::test]
+    async fn a_group_this_process_was_not_given_is_a_404() {
+        let app = app().await;
+        let (status, body) = get(
+            &app,
+            "/v1/blobs/archives/0123456789abcdef0123456789abcdef/x.zip",
+        )
+        .await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        assert!(body.contains("this process does not serve blob"), "{body}");
+        let (status, _) = get(&app, "/.well-known/terraform.json").await;
+        assert_eq!(status, StatusCode::OK, "discovery needs no group");
+    }
 }

@@ -27,3 +27,37 @@ pub use app::{App, Caller};
 pub use error::Error;
 pub use groups::{Call, Handler, Note, Pages, Served};
 pub use registry::{Config, Registry};
+
+/// The `tracing` filter an entry point logs with: `TFREG_LOG`, else
+/// `RUST_LOG`, else `default` (`off` silences everything, in-process tests
+/// included), read through `get`.
+pub fn log_directives(get: impl Fn(&str) -> Option<String>, default: &str) -> String {
+    ["TFREG_LOG", "RUST_LOG"]
+        .into_iter()
+        .find_map(|name| get(name).filter(|v| !v.trim().is_empty()))
+        .unwrap_or_else(|| default.to_string())
+}
+
+#[cfg(test)]
+mod log_tests {
+    use super::log_directives;
+
+    #[test]
+    fn tfreg_log_then_rust_log_then_the_default() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert_eq!(log_directives(env(&[]), "info"), "info");
+        assert_eq!(log_directives(env(&[("RUST_LOG", "off")]), "info"), "off");
+        assert_eq!(
+            log_directives(env(&[("RUST_LOG", "debug"), ("TFREG_LOG", "off")]), "info"),
+            "off"
+        );
+        assert_eq!(log_directives(env(&[("TFREG_LOG", " ")]), "warn"), "warn");
+    }
+}

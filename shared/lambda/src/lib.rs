@@ -151,7 +151,8 @@ where
 
 fn init_tracing() {
     use tracing_subscriber::util::SubscriberInitExt;
-    let filter = tracing_subscriber::EnvFilter::try_from_env(config::LOG)
+    let directives = tfreg_http::log_directives(|name| std::env::var(name).ok(), "info");
+    let filter = tracing_subscriber::EnvFilter::try_new(&directives)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = log_subscriber(filter, std::io::stdout).try_init();
 }

@@ -180,9 +180,15 @@ impl TestRegistry {
         dir: tempfile::TempDir,
     ) -> TestRegistry {
         // The registry's log lines go to the test's output (shown when it fails).
+        // TFREG_LOG or RUST_LOG (`off`) quiets them.
+        let directives = tfreg_http::log_directives(|name| std::env::var(name).ok(), "info");
         let _ = tracing_subscriber::fmt()
             .with_test_writer()
             .with_target(false)
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_new(&directives)
+                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+            )
             .try_init();
         let signer = tfreg_http::signed_url::load_signer(items.as_ref())
             .await
