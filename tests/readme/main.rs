@@ -315,3 +315,34 @@ fn a_new_user_walks_the_readme_on_a_fresh_clone() {
     let _port = PORT_8443.lock().unwrap_or_else(|e| e.into_inner());
     walk::walk(&readme());
 }
+
+/// The README's item table is the code's: every row of it is a row of the
+/// schema's own table (`shared/store/src/catalog/schema.rs`), and no row of
+/// the schema is missing from it.
+#[test]
+fn the_item_table_is_the_schema() {
+    let rows = |text: &str| -> BTreeSet<(String, String)> {
+        text.lines()
+            .map(|l| l.trim_start_matches("//!").trim())
+            .filter(|l| l.starts_with('|') && l.contains('`'))
+            .filter_map(|l| {
+                let cells: Vec<&str> = l.trim_matches('|').split('|').map(str::trim).collect();
+                (cells.len() == 3).then(|| (cells[1].to_string(), cells[2].to_string()))
+            })
+            .collect()
+    };
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let table = readme
+        .split("### Metadata: one item model")
+        .nth(1)
+        .expect("the README's item model section");
+    let table = &table[..table.find("\n\n(").unwrap_or(table.len())];
+    let schema =
+        std::fs::read_to_string(root().join("shared/store/src/catalog/schema.rs")).unwrap();
+    let (documented, code) = (rows(table), rows(&schema));
+    assert!(code.len() >= 10, "the schema's table: {code:?}");
+    assert_eq!(
+        documented, code,
+        "README.md's item table vs catalog::schema"
+    );
+}

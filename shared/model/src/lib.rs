@@ -14,6 +14,7 @@
 pub mod address;
 pub mod audit;
 pub mod blob_key;
+pub mod date;
 pub mod docs;
 pub mod error;
 pub mod hashing;

@@ -8,7 +8,9 @@ use tfreg_model::version::Version;
 use tfreg_store::catalog::keys;
 use tfreg_store::catalog::{self, Origin, ProviderRelease, SigningKey};
 use tfreg_verify::release_check::{self, StagedProviderRelease};
-use tfreg_verify::release_files::{self, ProviderFiles, ReleaseError};
+use tfreg_verify::release_files::{
+    self, ProviderFiles, ReleaseError, ReleaseFile, ReleaseFileName,
+};
 use tfreg_verify::signing::PublicKey;
 
 use super::staging::Staging;
@@ -30,7 +32,12 @@ pub(super) fn declared(
 pub(super) fn same_files(existing: &ProviderRelease, files: &[FileDecl]) -> bool {
     let mut declared: Vec<(String, String)> = files
         .iter()
-        .filter(|f| !f.name.ends_with("_manifest.json"))
+        .filter(|f| {
+            !matches!(
+                ReleaseFileName::parse(&f.name).map(|n| n.file),
+                Some(ReleaseFile::Manifest)
+            )
+        })
         .map(|f| (f.name.clone(), f.sha256.clone()))
         .collect();
     declared.sort();

@@ -208,7 +208,7 @@ async fn provider_download(
             (
                 p.platform(),
                 PackageHashes {
-                    hashes: vec![tfreg_model::hashing::zh_hash(&p.file.sha256), p.h1.clone()],
+                    hashes: p.hashes(),
                     package_size: p.file.size,
                 },
             )

@@ -55,18 +55,7 @@ impl Row {
 
 /// `2026-11-23` of a unix time.
 pub fn date(unix: u64) -> String {
-    let days = (unix / 86_400) as i64;
-    // Civil from days (Howard Hinnant's algorithm): no clock library needed.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
+    tfreg_model::date::ymd(unix)
 }
 
 #[derive(Template)]

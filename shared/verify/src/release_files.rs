@@ -1,7 +1,8 @@
-//! Pure checks of what a publisher uploads: goreleaser file names (parsed here
-//! and only here, for the server and for `tfreg publish` / `tfreg mirror
-//! import`), declared files, SHA256SUMS, the release manifest and plugin
-//! protocol versions. Every refusal is a typed [`ReleaseError`].
+//! Pure checks of what a publisher uploads: goreleaser file names (what kind
+//! of release file a name is, decided here for the server and for `tfreg
+//! publish` / `tfreg mirror import`: [`ReleaseFileName::parse`]), declared
+//! files, SHA256SUMS, the release manifest and plugin protocol versions.
+//! Every refusal is a typed [`ReleaseError`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;

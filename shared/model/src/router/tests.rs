@@ -1,4 +1,5 @@
 use super::*;
+use crate::address::Platform;
 
 fn get(path: &str) -> Result<Route, RouteError> {
     route(&Method::GET, path)
@@ -168,7 +169,7 @@ fn paths_built_from_routes_route_back_to_them() {
     }
     assert_eq!(
         endpoints.len(),
-        Endpoint::ALL.len(),
+        Endpoint::all().len(),
         "every endpoint has a route"
     );
     for t in targets {

@@ -11,7 +11,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use tfreg_model::audit::{Event, Outcome};
 
-use super::decode;
+use super::codec::decode;
 use super::schema::{AUDIT_PK, audit_sk};
 use crate::{Condition, Item, ItemStore, StoreError};
 

@@ -9,8 +9,8 @@
 
 use tfreg_model::keys::RegisteredKey;
 
+use super::codec::{decode, encode};
 use super::schema::{KEY_PREFIX, key_sk, keys_pk};
-use super::{decode, encode};
 use crate::{Condition, Item, ItemStore, StoreError, query_all};
 
 /// Most keys one namespace may have.

@@ -16,9 +16,10 @@ use serde::{Deserialize, Serialize};
 
 use tfreg_model::version::Version;
 
+use super::cas::{self, Step};
 use super::index::VersionIndex;
 use super::schema::LISTING_PK;
-use crate::{Condition, Item, ItemStore, StoreError, query_all};
+use crate::{Item, ItemStore, StoreError, query_all};
 
 /// Providers or modules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -108,37 +109,32 @@ impl Entry {
 }
 
 /// How many times a listing write retries after losing a race.
-const ATTEMPTS: usize = 20;
+const ATTEMPTS: u32 = 20;
 
 /// Make the listing entry of `pk` `entry` (made from the index of `pk`),
 /// unless an entry of a later index is there already.
 pub async fn record(store: &dyn ItemStore, pk: &str, entry: &Entry) -> Result<(), StoreError> {
-    let data = super::encode(entry)?;
-    for _ in 0..ATTEMPTS {
-        let current = store.get(LISTING_PK, pk).await?;
-        let current_rev = current
-            .as_ref()
-            .and_then(|item| super::decode::<Entry>(item).ok())
-            .map(|e| e.rev);
-        if current_rev.is_some_and(|r| r > entry.rev) {
-            return Ok(());
+    let data = super::codec::encode(entry)?;
+    let decide = |current: Option<Item>| {
+        let data = data.clone();
+        async move {
+            let current_rev = current
+                .as_ref()
+                .and_then(|item| super::codec::decode::<Entry>(item).ok())
+                .map(|e| e.rev);
+            Ok(if current_rev.is_some_and(|r| r > entry.rev) {
+                Step::Keep(())
+            } else {
+                Step::Write(data, ())
+            })
         }
-        let condition = match current {
-            Some(item) => Condition::IfUnchanged(item.data),
-            None => Condition::IfAbsent,
-        };
-        let result = store
-            .put(Item::new(LISTING_PK, pk, data.clone()), condition)
-            .await;
-        match result {
-            Ok(()) => return Ok(()),
-            Err(StoreError::ConditionFailed) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(StoreError::Unavailable(format!(
-        "the listing entry of {pk} kept changing while it was updated; try again"
-    )))
+    };
+    cas::update(store, LISTING_PK, pk, ATTEMPTS, decide, || {
+        StoreError::Unavailable(format!(
+            "the listing entry of {pk} kept changing while it was updated; try again"
+        ))
+    })
+    .await
 }
 
 /// Every listed provider and module that has versions, in sort-key order
@@ -147,7 +143,7 @@ pub async fn all(store: &dyn ItemStore) -> Result<Vec<Entry>, StoreError> {
     let items = query_all(store, LISTING_PK, "").await?;
     let entries = items
         .iter()
-        .map(super::decode::<Entry>)
+        .map(super::codec::decode::<Entry>)
         .collect::<Result<Vec<_>, _>>()?;
     Ok(entries.into_iter().filter(|e| e.versions > 0).collect())
 }

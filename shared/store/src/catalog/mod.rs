@@ -7,9 +7,18 @@
 //!   one entry per provider and module for the UI's lists.
 //! - [`tokens`], [`keys`] (namespace signing keys), [`uploads`] (publishes
 //!   in progress), [`audit`] (the trail), [`secret`] (the URL signing secret).
+//! - [`releases`], [`docs`], [`indexing`], [`import`]: releases, module docs,
+//!   keeping indexes in step, bulk writes; [`cas`]: the one compare-and-swap
+//!   loop; [`codec`]: item bodies as JSON.
 
 pub mod audit;
+pub mod cas;
+pub mod codec;
+pub mod docs;
+pub mod import;
 pub mod index;
+pub mod indexing;
+mod items;
 pub mod keys;
 pub mod listing;
 pub mod releases;
@@ -18,18 +27,8 @@ pub mod secret;
 pub mod tokens;
 pub mod uploads;
 
-use serde::Deserialize;
-
-use crate::{Item, StoreError};
-
-/// An item's JSON body as `T`; a body that does not decode is corrupt data.
-pub fn decode<T: for<'de> Deserialize<'de>>(item: &Item) -> Result<T, StoreError> {
-    serde_json::from_slice(&item.data)
-        .map_err(|e| StoreError::Internal(format!("corrupt item {}/{}: {e}", item.pk, item.sk)))
-}
-
-/// `value` as an item's JSON body.
-pub fn encode<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
-    serde_json::to_vec(value).map_err(StoreError::internal)
-}
+pub use codec::{decode, encode};
+pub use docs::{module_docs, put_module_docs};
+pub use import::{import_module_releases, import_provider_releases};
+pub use indexing::{module_index, provider_index, reindex_module, reindex_provider, sync_index};
 pub use releases::*;

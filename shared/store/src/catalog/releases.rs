@@ -14,85 +14,22 @@
 //! or delete syncs again, even when it finds nothing left to change. A
 //! partition without an index (a store from before it) is read with a query of
 //! its releases; its next write builds the index from that query.
-
-use serde::{Deserialize, Serialize};
 use tfreg_model::address::{ModuleName, ProviderName};
 use tfreg_model::blob_key::BlobKey;
-use tfreg_model::docs::ModuleDocs;
 pub use tfreg_model::release::{
     Lifecycle, Mark, ModuleRelease, Origin, ProviderPackage, ProviderRelease, SigningKey,
     StoredFile,
 };
 use tfreg_model::router::{LifecycleAction, PublishTarget};
-use tfreg_model::version::{Version, sort_versions};
+use tfreg_model::version::Version;
 
-use super::index::{Listing, MAX_INDEX_BYTES, VersionIndex};
-use super::listing;
-use super::schema::{
-    INDEX_SK, VERSION_PREFIX, docs_sk, module_pk, provider_pk, release_location, version_sk,
-};
-use super::{decode, encode};
-use crate::{Condition, Item, ItemStore, StoreError, query_all};
-
-/// Largest stored docs item: DynamoDB's item limit is 400 KB.
-pub const MAX_DOCS_ITEM_BYTES: usize = 350 * 1024;
-
-async fn list<T: for<'de> Deserialize<'de>>(
-    store: &dyn ItemStore,
-    pk: &str,
-    version_of: impl Fn(&T) -> &str,
-) -> Result<Vec<T>, StoreError> {
-    let items = query_all(store, pk, VERSION_PREFIX).await?;
-    let releases = items.iter().map(decode).collect::<Result<Vec<T>, _>>()?;
-    Ok(sort_versions(releases, version_of))
-}
-
-async fn get<T: for<'de> Deserialize<'de>>(
-    store: &dyn ItemStore,
-    pk: &str,
-    version: &Version,
-) -> Result<Option<T>, StoreError> {
-    store
-        .get(pk, &version_sk(version))
-        .await?
-        .map(|item| decode(&item))
-        .transpose()
-}
-
-/// Outcome of recording a release.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PutOutcome {
-    /// The version is now visible.
-    Created,
-    /// The same content was already published: nothing changed.
-    Unchanged,
-}
-
-async fn put_new<T: Serialize + for<'de> Deserialize<'de> + PartialEq, C: PartialEq>(
-    store: &dyn ItemStore,
-    pk: String,
-    version: &Version,
-    release: &T,
-    content: impl Fn(&T) -> C,
-    what: &str,
-) -> Result<PutOutcome, StoreError> {
-    let item = Item::new(pk.clone(), version_sk(version), encode(release)?);
-    match store.put(item, Condition::IfAbsent).await {
-        Ok(()) => Ok(PutOutcome::Created),
-        Err(StoreError::ConditionFailed) => {
-            let existing: Option<T> = get(store, &pk, version).await?;
-            match existing {
-                // Our own item: a retried put whose first attempt landed.
-                Some(existing) if existing == *release => Ok(PutOutcome::Created),
-                Some(existing) if content(&existing) == content(release) => {
-                    Ok(PutOutcome::Unchanged)
-                }
-                _ => Err(version_exists(what, version)),
-            }
-        }
-        Err(e) => Err(e),
-    }
-}
+use super::cas::{self, Step};
+use super::codec::{decode, encode};
+use super::indexing::{module_listing, provider_listing, sync, sync_index};
+pub use super::items::PutOutcome;
+use super::items::{get, list, put_new};
+use super::schema::{docs_sk, module_pk, provider_pk, release_location};
+use crate::{Item, ItemStore, StoreError};
 
 /// Every archive key a stored release item of `target`'s kind refers to.
 fn item_keys(target: &PublishTarget, item: &Item) -> Result<Vec<BlobKey>, StoreError> {
@@ -122,7 +59,7 @@ fn no_release(target: &PublishTarget) -> StoreError {
 }
 
 /// How many times a lifecycle change retries after losing a race.
-const CAS_ATTEMPTS: usize = 5;
+const CAS_ATTEMPTS: u32 = 5;
 
 /// Apply `action` to the release `target` (one compare-and-swap write, so a
 /// concurrent change or delete is never undone); its lifecycle afterwards and
@@ -149,49 +86,43 @@ async fn change_release_lifecycle(
     mark: Mark,
 ) -> Result<(Lifecycle, bool), StoreError> {
     let (pk, sk) = release_location(target);
-    for _ in 0..CAS_ATTEMPTS {
-        let item = store
-            .get(&pk, &sk)
-            .await?
-            .ok_or_else(|| no_release(target))?;
-        // Edited as JSON: the same code for provider and module releases,
-        // and every other field is kept exactly.
-        let mut value: serde_json::Value = serde_json::from_slice(&item.data)
-            .map_err(|e| StoreError::internal(format!("corrupt item {pk}/{sk}: {e}")))?;
-        let fields = value.as_object_mut().ok_or_else(|| {
-            StoreError::internal(format!("corrupt item {pk}/{sk}: not an object"))
-        })?;
-        let mut lifecycle: Lifecycle = match fields.get("lifecycle") {
-            Some(v) => serde_json::from_value(v.clone()).map_err(|e| {
-                StoreError::internal(format!("corrupt lifecycle of {pk}/{sk}: {e}"))
-            })?,
-            None => Lifecycle::default(),
-        };
-        if !lifecycle.apply(action, mark.clone()) {
-            return Ok((lifecycle, false));
+    let decide = |current: Option<Item>| {
+        let (pk, sk, mark) = (&pk, &sk, mark.clone());
+        async move {
+            let item = current.ok_or_else(|| no_release(target))?;
+            // Edited as JSON: the same code for provider and module releases,
+            // and every other field is kept exactly.
+            let mut value: serde_json::Value = serde_json::from_slice(&item.data)
+                .map_err(|e| StoreError::internal(format!("corrupt item {pk}/{sk}: {e}")))?;
+            let fields = value.as_object_mut().ok_or_else(|| {
+                StoreError::internal(format!("corrupt item {pk}/{sk}: not an object"))
+            })?;
+            let mut lifecycle: Lifecycle = match fields.get("lifecycle") {
+                Some(v) => serde_json::from_value(v.clone()).map_err(|e| {
+                    StoreError::internal(format!("corrupt lifecycle of {pk}/{sk}: {e}"))
+                })?,
+                None => Lifecycle::default(),
+            };
+            if !lifecycle.apply(action, mark) {
+                return Ok(Step::Keep((lifecycle, false)));
+            }
+            if lifecycle.is_empty() {
+                fields.remove("lifecycle");
+            } else {
+                fields.insert(
+                    "lifecycle".into(),
+                    serde_json::to_value(&lifecycle).map_err(StoreError::internal)?,
+                );
+            }
+            Ok(Step::Write(encode(&value)?, (lifecycle, true)))
         }
-        if lifecycle.is_empty() {
-            fields.remove("lifecycle");
-        } else {
-            fields.insert(
-                "lifecycle".into(),
-                serde_json::to_value(&lifecycle).map_err(StoreError::internal)?,
-            );
-        }
-        let data = encode(&value)?;
-        let new = Item {
-            data,
-            ..item.clone()
-        };
-        match store.put(new, Condition::IfUnchanged(item.data)).await {
-            Ok(()) => return Ok((lifecycle, true)),
-            Err(StoreError::ConditionFailed) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(StoreError::Conflict(format!(
-        "{target} kept changing while this change was made; try again"
-    )))
+    };
+    cas::update(store, &pk, &sk, CAS_ATTEMPTS, decide, || {
+        StoreError::Conflict(format!(
+            "{target} kept changing while this change was made; try again"
+        ))
+    })
+    .await
 }
 
 /// Remove the release `target` from the catalog: from every response at
@@ -221,27 +152,6 @@ pub async fn delete_release(
     keys.sort();
     keys.dedup();
     Ok(keys)
-}
-
-/// The 409 for a version that exists with other content.
-pub fn version_exists(what: &str, version: &Version) -> StoreError {
-    StoreError::Conflict(format!(
-        "{what} {version} is already published with different content; versions are immutable, publish a new version"
-    ))
-}
-
-/// All releases of a provider, oldest first.
-pub async fn provider_releases(
-    store: &dyn ItemStore,
-    origin: &Origin,
-    provider: &ProviderName,
-) -> Result<Vec<ProviderRelease>, StoreError> {
-    list(
-        store,
-        &provider_pk(origin, provider),
-        |r: &ProviderRelease| &r.version,
-    )
-    .await
 }
 
 /// One release of a provider.
@@ -279,7 +189,7 @@ pub async fn put_provider_release(
     Ok(outcome)
 }
 
-/// All releases of a module, oldest first.
+/// All releases of a module, oldest first (what the index is checked against).
 pub async fn module_releases(
     store: &dyn ItemStore,
     module: &ModuleName,
@@ -294,51 +204,6 @@ pub async fn module_release(
     version: &Version,
 ) -> Result<Option<ModuleRelease>, StoreError> {
     get(store, &module_pk(module), version).await
-}
-
-/// Docs are keyed by the archive they were read from, so a refused publish
-/// of different content for a published version cannot replace them.
-async fn docs_item(
-    store: &dyn ItemStore,
-    pk: &str,
-    version: &Version,
-    archive_sha256: &str,
-) -> Result<Option<ModuleDocs>, StoreError> {
-    store
-        .get(pk, &docs_sk(version, archive_sha256))
-        .await?
-        .map(|item| decode(&item))
-        .transpose()
-}
-
-/// The docs of a module release (none for releases published before docs
-/// were read).
-pub async fn module_docs(
-    store: &dyn ItemStore,
-    module: &ModuleName,
-    release: &ModuleRelease,
-) -> Result<Option<ModuleDocs>, StoreError> {
-    let version = Version::parse(&release.version)?;
-    docs_item(store, &module_pk(module), &version, &release.file.sha256).await
-}
-
-/// Store the docs read from a module archive, before its release item (so
-/// the listing's description is there when the release appears): a publish
-/// that stops between the two leaves docs nobody shows, which its retry
-/// writes again.
-pub async fn put_module_docs(
-    store: &dyn ItemStore,
-    module: &ModuleName,
-    version: &Version,
-    archive_sha256: &str,
-    docs: &ModuleDocs,
-) -> Result<(), StoreError> {
-    let data = docs.stored(MAX_DOCS_ITEM_BYTES);
-    let sk = docs_sk(version, archive_sha256);
-    store
-        .put(Item::new(module_pk(module), sk, data), Condition::Always)
-        .await?;
-    Ok(())
 }
 
 /// Make a module release visible (immutable, like providers).
@@ -367,251 +232,13 @@ pub async fn put_module_release(
 // The versions index (see the module documentation).
 // ---------------------------------------------------------------------------
 
-/// What a versions list shows of a stored release.
-type ListingOf = fn(&Item) -> Result<Listing, StoreError>;
-
-fn provider_listing(item: &Item) -> Result<Listing, StoreError> {
-    Ok(Listing::from(&decode::<ProviderRelease>(item)?))
-}
-
-fn module_listing(item: &Item) -> Result<Listing, StoreError> {
-    Ok(Listing::from(&decode::<ModuleRelease>(item)?))
-}
-
-fn listing_of(target: &PublishTarget) -> ListingOf {
-    match target {
-        PublishTarget::Provider { .. } | PublishTarget::Mirror { .. } => provider_listing,
-        PublishTarget::Module { .. } => module_listing,
-    }
-}
-
-/// The index of every release in `pk`, from a query of them.
-async fn index_from_releases(
-    store: &dyn ItemStore,
-    pk: &str,
-    listing: ListingOf,
-) -> Result<VersionIndex, StoreError> {
-    let items = query_all(store, pk, VERSION_PREFIX).await?;
-    let listings = items.iter().map(listing).collect::<Result<Vec<_>, _>>()?;
-    Ok(VersionIndex::of(0, listings))
-}
-
-/// A stored index, unless it is unreadable or overflowed (then `None`:
-/// the releases are queried instead).
-fn usable(pk: &str, item: &Item) -> Option<VersionIndex> {
-    match VersionIndex::decode(&item.data) {
-        Ok(index) if !index.overflow => Some(index),
-        Ok(_) => None,
-        Err(e) => {
-            tracing::warn!(pk, error = %e, "unreadable versions index: querying the releases");
-            None
-        }
-    }
-}
-
-/// The versions index of `pk`: one `GetItem`; a query of the releases where
-/// there is no usable index (a store from before it, or an overflow).
-async fn read_index(
-    store: &dyn ItemStore,
-    pk: &str,
-    listing: ListingOf,
-) -> Result<VersionIndex, StoreError> {
-    if let Some(index) = store
-        .get(pk, INDEX_SK)
-        .await?
-        .and_then(|item| usable(pk, &item))
-    {
-        return Ok(index);
-    }
-    index_from_releases(store, pk, listing).await
-}
-
-/// How many times an index update retries after losing a race (many
-/// publishes of one provider at once all update its one index).
-const SYNC_ATTEMPTS: u32 = 60;
-
-/// Copy the stored state of release `version` (or its absence) into the index
-/// of `pk`, with a compare-and-swap; with no `version`, or no usable index,
-/// build the index from a query of every release. The index is read before
-/// the release, and every write bumps its `rev`, so of racing updates the
-/// last to write read the latest release.
-async fn sync(
-    store: &dyn ItemStore,
-    pk: &str,
-    version: Option<&Version>,
-    listing: ListingOf,
-) -> Result<(), StoreError> {
-    for attempt in 0..SYNC_ATTEMPTS {
-        if attempt > 0 {
-            // Jittered, growing pauses: racing writers spread out.
-            let ms = rand::random_range(0..=(u64::from(attempt) * 16).min(250));
-            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-        }
-        let current = store.get(pk, INDEX_SK).await?;
-        let rev = current
-            .as_ref()
-            .and_then(|item| VersionIndex::decode(&item.data).ok())
-            .map_or(0, |index| index.rev);
-        let stored = current.as_ref().and_then(|item| usable(pk, item));
-        let mut index = match (stored, version) {
-            (Some(mut index), Some(version)) => {
-                let release = store.get(pk, &version_sk(version)).await?;
-                index.set(
-                    &version.to_string(),
-                    release.as_ref().map(listing).transpose()?,
-                );
-                index
-            }
-            _ => index_from_releases(store, pk, listing).await?,
-        };
-        index.rev = rev + 1;
-        let mut data = index.encode();
-        if data.len() > MAX_INDEX_BYTES {
-            tracing::warn!(
-                pk,
-                bytes = data.len(),
-                "the versions index does not fit in one item: lists will query the releases"
-            );
-            data = VersionIndex::overflowed(index.rev).encode();
-        }
-        let condition = match current {
-            Some(item) => Condition::IfUnchanged(item.data),
-            None => Condition::IfAbsent,
-        };
-        match store.put(Item::new(pk, INDEX_SK, data), condition).await {
-            Ok(()) => return record_listing(store, pk, &index).await,
-            Err(StoreError::ConditionFailed) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(StoreError::Unavailable(format!(
-        "the versions index of {pk} kept changing while it was updated; try again"
-    )))
-}
-
-/// Write the listing entry of `pk` from its index just written.
-async fn record_listing(
-    store: &dyn ItemStore,
-    pk: &str,
-    index: &VersionIndex,
-) -> Result<(), StoreError> {
-    let Some(mut entry) = listing::Entry::of(pk, index, tfreg_model::unix_now()) else {
-        return Ok(());
-    };
-    if entry.kind == listing::Kind::Module
-        && let Some(latest) = entry.latest.as_deref().and_then(|v| Version::parse(v).ok())
-        && let Some(release) = get::<ModuleRelease>(store, pk, &latest).await?
-    {
-        entry.description = docs_item(store, pk, &latest, &release.file.sha256)
-            .await?
-            .and_then(|docs| docs.description);
-    }
-    listing::record(store, pk, &entry).await
-}
-
-/// Bring the index entry of `target`'s release up to date with its release
-/// item (a publish found already done calls this: it may be the retry of one
-/// that stopped between the two writes).
-pub async fn sync_index(store: &dyn ItemStore, target: &PublishTarget) -> Result<(), StoreError> {
-    let (pk, _) = release_location(target);
-    sync(store, &pk, Some(target.version()), listing_of(target)).await
-}
-
-/// The versions index of a provider: what its versions list and mirror index show.
-pub async fn provider_index(
-    store: &dyn ItemStore,
-    origin: &Origin,
-    provider: &ProviderName,
-) -> Result<VersionIndex, StoreError> {
-    read_index(store, &provider_pk(origin, provider), provider_listing).await
-}
-
-/// The versions index of a module.
-pub async fn module_index(
-    store: &dyn ItemStore,
-    module: &ModuleName,
-) -> Result<VersionIndex, StoreError> {
-    read_index(store, &module_pk(module), module_listing).await
-}
-
-/// Rebuild a provider's versions index from its releases.
-pub async fn reindex_provider(
-    store: &dyn ItemStore,
-    origin: &Origin,
-    provider: &ProviderName,
-) -> Result<(), StoreError> {
-    sync(
-        store,
-        &provider_pk(origin, provider),
-        None,
-        provider_listing,
-    )
-    .await
-}
-
-/// Rebuild a module's versions index from its releases.
-pub async fn reindex_module(store: &dyn ItemStore, module: &ModuleName) -> Result<(), StoreError> {
-    sync(store, &module_pk(module), None, module_listing).await
-}
-
-/// Write many provider releases at once (none may exist yet), then their
-/// index: a bulk import, many writes at a time, one index write at the end.
-pub async fn import_provider_releases(
-    store: &dyn ItemStore,
-    origin: &Origin,
-    provider: &ProviderName,
-    releases: &[ProviderRelease],
-) -> Result<(), StoreError> {
-    let pk = provider_pk(origin, provider);
-    import(store, &pk, releases, |r| &r.version).await?;
-    sync(store, &pk, None, provider_listing).await
-}
-
-/// Write many module releases at once (none may exist yet), then their index.
-pub async fn import_module_releases(
-    store: &dyn ItemStore,
-    module: &ModuleName,
-    releases: &[ModuleRelease],
-) -> Result<(), StoreError> {
-    let pk = module_pk(module);
-    import(store, &pk, releases, |r| &r.version).await?;
-    sync(store, &pk, None, module_listing).await
-}
-
-/// How many writes an import keeps in flight. dynalite answers one request at
-/// a time: more in flight only makes each wait longer, and with several
-/// imports at once (the scale suite on a loaded machine) past the SDK's
-/// per-attempt timeout.
-const IMPORT_CONCURRENCY: usize = 8;
-
-async fn import<T: Serialize>(
-    store: &dyn ItemStore,
-    pk: &str,
-    releases: &[T],
-    version_of: impl Fn(&T) -> &str,
-) -> Result<(), StoreError> {
-    use futures_util::{StreamExt, TryStreamExt};
-    let items = releases
-        .iter()
-        .map(|r| {
-            let version = Version::parse(version_of(r))?;
-            let data = encode(r)?;
-            Ok(Item::new(pk, version_sk(&version), data))
-        })
-        .collect::<Result<Vec<_>, StoreError>>()?;
-    futures_util::stream::iter(items)
-        .map(|item| store.put(item, Condition::IfAbsent))
-        .buffer_unordered(IMPORT_CONCURRENCY)
-        .try_collect::<Vec<()>>()
-        .await?;
-    Ok(())
-}
-
 #[cfg(all(test, feature = "embedded"))]
 mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::catalog::index::{Listing, VersionIndex};
+    use crate::catalog::indexing::module_index;
     use crate::sqlite::SqliteStore;
 
     fn release(version: &str, sha: char) -> ModuleRelease {

@@ -10,8 +10,8 @@ use tfreg_model::token::{
     Actor, NewToken, TOKEN_ID_LEN, TOKEN_PREFIX, TokenInfo, TokenRecord, hash_of, id_of,
 };
 
+use super::codec::{decode, encode};
 use super::schema::TOKENS_PK;
-use super::{decode, encode};
 use crate::{Condition, Item, ItemStore, StoreError, query_all};
 
 /// Create a token, store its hash and return the token (the only time it is

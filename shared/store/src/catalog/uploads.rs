@@ -66,7 +66,7 @@ pub async fn open(
     session: &UploadSession,
 ) -> Result<(), StoreError> {
     // Gone from the store a while after nobody can complete it.
-    let item = Item::new(upload_pk(id), UPLOAD_SK, super::encode(session)?)
+    let item = Item::new(upload_pk(id), UPLOAD_SK, super::codec::encode(session)?)
         .expiring_at(session.expires_at + GRACE_SECS);
     match store.put(item, Condition::IfAbsent).await {
         Ok(()) => Ok(()),

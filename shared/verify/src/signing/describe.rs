@@ -4,7 +4,6 @@ use pgp::crypto::ecc_curve::ECCCurve;
 use pgp::packet::Signature;
 use pgp::ser::Serialize;
 use pgp::types::{KeyDetails, PublicParams};
-use time::{Date, OffsetDateTime};
 
 /// Human name of a (sub)key's algorithm.
 pub(super) fn algorithm_name<K: KeyDetails>(k: &K) -> String {
@@ -93,16 +92,7 @@ pub(super) fn signature_expiry(sig: &Signature) -> Option<u64> {
 }
 
 /// `YYYY-MM-DD` (UTC) for seconds since the epoch. The times formatted here are at most
-/// two 32-bit second counts added up (the year 2242); later ones print as 9999-12-31.
+/// two 32-bit second counts added up (the year 2242).
 pub(super) fn format_date(secs: u64) -> String {
-    let date = i64::try_from(secs)
-        .ok()
-        .and_then(|secs| OffsetDateTime::from_unix_timestamp(secs).ok())
-        .map_or(Date::MAX, OffsetDateTime::date);
-    format!(
-        "{:04}-{:02}-{:02}",
-        date.year(),
-        u8::from(date.month()),
-        date.day()
-    )
+    tfreg_model::date::ymd(secs)
 }

@@ -17,15 +17,7 @@ pub(super) fn legacy_signature_problem(sig: &Signature) -> Option<String> {
         return Some(format!("a {:?} signature", sig.version()));
     }
     match sig.hash_alg() {
-        Some(
-            HashAlgorithm::Md5
-            | HashAlgorithm::Sha1
-            | HashAlgorithm::Ripemd160
-            | HashAlgorithm::Sha256
-            | HashAlgorithm::Sha384
-            | HashAlgorithm::Sha512
-            | HashAlgorithm::Sha224,
-        ) => {}
+        Some(hash) if legacy_hash(hash) => {}
         Some(other) => return Some(format!("the {other} hash")),
         None => return Some("an unknown hash".to_string()),
     }
@@ -33,6 +25,26 @@ pub(super) fn legacy_signature_problem(sig: &Signature) -> Option<String> {
         return Some("a signature without an issuer key ID subpacket".to_string());
     }
     None
+}
+
+/// The signature hashes golang.org/x/crypto/openpgp knows (Terraform ≤ 1.5).
+pub(super) fn legacy_hash(hash: HashAlgorithm) -> bool {
+    matches!(
+        hash,
+        HashAlgorithm::Md5
+            | HashAlgorithm::Sha1
+            | HashAlgorithm::Ripemd160
+            | HashAlgorithm::Sha256
+            | HashAlgorithm::Sha384
+            | HashAlgorithm::Sha512
+            | HashAlgorithm::Sha224
+    )
+}
+
+/// The signature hashes ProtonMail go-crypto knows (Terraform ≥ 1.6,
+/// OpenTofu): the legacy ones and SHA3. A signature with another is refused.
+pub(super) fn known_hash(hash: HashAlgorithm) -> bool {
+    legacy_hash(hash) || matches!(hash, HashAlgorithm::Sha3_256 | HashAlgorithm::Sha3_512)
 }
 
 /// Why Terraform ≤ 1.5 cannot read this (sub)key, if it cannot.

@@ -1,6 +1,5 @@
 //! Checking a detached signature with a loaded key, by Terraform's rules.
 
-use pgp::crypto::hash::HashAlgorithm;
 use pgp::packet::{Packet, PacketParser, PacketTrait, Signature, SignatureType, SubpacketData};
 use pgp::types::{KeyDetails, PublicParams, Tag, VerifyingKey};
 
@@ -10,7 +9,7 @@ use super::describe::{
 };
 use super::error::short_pgp_error;
 use super::key::LoadedKey;
-use super::legacy::legacy_signature_problem;
+use super::legacy::{known_hash, legacy_signature_problem};
 use super::packets::scan_packets;
 use super::{CLOCK_SKEW_SECS, SignatureError, VerifiedSignature};
 
@@ -299,17 +298,7 @@ pub(super) fn verify_data<K: KeyDetails + VerifyingKey>(
         });
     }
     match sig.hash_alg() {
-        Some(
-            HashAlgorithm::Md5
-            | HashAlgorithm::Sha1
-            | HashAlgorithm::Ripemd160
-            | HashAlgorithm::Sha256
-            | HashAlgorithm::Sha384
-            | HashAlgorithm::Sha512
-            | HashAlgorithm::Sha224
-            | HashAlgorithm::Sha3_256
-            | HashAlgorithm::Sha3_512,
-        ) => {}
+        Some(hash) if known_hash(hash) => {}
         other => {
             return Err(SignatureError::MalformedSignature(format!(
                 "it uses an unknown hash algorithm ({other:?})"

@@ -1,0 +1,209 @@
+//! The admin API's routes: one variant per operation, the method part of
+//! it, and how `/v1/admin/...` maps to one.
+
+use http::Method;
+
+use crate::address::{Hostname, ModuleName, ProviderName};
+use crate::error::RouteError;
+use crate::protocol::ADMIN_V1;
+use crate::release::LifecycleAction;
+use crate::router::publish::PublishTarget;
+use crate::router::segments::{DELETE, GET, GET_POST, POST, key_id_segment, not_found, token_id};
+use crate::token::Realm;
+use crate::version::Version;
+
+/// What the admin API does: one variant per operation (the method is part
+/// of it: `GET /v1/admin/tokens` lists, `POST` creates).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdminRoute {
+    /// `GET /v1/admin/tokens`.
+    ListTokens,
+    /// `POST /v1/admin/tokens` with a [`crate::token::NewToken`].
+    CreateToken,
+    /// `DELETE /v1/admin/tokens/{id}`.
+    RevokeToken { id: String },
+    /// `GET /v1/admin/keys/{namespace}`.
+    ListKeys { namespace: String },
+    /// `POST /v1/admin/keys/{namespace}` with ASCII-armored public keys.
+    AddKeys { namespace: String },
+    /// `DELETE /v1/admin/keys/{namespace}/{key_id}`.
+    RemoveKey { namespace: String, key_id: String },
+    /// `POST /v1/admin/{release}/{deprecate|undeprecate|yank|unyank}`.
+    Lifecycle {
+        release: PublishTarget,
+        action: LifecycleAction,
+    },
+    /// `DELETE /v1/admin/{release}`.
+    Delete { release: PublishTarget },
+    /// `GET /v1/admin/audit[?limit=N]`.
+    Audit,
+}
+
+impl AdminRoute {
+    /// One of every admin operation, on these releases (for tests of the
+    /// routes and of who may use them).
+    pub fn examples(targets: &[PublishTarget]) -> Vec<AdminRoute> {
+        let mut all = vec![
+            AdminRoute::ListTokens,
+            AdminRoute::CreateToken,
+            AdminRoute::RevokeToken {
+                id: "0123456789ab".into(),
+            },
+            AdminRoute::ListKeys {
+                namespace: "team".into(),
+            },
+            AdminRoute::AddKeys {
+                namespace: "team".into(),
+            },
+            AdminRoute::RemoveKey {
+                namespace: "team".into(),
+                key_id: "0123456789ABCDEF".into(),
+            },
+            AdminRoute::Audit,
+        ];
+        for release in targets {
+            all.push(AdminRoute::Delete {
+                release: release.clone(),
+            });
+            for action in LifecycleAction::ALL {
+                all.push(AdminRoute::Lifecycle {
+                    release: release.clone(),
+                    action,
+                });
+            }
+        }
+        all
+    }
+
+    /// The one method of this operation.
+    pub fn method(&self) -> &'static [Method] {
+        match self {
+            AdminRoute::ListTokens | AdminRoute::ListKeys { .. } | AdminRoute::Audit => GET,
+            AdminRoute::CreateToken | AdminRoute::AddKeys { .. } | AdminRoute::Lifecycle { .. } => {
+                POST
+            }
+            AdminRoute::RevokeToken { .. }
+            | AdminRoute::RemoveKey { .. }
+            | AdminRoute::Delete { .. } => DELETE,
+        }
+    }
+
+    /// Token management and the audit trail are registry-wide; keys and
+    /// releases are in their namespace.
+    pub fn realm(&self) -> Realm<'_> {
+        match self {
+            AdminRoute::ListTokens
+            | AdminRoute::CreateToken
+            | AdminRoute::RevokeToken { .. }
+            | AdminRoute::Audit => Realm::Registry,
+            AdminRoute::ListKeys { namespace }
+            | AdminRoute::AddKeys { namespace }
+            | AdminRoute::RemoveKey { namespace, .. } => Realm::Namespace(namespace),
+            AdminRoute::Lifecycle { release, .. } | AdminRoute::Delete { release } => {
+                release.realm()
+            }
+        }
+    }
+
+    pub fn path(&self) -> String {
+        match self {
+            AdminRoute::ListTokens | AdminRoute::CreateToken => format!("{ADMIN_V1}tokens"),
+            AdminRoute::RevokeToken { id } => format!("{ADMIN_V1}tokens/{id}"),
+            AdminRoute::ListKeys { namespace } | AdminRoute::AddKeys { namespace } => {
+                format!("{ADMIN_V1}keys/{namespace}")
+            }
+            AdminRoute::RemoveKey { namespace, key_id } => {
+                format!("{ADMIN_V1}keys/{namespace}/{key_id}")
+            }
+            AdminRoute::Lifecycle { release, action } => {
+                format!("{ADMIN_V1}{}/{}", release.segments(), action.name())
+            }
+            AdminRoute::Delete { release } => format!("{ADMIN_V1}{}", release.segments()),
+            AdminRoute::Audit => format!("{ADMIN_V1}audit"),
+        }
+    }
+}
+
+/// The admin operation of `method` on `/v1/admin/<rest>`: 405 listing the
+/// path's methods when it has no such operation.
+pub(crate) fn admin_route(
+    method: &Method,
+    rest: &[&str],
+    path: &str,
+) -> Result<AdminRoute, RouteError> {
+    use AdminRoute as A;
+    let pick = |choices: &[(Method, AdminRoute)], allow: &'static [Method]| {
+        choices
+            .iter()
+            .find(|(m, _)| m == method)
+            .map(|(_, r)| r.clone())
+            .ok_or_else(|| RouteError::MethodNotAllowed {
+                method: method.clone(),
+                allow,
+            })
+    };
+    let release = |release: PublishTarget, action: Option<&str>| match action {
+        None => pick(&[(Method::DELETE, A::Delete { release })], DELETE),
+        Some(a) => match LifecycleAction::parse(a) {
+            Some(action) => pick(&[(Method::POST, A::Lifecycle { release, action })], POST),
+            None => Err(not_found(path)),
+        },
+    };
+    match rest {
+        ["tokens"] => pick(
+            &[(Method::GET, A::ListTokens), (Method::POST, A::CreateToken)],
+            GET_POST,
+        ),
+        ["tokens", id] => {
+            let id = token_id(id)?;
+            pick(&[(Method::DELETE, A::RevokeToken { id })], DELETE)
+        }
+        ["keys", ns] => {
+            let namespace = crate::address::namespace(ns)?;
+            pick(
+                &[
+                    (
+                        Method::GET,
+                        A::ListKeys {
+                            namespace: namespace.clone(),
+                        },
+                    ),
+                    (Method::POST, A::AddKeys { namespace }),
+                ],
+                GET_POST,
+            )
+        }
+        ["keys", ns, key_id] => {
+            let namespace = crate::address::namespace(ns)?;
+            let key_id = key_id_segment(key_id)?;
+            pick(
+                &[(Method::DELETE, A::RemoveKey { namespace, key_id })],
+                DELETE,
+            )
+        }
+        ["providers", ns, ty, v, action @ ..] if action.len() <= 1 => release(
+            PublishTarget::Provider {
+                provider: ProviderName::parse(ns, ty)?,
+                version: Version::parse(v)?,
+            },
+            action.first().copied(),
+        ),
+        ["modules", ns, name, system, v, action @ ..] if action.len() <= 1 => release(
+            PublishTarget::Module {
+                module: ModuleName::parse(ns, name, system)?,
+                version: Version::parse(v)?,
+            },
+            action.first().copied(),
+        ),
+        ["mirror", host, ns, ty, v, action @ ..] if action.len() <= 1 => release(
+            PublishTarget::Mirror {
+                hostname: Hostname::parse(host)?,
+                provider: ProviderName::parse(ns, ty)?,
+                version: Version::parse(v)?,
+            },
+            action.first().copied(),
+        ),
+        ["audit"] => pick(&[(Method::GET, A::Audit)], GET),
+        _ => Err(not_found(path)),
+    }
+}

@@ -1,0 +1,176 @@
+//! The read protocols' routes: provider versions and downloads, module
+//! versions and downloads, the network mirror.
+
+use crate::address::{Hostname, ModuleName, Platform, ProviderName};
+use crate::error::RouteError;
+use crate::router::segments::host_segment;
+use crate::token::Realm;
+use crate::version::Version;
+
+/// The read endpoints of the provider, module and network mirror protocols.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadRoute {
+    ProviderVersions {
+        provider: ProviderName,
+    },
+    ProviderDownload {
+        provider: ProviderName,
+        version: Version,
+        platform: Platform,
+    },
+    ModuleVersions {
+        module: ModuleName,
+    },
+    ModuleDownload {
+        module: ModuleName,
+        version: Version,
+    },
+    MirrorIndex {
+        hostname: Hostname,
+        provider: ProviderName,
+    },
+    MirrorVersion {
+        hostname: Hostname,
+        provider: ProviderName,
+        version: Version,
+    },
+}
+
+impl ReadRoute {
+    /// Reads are in their provider's or module's namespace, except mirror
+    /// reads of other registries' providers.
+    pub fn realm(&self, own_host: &Hostname) -> Realm<'_> {
+        match self {
+            ReadRoute::ProviderVersions { provider }
+            | ReadRoute::ProviderDownload { provider, .. } => Realm::Namespace(&provider.namespace),
+            ReadRoute::ModuleVersions { module } | ReadRoute::ModuleDownload { module, .. } => {
+                Realm::Namespace(&module.namespace)
+            }
+            ReadRoute::MirrorIndex { hostname, provider }
+            | ReadRoute::MirrorVersion {
+                hostname, provider, ..
+            } => {
+                if hostname == own_host {
+                    Realm::Namespace(&provider.namespace)
+                } else {
+                    Realm::Registry
+                }
+            }
+        }
+    }
+
+    pub fn endpoint(&self) -> ReadEndpoint {
+        match self {
+            ReadRoute::ProviderVersions { .. } => ReadEndpoint::ProviderVersions,
+            ReadRoute::ProviderDownload { .. } => ReadEndpoint::ProviderDownload,
+            ReadRoute::ModuleVersions { .. } => ReadEndpoint::ModuleVersions,
+            ReadRoute::ModuleDownload { .. } => ReadEndpoint::ModuleDownload,
+            ReadRoute::MirrorIndex { .. } => ReadEndpoint::MirrorIndex,
+            ReadRoute::MirrorVersion { .. } => ReadEndpoint::MirrorVersion,
+        }
+    }
+
+    /// The read route of a path's segments after `/v1/` (decoded), if it is
+    /// one: `None` for a path of another kind.
+    pub fn parse(s: &[&str]) -> Option<Result<ReadRoute, RouteError>> {
+        let route = || -> Result<Option<ReadRoute>, RouteError> {
+            Ok(Some(match s {
+                ["providers", ns, ty, "versions"] => ReadRoute::ProviderVersions {
+                    provider: ProviderName::parse(ns, ty)?,
+                },
+                ["providers", ns, ty, v, "download", os, arch] => ReadRoute::ProviderDownload {
+                    provider: ProviderName::parse(ns, ty)?,
+                    version: Version::parse(v)?,
+                    platform: Platform::parse(os, arch)?,
+                },
+                ["modules", ns, name, system, "versions"] => ReadRoute::ModuleVersions {
+                    module: ModuleName::parse(ns, name, system)?,
+                },
+                ["modules", ns, name, system, v, "download"] => ReadRoute::ModuleDownload {
+                    module: ModuleName::parse(ns, name, system)?,
+                    version: Version::parse(v)?,
+                },
+                ["mirror", host, ns, ty, "index.json"] => ReadRoute::MirrorIndex {
+                    hostname: Hostname::parse(host)?,
+                    provider: ProviderName::parse(ns, ty)?,
+                },
+                ["mirror", host, ns, ty, file] if file.ends_with(".json") => {
+                    ReadRoute::MirrorVersion {
+                        hostname: Hostname::parse(host)?,
+                        provider: ProviderName::parse(ns, ty)?,
+                        version: Version::parse(&file[..file.len() - ".json".len()])?,
+                    }
+                }
+                _ => return Ok(None),
+            }))
+        };
+        route().transpose()
+    }
+
+    pub fn path(&self) -> String {
+        match self {
+            ReadRoute::ProviderVersions { provider } => {
+                format!("/v1/providers/{provider}/versions")
+            }
+            ReadRoute::ProviderDownload {
+                provider,
+                version,
+                platform,
+            } => format!(
+                "/v1/providers/{provider}/{version}/download/{}/{}",
+                platform.os, platform.arch
+            ),
+            ReadRoute::ModuleVersions { module } => format!("/v1/modules/{module}/versions"),
+            ReadRoute::ModuleDownload { module, version } => {
+                format!("/v1/modules/{module}/{version}/download")
+            }
+            ReadRoute::MirrorIndex { hostname, provider } => {
+                format!(
+                    "/v1/mirror/{}/{provider}/index.json",
+                    host_segment(hostname)
+                )
+            }
+            ReadRoute::MirrorVersion {
+                hostname,
+                provider,
+                version,
+            } => format!(
+                "/v1/mirror/{}/{provider}/{version}.json",
+                host_segment(hostname)
+            ),
+        }
+    }
+}
+
+/// Which function serves a read route: its name in logs and the template.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReadEndpoint {
+    ProviderVersions,
+    ProviderDownload,
+    ModuleVersions,
+    ModuleDownload,
+    MirrorIndex,
+    MirrorVersion,
+}
+
+impl ReadEndpoint {
+    pub const ALL: [ReadEndpoint; 6] = [
+        ReadEndpoint::ProviderVersions,
+        ReadEndpoint::ProviderDownload,
+        ReadEndpoint::ModuleVersions,
+        ReadEndpoint::ModuleDownload,
+        ReadEndpoint::MirrorIndex,
+        ReadEndpoint::MirrorVersion,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadEndpoint::ProviderVersions => "provider-versions",
+            ReadEndpoint::ProviderDownload => "provider-download",
+            ReadEndpoint::ModuleVersions => "module-versions",
+            ReadEndpoint::ModuleDownload => "module-download",
+            ReadEndpoint::MirrorIndex => "mirror-index",
+            ReadEndpoint::MirrorVersion => "mirror-version",
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! The web UI's routes, and how a `/ui/...` path maps to one.
+
+use http::Method;
+
+use crate::address::{ModuleName, ProviderName};
+use crate::error::RouteError;
+use crate::router::segments::{GET_HEAD_POST, POST, READ_METHODS, decode_segment, not_found};
+use crate::token::Realm;
+use crate::version::Version;
+
+/// The web UI's pages, each a GET (sign-in also a POST, sign-out only one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UiRoute {
+    /// `/`, `/ui` and `/ui/`: a redirect to the home page, which needs no
+    /// store, so the discovery function (API Gateway's catch-all) answers it.
+    Root,
+    /// `/ui/home`: search and the latest changes.
+    Home,
+    /// `/ui/search?q=...`.
+    Search,
+    /// `/ui/namespaces/{namespace}`.
+    Namespace { namespace: String },
+    /// `/ui/modules/{ns}/{name}/{system}[/{version}]` (no version: the latest).
+    Module {
+        module: ModuleName,
+        version: Option<Version>,
+    },
+    /// `/ui/providers/{ns}/{type}[/{version}]`.
+    Provider {
+        provider: ProviderName,
+        version: Option<Version>,
+    },
+    /// `/ui/sign-in`: the form (GET) and a token given to it (POST).
+    SignIn,
+    /// `/ui/sign-out` (POST).
+    SignOut,
+    /// `/ui/static/{name}`: the stylesheet and script, their names carrying
+    /// a hash of their content (cached for a year).
+    Asset(String),
+}
+
+impl UiRoute {
+    /// Every page but sign-in, sign-out and the assets needs a read token
+    /// (or anonymous reads) for what it shows.
+    pub fn realm(&self) -> Option<Realm<'_>> {
+        match self {
+            UiRoute::Root | UiRoute::SignIn | UiRoute::SignOut | UiRoute::Asset(_) => None,
+            UiRoute::Home | UiRoute::Search => Some(Realm::AnyNamespace),
+            UiRoute::Namespace { namespace } => Some(Realm::Namespace(namespace)),
+            UiRoute::Module { module, .. } => Some(Realm::Namespace(&module.namespace)),
+            UiRoute::Provider { provider, .. } => Some(Realm::Namespace(&provider.namespace)),
+        }
+    }
+
+    pub fn methods(&self) -> &'static [Method] {
+        match self {
+            UiRoute::SignIn => GET_HEAD_POST,
+            UiRoute::SignOut => POST,
+            _ => READ_METHODS,
+        }
+    }
+
+    pub fn path(&self) -> String {
+        let version = |v: &Option<Version>| v.as_ref().map(|v| format!("/{v}")).unwrap_or_default();
+        match self {
+            UiRoute::Root => "/".into(),
+            UiRoute::Home => format!("{UI}/home"),
+            UiRoute::Search => format!("{UI}/search"),
+            UiRoute::Namespace { namespace } => format!("{UI}/namespaces/{namespace}"),
+            UiRoute::Module { module, version: v } => {
+                format!("{UI}/modules/{module}{}", version(v))
+            }
+            UiRoute::Provider {
+                provider,
+                version: v,
+            } => {
+                format!("{UI}/providers/{provider}{}", version(v))
+            }
+            UiRoute::SignIn => format!("{UI}/sign-in"),
+            UiRoute::SignOut => format!("{UI}/sign-out"),
+            UiRoute::Asset(name) => format!("{UI}/static/{name}"),
+        }
+    }
+}
+
+/// Where the web UI's paths start.
+pub const UI: &str = "/ui";
+
+/// Is `path` one of the web UI's (answered with HTML pages, errors included)?
+pub fn is_ui_path(path: &str) -> bool {
+    path == "/" || path == UI || path.starts_with("/ui/")
+}
+
+/// The web UI's page at `path` (one of [`is_ui_path`]).
+pub(crate) fn ui_route(path: &str) -> Result<UiRoute, RouteError> {
+    if path == "/" {
+        return Ok(UiRoute::Root);
+    }
+    let rest = path.strip_prefix(UI).unwrap_or(path);
+    let segs: Vec<String> = rest
+        .split('/')
+        .skip(1)
+        .map(decode_segment)
+        .collect::<Result<_, _>>()?;
+    let s: Vec<&str> = segs.iter().map(String::as_str).collect();
+    let version = |v: Option<&&str>| v.map(|v| Version::parse(v)).transpose();
+    Ok(match s.as_slice() {
+        [] | [""] => UiRoute::Root,
+        ["home"] => UiRoute::Home,
+        ["search"] => UiRoute::Search,
+        ["sign-in"] => UiRoute::SignIn,
+        ["sign-out"] => UiRoute::SignOut,
+        ["namespaces", ns] => UiRoute::Namespace {
+            namespace: crate::address::namespace(ns)?,
+        },
+        ["modules", ns, name, system, v @ ..] if v.len() <= 1 => UiRoute::Module {
+            module: ModuleName::parse(ns, name, system)?,
+            version: version(v.first())?,
+        },
+        ["providers", ns, ty, v @ ..] if v.len() <= 1 => UiRoute::Provider {
+            provider: ProviderName::parse(ns, ty)?,
+            version: version(v.first())?,
+        },
+        // Which assets exist is the UI's to say (an old name is its 404).
+        ["static", name]
+            if (1..=64).contains(&name.len())
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) =>
+        {
+            UiRoute::Asset(name.to_string())
+        }
+        _ => return Err(not_found(path)),
+    })
+}
