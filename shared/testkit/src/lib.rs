@@ -31,3 +31,27 @@ pub use signer::TestSigner;
 #[cfg(test)]
 #[global_allocator]
 static ALLOC: alloc::Counting = alloc::Counting;
+
+/// A Lambda function binary started without its configuration stops at
+/// init, at once, naming what is missing (the error the operator reads), and
+/// never reaches for the network.
+pub fn function_stops_without_settings(binary: &str) {
+    let out = std::process::Command::new(binary)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .expect("the function binary runs");
+    assert!(
+        !out.status.success(),
+        "{binary}: init must fail without its settings"
+    );
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("init failed") && text.contains("is not set (it is required)"),
+        "{binary}: {text}"
+    );
+}

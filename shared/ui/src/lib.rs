@@ -43,21 +43,11 @@ const MAX_FORM_BYTES: usize = 4096;
 /// How many recent changes the home page lists.
 const RECENT: usize = 10;
 
-/// What a UI request brings besides its route.
-pub struct Request<'a> {
-    pub method: &'a Method,
-    pub query: Option<&'a str>,
-    pub headers: &'a HeaderMap,
-    /// The session's token is verified and covers what the route needs.
-    pub principal: &'a Principal,
-    pub signed_in: bool,
-}
-
 /// Answer a UI route (already authorised for its realm).
-pub async fn handle(
+async fn handle(
     registry: &Registry,
     route: UiRoute,
-    req: Request<'_>,
+    req: Call<'_>,
     body: Body,
 ) -> Result<Response, Error> {
     let layout = |title: String| Layout {
@@ -534,14 +524,7 @@ impl Handler<UiRoute> for Ui {
         call: Call<'_>,
         body: Body,
     ) -> Result<Response, Error> {
-        let req = Request {
-            method: call.method,
-            query: call.query,
-            headers: call.headers,
-            principal: call.principal,
-            signed_in: call.signed_in,
-        };
-        handle(registry, route, req, body).await
+        handle(registry, route, call, body).await
     }
 }
 
