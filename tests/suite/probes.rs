@@ -1,0 +1,143 @@
+//! Holes found by probing the registry from outside, each closed, in-process
+//! on both backends (embedded, and DynamoDB + S3 on the emulators): archives
+//! served as downloads that no browser sniffs into a script; text others
+//! read that carries no control or invisible characters; bounds on publishes
+//! in progress and on a token's namespaces; signing keys that can never sign
+//! refused at registration. Every refusal is a 4xx of one exact status with
+//! a short `{"errors": [...]}` body.
+
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use tfreg_model::token::Scope;
+use tfreg_testkit::{TestRegistry, TestResponse, TestSigner, module_archive};
+
+use crate::backend_contract::{contract, publish_module};
+
+const NS: &str = "acme";
+
+/// A JSON request with a bearer token.
+async fn send(
+    r: &TestRegistry,
+    method: Method,
+    path: &str,
+    token: &str,
+    body: serde_json::Value,
+) -> TestResponse {
+    let body = if body.is_null() {
+        Bytes::new()
+    } else {
+        Bytes::from(body.to_string())
+    };
+    r.request(method, path, Some(token), &[], body).await
+}
+
+/// Publish provider `acme/null` `version` (linux_amd64), signed.
+async fn publish_provider(r: &TestRegistry, token: &str, version: &str) -> TestResponse {
+    let signer = TestSigner::rsa();
+    let files = tfreg_testkit::provider_release("null", version, &["linux_amd64"], &signer);
+    r.publish(
+        &crate::publish_attacks::provider(&format!("{NS}/null"), version),
+        token,
+        &files,
+        tfreg_testkit::provider_request(&signer),
+    )
+    .await
+}
+
+// ---------------------------------------------------------------------------
+// Archives are downloads, never pages or scripts
+// ---------------------------------------------------------------------------
+
+/// The headers every answer to an archive URL carries.
+fn assert_download_headers(resp: &TestResponse, name: &str, context: &str) {
+    assert_eq!(
+        resp.headers
+            .get("x-content-type-options")
+            .map(|v| v.to_str().unwrap()),
+        Some("nosniff"),
+        "{context}"
+    );
+    assert_eq!(
+        resp.headers
+            .get("content-disposition")
+            .map(|v| v.to_str().unwrap()),
+        Some(format!("attachment; filename=\"{name}\"").as_str()),
+        "{context}"
+    );
+}
+
+/// A publisher's zip that is also valid JavaScript would run under the UI's
+/// `script-src 'self'` if the registry served it as something a browser
+/// sniffs. Every archive, SHA256SUMS and signature answer (HEAD, GET, and
+/// in AWS the redirect and the presigned URL S3 answers) is an attachment,
+/// with `nosniff` wherever the registry answers itself.
+async fn blob_answers_are_attachments_never_sniffed(r: TestRegistry) {
+    let token = r.token(Scope::Publish, None).await;
+    publish_provider(&r, &token, "1.0.0")
+        .await
+        .expect(StatusCode::CREATED, "provider");
+    let archive = module_archive(&[("main.tf", "# m\n")]);
+    publish_module(&r, &token, &format!("{NS}/m/aws"), "1.0.0", &archive)
+        .await
+        .expect(StatusCode::CREATED, "module");
+    let download = r
+        .get(&format!(
+            "/v1/providers/{NS}/null/1.0.0/download/linux/amd64"
+        ))
+        .await
+        .json();
+    let module = r
+        .get(&format!("/v1/modules/{NS}/m/aws/1.0.0/download"))
+        .await;
+    let urls = [
+        download["download_url"].as_str().unwrap().to_string(),
+        download["shasums_url"].as_str().unwrap().to_string(),
+        download["shasums_signature_url"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+        module.headers["x-terraform-get"]
+            .to_str()
+            .unwrap()
+            .to_string(),
+    ];
+    for url in urls {
+        let name = url
+            .split('?')
+            .next()
+            .unwrap()
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .to_string();
+        let context = format!("{}: {name}", r.name);
+        let head = r.send_url(Method::HEAD, &url, &[], Bytes::new()).await;
+        head.expect(StatusCode::OK, &context);
+        assert_download_headers(&head, &name, &format!("{context}: HEAD"));
+        let get = r.send_url(Method::GET, &url, &[], Bytes::new()).await;
+        assert_download_headers(&get, &name, &format!("{context}: GET"));
+        if r.name == "embedded" {
+            get.expect(StatusCode::OK, &context);
+            continue;
+        }
+        // S3: the presigned URL asks S3 to answer as an attachment too (S3
+        // cannot add nosniff; the URL is another origin than the UI's).
+        get.expect(StatusCode::TEMPORARY_REDIRECT, &context);
+        let location = get.headers["location"].to_str().unwrap().to_string();
+        assert!(
+            location.contains("response-content-disposition=attachment"),
+            "{context}: {location}"
+        );
+        let s3 = r.download(&url).await;
+        s3.expect(StatusCode::OK, &context);
+        assert_eq!(
+            s3.headers
+                .get("content-disposition")
+                .map(|v| v.to_str().unwrap()),
+            Some(format!("attachment; filename=\"{name}\"").as_str()),
+            "{context}: S3's answer"
+        );
+    }
+}
+
+contract!(blob_answers_are_attachments_never_sniffed,);
