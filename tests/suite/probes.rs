@@ -140,4 +140,40 @@ async fn blob_answers_are_attachments_never_sniffed(r: TestRegistry) {
     }
 }
 
-contract!(blob_answers_are_attachments_never_sniffed,);
+// ---------------------------------------------------------------------------
+// Bounds: a token's namespaces
+// ---------------------------------------------------------------------------
+
+/// A token may list 100 namespaces, not 10,000 (its record is read on
+/// every request it makes).
+async fn a_token_covers_at_most_100_namespaces(r: TestRegistry) {
+    let admin = r.token(Scope::Admin, None).await;
+    let names = |n: usize| -> Vec<String> { (0..n).map(|i| format!("ns{i:03}")).collect() };
+    let resp = send(
+        &r,
+        Method::POST,
+        "/v1/admin/tokens",
+        &admin,
+        serde_json::json!({ "name": "wide", "scopes": ["read"], "namespaces": names(101) }),
+    )
+    .await;
+    resp.expect(
+        StatusCode::BAD_REQUEST,
+        &format!("{}: 101 namespaces", r.name),
+    );
+    assert!(resp.error().contains("100 namespaces"), "{}", resp.error());
+    let resp = send(
+        &r,
+        Method::POST,
+        "/v1/admin/tokens",
+        &admin,
+        serde_json::json!({ "name": "wide", "scopes": ["read"], "namespaces": names(100) }),
+    )
+    .await;
+    resp.expect(StatusCode::CREATED, &format!("{}: 100 namespaces", r.name));
+}
+
+contract!(
+    blob_answers_are_attachments_never_sniffed,
+    a_token_covers_at_most_100_namespaces,
+);
