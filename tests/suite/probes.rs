@@ -173,7 +173,164 @@ async fn a_token_covers_at_most_100_namespaces(r: TestRegistry) {
     resp.expect(StatusCode::CREATED, &format!("{}: 100 namespaces", r.name));
 }
 
+// ---------------------------------------------------------------------------
+// Text others read: no control or invisible characters
+// ---------------------------------------------------------------------------
+
+/// A gpg-made key of shared/verify/tests/fixtures/signing.
+fn fixture_key(name: &str) -> String {
+    let path = format!(
+        "{}/shared/verify/tests/fixtures/signing/{name}.pub.asc",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// A newline, an ESC (terminal escape sequences), a bidi override and a
+/// zero-width space: each would reach whoever reads the text (Terraform
+/// prints deprecation messages on every `init`; lists and the audit show
+/// token names).
+const UNPRINTABLE: [(&str, &str, &str); 4] = [
+    ("newline", "use 2.0.0\nall is well", "U+000A"),
+    ("ESC", "use \u{1b}[2J\u{1b}[31m2.0.0", "U+001B"),
+    ("bidi override", "use \u{202e}0.0.2", "U+202E"),
+    ("zero-width space", "use\u{200b}2.0.0", "U+200B"),
+];
+
+/// Deprecate and yank messages, token names and signing keys' armor
+/// headers holding any of [`UNPRINTABLE`] are refused with 400, and
+/// nothing changes.
+async fn unprintable_text_is_refused(r: TestRegistry) {
+    let admin = r.token(Scope::Admin, None).await;
+    publish_provider(&r, &admin, "1.0.0")
+        .await
+        .expect(StatusCode::CREATED, "publish");
+    let release = format!("/v1/admin/providers/{NS}/null/1.0.0");
+    for (what, text, code) in UNPRINTABLE {
+        for action in ["deprecate", "yank"] {
+            let resp = send(
+                &r,
+                Method::POST,
+                &format!("{release}/{action}"),
+                &admin,
+                serde_json::json!({ "message": text }),
+            )
+            .await;
+            resp.expect(
+                StatusCode::BAD_REQUEST,
+                &format!("{}: {action} {what}", r.name),
+            );
+            assert!(resp.error().contains(code), "{}", resp.error());
+        }
+        let resp = send(
+            &r,
+            Method::POST,
+            "/v1/admin/tokens",
+            &admin,
+            serde_json::json!({ "name": text, "scopes": ["read"] }),
+        )
+        .await;
+        resp.expect(
+            StatusCode::BAD_REQUEST,
+            &format!("{}: token {what}", r.name),
+        );
+        assert!(resp.error().contains(code), "{}", resp.error());
+        // A signing key's armor header (served to Terraform as it is).
+        let begin = "-----BEGIN PGP PUBLIC KEY BLOCK-----";
+        let armor = fixture_key("rsa").replacen(begin, &format!("{begin}\nComment: {text}"), 1);
+        let resp = send(
+            &r,
+            Method::POST,
+            &format!("/v1/admin/keys/{NS}"),
+            &admin,
+            serde_json::json!({ "keys": [armor] }),
+        )
+        .await;
+        resp.expect(StatusCode::BAD_REQUEST, &format!("{}: key {what}", r.name));
+        // (A newline ends the header line: what follows is not armor.)
+        let needle = if what == "newline" { "armor" } else { code };
+        assert!(resp.error().contains(needle), "{}", resp.error());
+    }
+    // Nothing changed: listed, no warning, no new token.
+    let versions = r.get(&format!("/v1/providers/{NS}/null/versions")).await;
+    versions.expect(StatusCode::OK, "versions");
+    assert_eq!(versions.json()["versions"].as_array().unwrap().len(), 1);
+    assert!(
+        versions.json()["warnings"]
+            .as_array()
+            .is_none_or(|w| w.is_empty()),
+        "{}",
+        versions.text()
+    );
+    let tokens = send(
+        &r,
+        Method::GET,
+        "/v1/admin/tokens",
+        &admin,
+        serde_json::Value::Null,
+    )
+    .await;
+    assert_eq!(tokens.json()["tokens"].as_array().unwrap().len(), 1);
+    let keys = send(
+        &r,
+        Method::GET,
+        &format!("/v1/admin/keys/{NS}"),
+        &admin,
+        serde_json::Value::Null,
+    )
+    .await;
+    assert_eq!(keys.json()["keys"], serde_json::json!([]));
+}
+
+/// A refusal's message may quote what the client sent (a JSON body's
+/// unknown scope, as serde names it): the audit trail keeps the message, and
+/// `tfreg audit` prints it, so the audit keeps it with every control or
+/// invisible character escaped.
+async fn audit_details_carry_no_control_characters(r: TestRegistry) {
+    let admin = r.token(Scope::Admin, None).await;
+    for (what, text, _) in UNPRINTABLE {
+        let resp = send(
+            &r,
+            Method::POST,
+            "/v1/admin/tokens",
+            &admin,
+            serde_json::json!({ "name": "ok", "scopes": [text] }),
+        )
+        .await;
+        resp.expect(
+            StatusCode::BAD_REQUEST,
+            &format!("{}: scope {what}", r.name),
+        );
+    }
+    let audit = send(
+        &r,
+        Method::GET,
+        "/v1/admin/audit",
+        &admin,
+        serde_json::Value::Null,
+    )
+    .await;
+    audit.expect(StatusCode::OK, "audit");
+    let events = audit.json()["events"].as_array().unwrap().clone();
+    let refused: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["action"] == "token.create" && e["outcome"] == "refused")
+        .collect();
+    assert_eq!(refused.len(), UNPRINTABLE.len(), "{events:#?}");
+    for e in refused {
+        let detail = e["detail"].as_str().unwrap();
+        assert!(
+            !detail.chars().any(tfreg_model::text::unprintable),
+            "{}: an unprintable character in the audit: {detail:?}",
+            r.name
+        );
+        assert!(detail.contains("unknown variant"), "{detail}");
+    }
+}
+
 contract!(
     blob_answers_are_attachments_never_sniffed,
     a_token_covers_at_most_100_namespaces,
+    unprintable_text_is_refused,
+    audit_details_carry_no_control_characters,
 );

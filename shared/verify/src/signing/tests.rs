@@ -778,3 +778,30 @@ fn packet_framing_errors_are_typed() {
         );
     }
 }
+
+#[test]
+fn armor_holding_control_or_invisible_characters_is_refused() {
+    // An armor header is text a publisher writes that others are served.
+    for (bad, code) in [
+        ("Comment: \u{1b}[2J\u{1b}[31mtrusted", "U+001B"),
+        ("Comment: \u{202e}gpj.exe", "U+202E"),
+        ("Comment: zero\u{200b}width", "U+200B"),
+        ("Comment: bell\u{7}", "U+0007"),
+    ] {
+        let armor = RSA_PUB.replacen(PUBLIC_KEY_BEGIN, &format!("{PUBLIC_KEY_BEGIN}\n{bad}"), 1);
+        let err = PublicKey::parse(&armor).unwrap_err();
+        assert!(
+            matches!(&err, SignatureError::MalformedKey(m) if m.contains(code)),
+            "{bad:?}: {err}"
+        );
+    }
+    // Line breaks of either kind and a plain comment are fine.
+    let crlf = RSA_PUB.replace('\n', "\r\n");
+    assert!(PublicKey::parse(&crlf).is_ok());
+    let commented = RSA_PUB.replacen(
+        PUBLIC_KEY_BEGIN,
+        &format!("{PUBLIC_KEY_BEGIN}\nComment: José's key"),
+        1,
+    );
+    assert!(PublicKey::parse(&commented).is_ok());
+}
