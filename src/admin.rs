@@ -411,7 +411,12 @@ pub async fn key(cmd: KeyCommand) -> Result<()> {
             let list: KeyList = api
                 .send(AdminRoute::AddKeys { namespace }, Some(&AddKeys { keys }))
                 .await?;
-            args.r#where.show(&list, print_keys)
+            args.r#where.show(&list, |list| {
+                print_keys(list);
+                for warning in &list.warnings {
+                    eprintln!("warning: {}", escaped(warning));
+                }
+            })
         }
         KeyCommand::List(args) => {
             let api = args.r#where.connect().await?;

@@ -239,3 +239,33 @@ fn walkdir(dir: &Path) -> usize {
         })
         .sum()
 }
+
+/// `tfreg key add` refuses a revoked or an expired key, saying so, and adds
+/// a key Terraform ≤ 1.5 cannot read with a warning on stderr.
+#[test]
+fn key_add_refuses_keys_that_cannot_sign_and_warns_of_modern_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let _server = Server::start(&data, &[]);
+    let fixtures =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("shared/verify/tests/fixtures/signing");
+    let key = |name: &str| {
+        fixtures
+            .join(format!("{name}.pub.asc"))
+            .to_str()
+            .unwrap()
+            .to_string()
+    };
+    for name in ["revoked", "expired"] {
+        let out = fails(local(&data, &["key", "add", NS, &key(name)]), name);
+        assert!(out.contains("400") && out.contains(name), "{out}");
+    }
+    let out = local(&data, &["key", "add", NS, &key("ed25519")]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let shown = ok(out, "key add ed25519");
+    assert!(
+        stderr.contains("warning: ") && stderr.contains("Terraform 1.5"),
+        "{stderr}"
+    );
+    assert!(shown.contains("EdDSA"), "{shown}");
+}

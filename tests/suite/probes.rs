@@ -328,9 +328,73 @@ async fn audit_details_carry_no_control_characters(r: TestRegistry) {
     }
 }
 
+// ---------------------------------------------------------------------------
+// Signing keys that cannot sign
+// ---------------------------------------------------------------------------
+
+/// A revoked or expired key is refused (400, saying so) and nothing is
+/// added; a key Terraform ≤ 1.5 cannot read is added with a warning.
+async fn keys_that_cannot_sign_are_refused_and_modern_keys_warned(r: TestRegistry) {
+    let admin = r.token(Scope::Admin, None).await;
+    let path = format!("/v1/admin/keys/{NS}");
+    let add = |keys: Vec<String>| {
+        let (r, admin, path) = (&r, &admin, &path);
+        async move {
+            send(
+                r,
+                Method::POST,
+                path,
+                admin,
+                serde_json::json!({ "keys": keys }),
+            )
+            .await
+        }
+    };
+    for (name, needle) in [("revoked", "revoked"), ("expired", "expired")] {
+        let resp = add(vec![fixture_key(name)]).await;
+        resp.expect(StatusCode::BAD_REQUEST, &format!("{}: {name}", r.name));
+        assert!(resp.error().contains(needle), "{}", resp.error());
+        // With a good key in the same request: still none added.
+        let resp = add(vec![fixture_key("rsa"), fixture_key(name)]).await;
+        resp.expect(
+            StatusCode::BAD_REQUEST,
+            &format!("{}: rsa + {name}", r.name),
+        );
+        assert!(resp.error().contains("key 2 of 2"), "{}", resp.error());
+    }
+    let listed = send(&r, Method::GET, &path, &admin, serde_json::Value::Null).await;
+    assert_eq!(
+        listed.json()["keys"],
+        serde_json::json!([]),
+        "nothing added"
+    );
+
+    let resp = add(vec![fixture_key("rsa")]).await;
+    resp.expect(StatusCode::CREATED, "rsa");
+    assert!(
+        resp.json()["warnings"]
+            .as_array()
+            .is_none_or(|w| w.is_empty()),
+        "{}",
+        resp.text()
+    );
+    let resp = add(vec![fixture_key("ed25519")]).await;
+    resp.expect(StatusCode::CREATED, "ed25519");
+    let warnings = resp.json()["warnings"].clone();
+    let warnings = warnings.as_array().expect("a warnings list");
+    assert_eq!(warnings.len(), 1, "{}", resp.text());
+    let warning = warnings[0].as_str().unwrap();
+    assert!(
+        warning.contains("Terraform 1.5") && warning.contains("EdDSA"),
+        "{warning}"
+    );
+    assert_eq!(resp.json()["keys"].as_array().unwrap().len(), 2);
+}
+
 contract!(
     blob_answers_are_attachments_never_sniffed,
     a_token_covers_at_most_100_namespaces,
     unprintable_text_is_refused,
     audit_details_carry_no_control_characters,
+    keys_that_cannot_sign_are_refused_and_modern_keys_warned,
 );
