@@ -185,11 +185,13 @@ fn when(at: Option<u64>) -> String {
     .unwrap_or_else(|| "-".into())
 }
 
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+/// When (unix seconds) a token made at `now` (since the epoch) to last
+/// `lasting` expires: rounded up, so that it lives at least that long (the
+/// registry counts whole seconds and refuses a token from its expiry on).
+fn expires_at(now: Duration, lasting: Duration) -> u64 {
+    let at = now.saturating_add(lasting);
+    at.as_secs()
+        .saturating_add(u64::from(at.subsec_nanos() > 0))
 }
 
 // ------------------------------------------------------------------ tokens
@@ -276,7 +278,14 @@ pub async fn token(cmd: TokenCommand) -> Result<()> {
                 name: args.name,
                 scopes: args.scope.into_iter().map(Scope::from).collect(),
                 namespaces: args.namespace,
-                expires_at: args.expires_in.map(|d| now() + d.as_secs()),
+                expires_at: args.expires_in.map(|d| {
+                    expires_at(
+                        SystemTime::now()
+                            .duration_since(UNIX_EPOCH)
+                            .unwrap_or_default(),
+                        d,
+                    )
+                }),
             };
             let api = args.r#where.connect().await?;
             let created: CreatedToken = api.send(AdminRoute::CreateToken, Some(&new)).await?;
@@ -484,5 +493,25 @@ fn print_audit(list: &AuditList) {
             format!("{:?}", e.outcome).to_lowercase(),
             escaped(e.detail.as_deref().unwrap_or(""))
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_lives_at_least_as_long_as_asked() {
+        let secs = Duration::from_secs;
+        let at = |s: f64| Duration::from_secs_f64(s);
+        // 100.9 s + 2 s: 102 would leave it 1.1 s.
+        assert_eq!(expires_at(at(100.9), secs(2)), 103);
+        assert_eq!(expires_at(at(100.0), secs(2)), 102);
+        assert_eq!(expires_at(at(100.2), Duration::from_millis(1500)), 102);
+        assert_eq!(expires_at(at(100.0), Duration::MAX), u64::MAX);
+        for now in [100.0, 100.001, 100.5, 100.999] {
+            let at_secs = expires_at(at(now), secs(2)) as f64;
+            assert!(at_secs >= now + 2.0 && at_secs < now + 3.0, "{now}");
+        }
     }
 }

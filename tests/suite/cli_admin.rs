@@ -269,3 +269,53 @@ fn key_add_refuses_keys_that_cannot_sign_and_warns_of_modern_ones() {
     );
     assert!(shown.contains("EdDSA"), "{shown}");
 }
+
+/// `tfreg token create --expires-in 2s` makes a token that lives at least
+/// 2 s (the expiry is rounded up to the next whole second).
+#[test]
+fn token_expiry_is_rounded_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let _server = Server::start(&data, &[]);
+    // Half-way through a second: a whole-second clock cut short would give
+    // the token 1.5 s.
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+    };
+    let frac = now().subsec_millis();
+    std::thread::sleep(std::time::Duration::from_millis(u64::from(
+        (1500 - frac) % 1000,
+    )));
+    let before = now().as_secs_f64();
+    ok(
+        local(
+            &data,
+            &[
+                "token",
+                "create",
+                "--name",
+                "short",
+                "--scope",
+                "read",
+                "--expires-in",
+                "2s",
+            ],
+        ),
+        "token create --expires-in 2s",
+    );
+    let listed = json(&ok(local(&data, &["token", "list", "--json"]), "list"));
+    let short = listed["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "short")
+        .expect("listed")
+        .clone();
+    let expires = short["expires_at"].as_u64().unwrap() as f64;
+    assert!(
+        expires >= before + 2.0,
+        "a 2 s token expires at {expires}, made after {before}"
+    );
+}
