@@ -6,12 +6,14 @@
 //!   [`index`]: the versions index of each provider and module; [`listing`]:
 //!   one entry per provider and module for the UI's lists.
 //! - [`tokens`], [`keys`] (namespace signing keys), [`uploads`] (publishes
-//!   in progress), [`audit`] (the trail), [`secret`] (the URL signing secret).
+//!   in progress, bounded with [`places`]), [`audit`] (the trail),
+//!   [`secret`] (the URL signing secret).
 
 pub mod audit;
 pub mod index;
 pub mod keys;
 pub mod listing;
+pub mod places;
 pub mod releases;
 pub mod schema;
 pub mod secret;
