@@ -12,22 +12,25 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+mod releases;
+
 use clap::{Args, Subcommand, ValueEnum};
 use http::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 use tfreg_http::{Config, Registry};
-use tfreg_model::address::{Hostname, ModuleName, ProviderName};
+use tfreg_model::address::Hostname;
 use tfreg_model::protocol::{
-    AddKeys, AuditList, CreatedToken, DeleteResult, ErrorBody, KeyList, LifecycleRequest,
-    LifecycleResult, RemovedKey, RevokedToken, TokenList,
+    AddKeys, AuditList, CreatedToken, ErrorBody, KeyList, RemovedKey, RevokedToken, TokenList,
 };
-use tfreg_model::router::{AdminRoute, LifecycleAction, PublishTarget, Route};
+use tfreg_model::router::{AdminRoute, Route};
+use tfreg_model::text::escaped;
 use tfreg_model::token::{NewToken, Scope, TokenInfo};
-use tfreg_model::version::Version;
 
 use crate::cli_error::Result;
 use crate::client::PublishClient;
 use crate::data_dir::{self, DataDir};
+
+pub use releases::{DeleteArgs, DeprecateArgs, YankArgs, delete, deprecate, yank};
 
 /// Which registry an admin command works on.
 #[derive(Args, Clone)]
@@ -182,11 +185,13 @@ fn when(at: Option<u64>) -> String {
     .unwrap_or_else(|| "-".into())
 }
 
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+/// When (unix seconds) a token made at `now` (since the epoch) to last
+/// `lasting` expires: rounded up, so that it lives at least that long (the
+/// registry counts whole seconds and refuses a token from its expiry on).
+fn expires_at(now: Duration, lasting: Duration) -> u64 {
+    let at = now.saturating_add(lasting);
+    at.as_secs()
+        .saturating_add(u64::from(at.subsec_nanos() > 0))
 }
 
 // ------------------------------------------------------------------ tokens
@@ -273,14 +278,21 @@ pub async fn token(cmd: TokenCommand) -> Result<()> {
                 name: args.name,
                 scopes: args.scope.into_iter().map(Scope::from).collect(),
                 namespaces: args.namespace,
-                expires_at: args.expires_in.map(|d| now() + d.as_secs()),
+                expires_at: args.expires_in.map(|d| {
+                    expires_at(
+                        SystemTime::now()
+                            .duration_since(UNIX_EPOCH)
+                            .unwrap_or_default(),
+                        d,
+                    )
+                }),
             };
             let api = args.r#where.connect().await?;
             let created: CreatedToken = api.send(AdminRoute::CreateToken, Some(&new)).await?;
             let r = &created.record;
             eprintln!(
                 "created token {} (id {}): scopes {}, namespaces {}, expires {}",
-                r.name,
+                escaped(&r.name),
                 r.id,
                 scopes(&r.scopes),
                 describe_namespaces(&r.namespaces),
@@ -301,7 +313,8 @@ pub async fn token(cmd: TokenCommand) -> Result<()> {
                 .await?;
             eprintln!(
                 "revoked token {} (id {})",
-                revoked.revoked.name, revoked.revoked.id
+                escaped(&revoked.revoked.name),
+                revoked.revoked.id
             );
             Ok(())
         }
@@ -318,7 +331,7 @@ fn print_tokens(tokens: &[TokenInfo]) {
         println!(
             "{:<12}  {:<20}  {:<13}  {:<16}  {:<20}  {:<20}  {}",
             r.id,
-            r.name,
+            escaped(&r.name),
             scopes(&r.scopes),
             describe_namespaces(&r.namespaces),
             when(Some(r.created_at)),
@@ -387,7 +400,7 @@ fn print_keys(list: &KeyList) {
             k.key_id,
             k.algorithms.join(", "),
             when(Some(k.added_at)),
-            k.added_by
+            escaped(&k.added_by)
         );
     }
 }
@@ -407,7 +420,12 @@ pub async fn key(cmd: KeyCommand) -> Result<()> {
             let list: KeyList = api
                 .send(AdminRoute::AddKeys { namespace }, Some(&AddKeys { keys }))
                 .await?;
-            args.r#where.show(&list, print_keys)
+            args.r#where.show(&list, |list| {
+                print_keys(list);
+                for warning in &list.warnings {
+                    eprintln!("warning: {}", escaped(warning));
+                }
+            })
         }
         KeyCommand::List(args) => {
             let api = args.r#where.connect().await?;
@@ -436,171 +454,6 @@ pub async fn key(cmd: KeyCommand) -> Result<()> {
             Ok(())
         }
     }
-}
-
-// ------------------------------------------------------------------ releases
-
-/// What kind of release an address names.
-#[derive(Clone, Copy, ValueEnum)]
-pub enum Kind {
-    /// NAMESPACE/TYPE
-    Provider,
-    /// NAMESPACE/NAME/SYSTEM
-    Module,
-    /// HOSTNAME/NAMESPACE/TYPE (a provider imported for the network mirror)
-    Mirror,
-}
-
-#[derive(Args)]
-pub struct ReleaseArgs {
-    #[arg(value_enum)]
-    kind: Kind,
-    /// NAMESPACE/TYPE, NAMESPACE/NAME/SYSTEM or HOSTNAME/NAMESPACE/TYPE.
-    address: String,
-    version: String,
-}
-
-impl ReleaseArgs {
-    fn target(&self) -> Result<PublishTarget> {
-        let version = Version::parse(&self.version)?;
-        let parts: Vec<&str> = self.address.split('/').collect();
-        Ok(match (self.kind, parts.as_slice()) {
-            (Kind::Provider, [ns, ty]) => PublishTarget::Provider {
-                provider: ProviderName::parse(ns, ty)?,
-                version,
-            },
-            (Kind::Module, [ns, name, system]) => PublishTarget::Module {
-                module: ModuleName::parse(ns, name, system)?,
-                version,
-            },
-            (Kind::Mirror, [host, ns, ty]) => PublishTarget::Mirror {
-                hostname: Hostname::parse(host)?,
-                provider: ProviderName::parse(ns, ty)?,
-                version,
-            },
-            (kind, _) => {
-                return Err(format!(
-                    "{:?} is not a {} address: use {}",
-                    self.address,
-                    match kind {
-                        Kind::Provider => "provider",
-                        Kind::Module => "module",
-                        Kind::Mirror => "mirror",
-                    },
-                    match kind {
-                        Kind::Provider => "NAMESPACE/TYPE",
-                        Kind::Module => "NAMESPACE/NAME/SYSTEM",
-                        Kind::Mirror => "HOSTNAME/NAMESPACE/TYPE",
-                    }
-                )
-                .into());
-            }
-        })
-    }
-}
-
-#[derive(Args)]
-pub struct DeprecateArgs {
-    #[command(flatten)]
-    release: ReleaseArgs,
-    /// What users should do instead (shown by `terraform init` for providers).
-    #[arg(long, required_unless_present = "undo", conflicts_with = "undo")]
-    message: Option<String>,
-    /// Take the deprecation back.
-    #[arg(long)]
-    undo: bool,
-    #[command(flatten)]
-    r#where: Where,
-}
-
-#[derive(Args)]
-pub struct YankArgs {
-    #[command(flatten)]
-    release: ReleaseArgs,
-    /// Why (kept in the audit trail and shown by `tfreg` and the admin API).
-    #[arg(long, conflicts_with = "undo")]
-    message: Option<String>,
-    /// List the version again.
-    #[arg(long)]
-    undo: bool,
-    #[command(flatten)]
-    r#where: Where,
-}
-
-#[derive(Args)]
-pub struct DeleteArgs {
-    #[command(flatten)]
-    release: ReleaseArgs,
-    #[command(flatten)]
-    r#where: Where,
-}
-
-async fn lifecycle(
-    release: &ReleaseArgs,
-    action: LifecycleAction,
-    message: Option<String>,
-    r#where: &Where,
-) -> Result<()> {
-    let release = release.target()?;
-    let api = r#where.connect().await?;
-    let result: LifecycleResult = api
-        .send(
-            AdminRoute::Lifecycle { release, action },
-            Some(&LifecycleRequest { message }),
-        )
-        .await?;
-    let verb = match action {
-        LifecycleAction::Deprecate => "deprecated",
-        LifecycleAction::Undeprecate => "no longer deprecated",
-        LifecycleAction::Yank => "yanked: left out of versions lists, exact downloads still work",
-        LifecycleAction::Unyank => "listed again",
-    };
-    r#where.show(&result, |result| {
-        if result.changed {
-            eprintln!("{}: {verb}", result.release);
-        } else {
-            eprintln!("{}: already {verb}; nothing changed", result.release);
-        }
-    })
-}
-
-pub async fn deprecate(args: DeprecateArgs) -> Result<()> {
-    let action = if args.undo {
-        LifecycleAction::Undeprecate
-    } else {
-        LifecycleAction::Deprecate
-    };
-    lifecycle(&args.release, action, args.message, &args.r#where).await
-}
-
-pub async fn yank(args: YankArgs) -> Result<()> {
-    let action = if args.undo {
-        LifecycleAction::Unyank
-    } else {
-        LifecycleAction::Yank
-    };
-    lifecycle(&args.release, action, args.message, &args.r#where).await
-}
-
-pub async fn delete(args: DeleteArgs) -> Result<()> {
-    let release = args.release.target()?;
-    let api = args.r#where.connect().await?;
-    let result: DeleteResult = api
-        .send(AdminRoute::Delete { release }, None::<&()>)
-        .await?;
-    args.r#where.show(&result, |result| {
-        eprintln!(
-            "{}: deleted from every response; {} archive files removed",
-            result.deleted, result.archives_removed
-        );
-        if !result.archives_left.is_empty() {
-            eprintln!(
-                "warning: could not remove {} archive files now (the store failed): {}",
-                result.archives_left.len(),
-                result.archives_left.join(", ")
-            );
-        }
-    })
 }
 
 // ------------------------------------------------------------------ audit
@@ -634,11 +487,31 @@ fn print_audit(list: &AuditList) {
         println!(
             "{:<20}  {:<30}  {:<19}  {:<40}  {:<8}  {}",
             when(Some(e.at)),
-            e.actor.describe(),
+            escaped(&e.actor.describe()),
             e.action,
-            e.target,
+            escaped(&e.target),
             format!("{:?}", e.outcome).to_lowercase(),
-            e.detail.as_deref().unwrap_or("")
+            escaped(e.detail.as_deref().unwrap_or(""))
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_lives_at_least_as_long_as_asked() {
+        let secs = Duration::from_secs;
+        let at = |s: f64| Duration::from_secs_f64(s);
+        // 100.9 s + 2 s: 102 would leave it 1.1 s.
+        assert_eq!(expires_at(at(100.9), secs(2)), 103);
+        assert_eq!(expires_at(at(100.0), secs(2)), 102);
+        assert_eq!(expires_at(at(100.2), Duration::from_millis(1500)), 102);
+        assert_eq!(expires_at(at(100.0), Duration::MAX), u64::MAX);
+        for now in [100.0, 100.001, 100.5, 100.999] {
+            let at_secs = expires_at(at(now), secs(2)) as f64;
+            assert!(at_secs >= now + 2.0 && at_secs < now + 3.0, "{now}");
+        }
     }
 }

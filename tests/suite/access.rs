@@ -1373,9 +1373,11 @@ async fn namespace_keys_decide_and_rotate() {
     let then = r.reconfigure(|reg: Registry| reg.with_clock(new_year_2020));
     let admin = r.token(Scope::Admin, None).await;
     let (first, second) = (TestSigner::rsa(), TestSigner::expired());
-    let add = |signer: &TestSigner| {
+    // A key is registered while it can sign: the second one in 2020 (an
+    // expired key is refused).
+    let add = |signer: &TestSigner, in_2020: bool| {
         let armor = signer.public_armor;
-        let r = &r;
+        let r = if in_2020 { &then } else { &r };
         let admin = &admin;
         async move {
             let resp = send(
@@ -1393,7 +1395,7 @@ async fn namespace_keys_decide_and_rotate() {
                 .to_string()
         }
     };
-    let first_id = add(&first).await;
+    let first_id = add(&first, false).await;
     let resp = publish_provider(&then, &admin, A, "1.0.0", &second).await;
     resp.expect(StatusCode::BAD_REQUEST, "signed by an unregistered key");
     assert!(resp.error().contains(&first_id), "{}", resp.error());
@@ -1412,7 +1414,7 @@ async fn namespace_keys_decide_and_rotate() {
     )
     .await
     .expect(StatusCode::OK, "remove key");
-    let second_id = add(&second).await;
+    let second_id = add(&second, true).await;
     assert_ne!(first_id, second_id);
     let resp = publish_provider(&r, &admin, A, "1.0.2", &first).await;
     resp.expect(StatusCode::BAD_REQUEST, "the old key after rotation");

@@ -293,3 +293,83 @@ fn log_off_silences_the_server() {
         assert!(text.contains("Paste into the shell"), "the welcome stays");
     }
 }
+
+/// `tfreg key add` refuses a revoked or an expired key, saying so, and adds
+/// a key Terraform ≤ 1.5 cannot read with a warning on stderr.
+#[test]
+fn key_add_refuses_keys_that_cannot_sign_and_warns_of_modern_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let _server = Server::start(&data, &[]);
+    let fixtures =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("shared/verify/tests/fixtures/signing");
+    let key = |name: &str| {
+        fixtures
+            .join(format!("{name}.pub.asc"))
+            .to_str()
+            .unwrap()
+            .to_string()
+    };
+    for name in ["revoked", "expired"] {
+        let out = fails(local(&data, &["key", "add", NS, &key(name)]), name);
+        assert!(out.contains("400") && out.contains(name), "{out}");
+    }
+    let out = local(&data, &["key", "add", NS, &key("ed25519")]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let shown = ok(out, "key add ed25519");
+    assert!(
+        stderr.contains("warning: ") && stderr.contains("Terraform 1.5"),
+        "{stderr}"
+    );
+    assert!(shown.contains("EdDSA"), "{shown}");
+}
+
+/// `tfreg token create --expires-in 2s` makes a token that lives at least
+/// 2 s (the expiry is rounded up to the next whole second).
+#[test]
+fn token_expiry_is_rounded_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let _server = Server::start(&data, &[]);
+    // Half-way through a second: a whole-second clock cut short would give
+    // the token 1.5 s.
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+    };
+    let frac = now().subsec_millis();
+    std::thread::sleep(std::time::Duration::from_millis(u64::from(
+        (1500 - frac) % 1000,
+    )));
+    let before = now().as_secs_f64();
+    ok(
+        local(
+            &data,
+            &[
+                "token",
+                "create",
+                "--name",
+                "short",
+                "--scope",
+                "read",
+                "--expires-in",
+                "2s",
+            ],
+        ),
+        "token create --expires-in 2s",
+    );
+    let listed = json(&ok(local(&data, &["token", "list", "--json"]), "list"));
+    let short = listed["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "short")
+        .expect("listed")
+        .clone();
+    let expires = short["expires_at"].as_u64().unwrap() as f64;
+    assert!(
+        expires >= before + 2.0,
+        "a 2 s token expires at {expires}, made after {before}"
+    );
+}

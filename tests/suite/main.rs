@@ -37,6 +37,11 @@
 //! - `scale`: a provider and a module of 5,000 versions, on both backends:
 //!   every read endpoint costs one storage request, counted.
 //!
+//! - `probes`: holes found by probing from outside, each closed, on both
+//!   backends: archives served as attachments (never sniffed), text others
+//!   read without control or invisible characters, bounds on publishes in
+//!   progress and on a token's namespaces, signing keys that cannot sign.
+//!
 //! - `template`: `template.yaml`, the functions' packages, the router and
 //!   `cargo lambda watch`'s routes agree; least privilege per function; the
 //!   CloudFront Function answers discovery as the code does.
@@ -56,7 +61,9 @@ mod e2e_lambda;
 mod e2e_terraform;
 mod handlers;
 mod hardening;
+mod layers;
 mod load;
+mod probes;
 mod publish_attacks;
 mod scale;
 mod support;

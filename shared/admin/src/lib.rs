@@ -120,11 +120,12 @@ async fn handle(
             &KeyList {
                 keys: keys::list(items, &namespace).await?,
                 namespace,
+                warnings: vec![],
             },
         )),
         AdminRoute::AddKeys { namespace } => {
             let req: AddKeys = body(headers, req_body).await?;
-            let parsed = registrable(&req.keys, registry.now(), &by)?;
+            let (parsed, warnings) = registrable(&req.keys, registry.now(), &by)?;
             let keys = keys::add(items, &namespace, parsed).await?;
             let note = format!(
                 "namespace {namespace} now has keys {}",
@@ -135,7 +136,11 @@ async fn handle(
             );
             Ok(noted(
                 StatusCode::CREATED,
-                &KeyList { namespace, keys },
+                &KeyList {
+                    namespace,
+                    keys,
+                    warnings,
+                },
                 note,
             ))
         }
@@ -234,26 +239,40 @@ async fn handle(
 }
 
 /// Every armored key parsed and checked (one bad key adds none), as the
-/// records to register.
-fn registrable(armors: &[String], now: u64, by: &str) -> Result<Vec<RegisteredKey>, Error> {
-    armors
-        .iter()
-        .enumerate()
-        .map(|(i, armor)| {
-            let key = PublicKey::parse(armor).map_err(|e| Error::Refused {
-                too_large: false,
-                message: format!("key {} of {}: {e}", i + 1, armors.len()),
-            })?;
-            let info = key.info();
-            Ok(RegisteredKey {
-                key_id: info.key_id.clone(),
-                ascii_armor: info.ascii_armor.clone(),
-                algorithms: info.algorithms.clone(),
-                added_at: now,
-                added_by: by.to_string(),
-            })
-        })
-        .collect()
+/// records to register, and what the admin should know about them. A key
+/// that cannot sign any more (revoked, expired, no signing (sub)key) is
+/// refused: every publish it signs would be. One Terraform 1.5 and older
+/// cannot read is registered, with a warning.
+fn registrable(
+    armors: &[String],
+    now: u64,
+    by: &str,
+) -> Result<(Vec<RegisteredKey>, Vec<String>), Error> {
+    let mut keys = Vec::with_capacity(armors.len());
+    let mut warnings = Vec::new();
+    for (i, armor) in armors.iter().enumerate() {
+        let refused = |e: tfreg_verify::signing::SignatureError| Error::Refused {
+            too_large: false,
+            message: format!("key {} of {}: {e}", i + 1, armors.len()),
+        };
+        let key = PublicKey::parse(armor).map_err(refused)?;
+        key.check_usable(now).map_err(refused)?;
+        let info = key.info();
+        if let Some(problem) = key.legacy_problem() {
+            warnings.push(format!(
+                "key {} uses {problem}, which Terraform 1.5 and older cannot read: releases it signs install only with Terraform 1.6 or later, and publish only with --allow-modern-keys",
+                info.key_id
+            ));
+        }
+        keys.push(RegisteredKey {
+            key_id: info.key_id.clone(),
+            ascii_armor: info.ascii_armor.clone(),
+            algorithms: info.algorithms.clone(),
+            added_at: now,
+            added_by: by.to_string(),
+        });
+    }
+    Ok((keys, warnings))
 }
 
 /// `?limit=N` (1 to [`audit::MAX_LIST`]).

@@ -176,10 +176,13 @@ async fn handle(registry: &Registry, served: &Served, req: Request, caller: Call
     }
     let status = resp.status().as_u16();
     if let Some((action, target)) = audited {
+        // A refusal may quote the request (serde names an unknown value as
+        // sent): the audit, which others read, keeps it escaped.
         let detail = match &error {
             Some(e) => Some(e.public_message(&request_id)),
             None => resp.extensions().get::<Note>().map(|n| n.0.clone()),
-        };
+        }
+        .map(|d| tfreg_model::text::escaped(&d).into_owned());
         let principal = principal.unwrap_or(Principal::Anonymous);
         let event = Event {
             at: registry.now(),

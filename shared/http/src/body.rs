@@ -45,7 +45,7 @@ pub fn header_value(text: &str) -> Result<HeaderValue, Error> {
 }
 
 /// The one mapping from [`Error`] to an HTTP response: `{"errors": ["..."]}`,
-/// plus `WWW-Authenticate` on 401, `Allow` on 405 and `Retry-After` on 503.
+/// plus `WWW-Authenticate` on 401, `Allow` on 405 and `Retry-After` on 429 and 503.
 /// `request_id` names the request's log line in what a 5xx tells the client.
 pub fn error_response(err: &Error, request_id: &str) -> Response {
     let mut resp = json(
@@ -59,7 +59,7 @@ pub fn error_response(err: &Error, request_id: &str) -> Response {
 }
 
 /// The headers an error's response carries whatever its body:
-/// `WWW-Authenticate` on 401, `Allow` on 405, `Retry-After` on 503.
+/// `WWW-Authenticate` on 401, `Allow` on 405, `Retry-After` on 429 and 503.
 pub fn error_headers(err: &Error, headers: &mut HeaderMap) {
     match err {
         Error::Unauthorized(_) => {
@@ -73,6 +73,11 @@ pub fn error_headers(err: &Error, headers: &mut HeaderMap) {
         }
         Error::Unavailable(_) => {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+        }
+        Error::TooMany {
+            retry_after_secs, ..
+        } => {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
         }
         _ => {}
     }

@@ -5,7 +5,8 @@
 //! place that decides what a client is told. [`crate::body::error_response`]
 //! turns both into the one shape of an error body (`{"errors": ["..."]}`).
 //!
-//! The client's mistakes are 4xx with a message that says what to fix. A store
+//! The client's mistakes are 4xx with a message that says what to fix (a
+//! bound on things in progress reached: 429 with `Retry-After`). A store
 //! that is down or throttled is [`Error::Unavailable`] (503 with `Retry-After`).
 //! Our own bugs and broken data are [`Error::Internal`] (500): the detail goes to
 //! the log, the client gets a short fixed message.
@@ -47,6 +48,13 @@ pub enum Error {
     /// upload slot twice.
     #[error("{0}")]
     Conflict(String),
+    /// A bound on things in progress is reached (publishes in progress per
+    /// token or namespace): 429, with `Retry-After` saying when one frees up.
+    #[error("{message}")]
+    TooMany {
+        message: String,
+        retry_after_secs: u64,
+    },
     /// A body or archive larger than the registry accepts.
     #[error("{0}")]
     PayloadTooLarge(String),
@@ -79,6 +87,7 @@ impl Error {
             Error::Forbidden(_) => StatusCode::FORBIDDEN,
             Error::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Error::Conflict(_) => StatusCode::CONFLICT,
+            Error::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
             Error::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Error::Timeout(_) => StatusCode::REQUEST_TIMEOUT,
@@ -127,6 +136,13 @@ impl From<StoreError> for Error {
             StoreError::NotFound(what) => Error::NotFound(what),
             StoreError::Conflict(what) => Error::Conflict(what),
             StoreError::Invalid(what) => Error::BadRequest(what),
+            StoreError::Full {
+                message,
+                retry_after_secs,
+            } => Error::TooMany {
+                message,
+                retry_after_secs,
+            },
             StoreError::AlreadyExists(key) => Error::Conflict(format!("{key} already exists")),
             StoreError::TooLarge { key, max } => {
                 Error::PayloadTooLarge(format!("{key} is larger than {max} bytes"))
@@ -213,10 +229,32 @@ mod tests {
                 },
                 400,
             ),
+            (
+                StoreError::Full {
+                    message: "k".into(),
+                    retry_after_secs: 60,
+                },
+                429,
+            ),
         ];
         for (store, status) in cases {
             assert_eq!(Error::from(store).status().as_u16(), status);
         }
+    }
+
+    #[test]
+    fn a_bound_reached_says_when_to_retry() {
+        let full = Error::from(StoreError::Full {
+            message: "this token has 20 publishes in progress".into(),
+            retry_after_secs: 61,
+        });
+        let resp = crate::body::error_response(&full, "r1");
+        assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(resp.headers()[http::header::RETRY_AFTER], "61");
+        assert_eq!(
+            full.public_message("r1"),
+            "this token has 20 publishes in progress"
+        );
     }
 
     #[test]

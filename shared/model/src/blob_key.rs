@@ -161,6 +161,27 @@ impl BlobKey {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The media type the file is served as: never one a browser would run
+    /// or render as a page.
+    pub fn content_type(&self) -> &'static str {
+        let name = self.file_name();
+        if name.ends_with(".zip") {
+            "application/zip"
+        } else if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
+            "application/gzip"
+        } else if name.ends_with("_SHA256SUMS") || name.ends_with(".json") {
+            "text/plain; charset=utf-8"
+        } else {
+            "application/octet-stream"
+        }
+    }
+
+    /// `attachment; filename="<file name>"`: a download, never a page (the
+    /// name is one safe segment: no quote or backslash to escape).
+    pub fn content_disposition(&self) -> String {
+        format!("attachment; filename=\"{}\"", self.file_name())
+    }
 }
 
 impl TryFrom<String> for BlobKey {
@@ -185,6 +206,33 @@ impl fmt::Display for BlobKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn files_are_served_as_attachments_of_their_type() {
+        let served = |key: &str| {
+            let key = BlobKey::parse(key).unwrap();
+            (key.content_type(), key.content_disposition())
+        };
+        assert_eq!(
+            served("archives/ab12/terraform-provider-null_2.1.2_linux_amd64.zip"),
+            (
+                "application/zip",
+                r#"attachment; filename="terraform-provider-null_2.1.2_linux_amd64.zip""#.into()
+            )
+        );
+        assert_eq!(served("archives/ab12/m.tar.gz").0, "application/gzip");
+        assert_eq!(
+            served("archives/ab12/terraform-provider-null_2.1.2_SHA256SUMS").0,
+            "text/plain; charset=utf-8"
+        );
+        assert_eq!(
+            served("archives/ab12/terraform-provider-null_2.1.2_SHA256SUMS.sig"),
+            (
+                "application/octet-stream",
+                r#"attachment; filename="terraform-provider-null_2.1.2_SHA256SUMS.sig""#.into()
+            )
+        );
+    }
 
     #[test]
     fn keys_cannot_escape_or_leave_their_prefixes() {

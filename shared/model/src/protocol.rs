@@ -286,6 +286,10 @@ pub struct AddKeys {
 pub struct KeyList {
     pub namespace: String,
     pub keys: Vec<crate::keys::RegisteredKey>,
+    /// What the admin should know about the keys just added (e.g. one
+    /// Terraform 1.5 and older cannot read); `tfreg key add` prints them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Answer to `DELETE /v1/admin/keys/{namespace}/{key_id}`.

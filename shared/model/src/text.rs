@@ -4,7 +4,8 @@
 //! control character (newline, ESC: terminal escape sequences) or an
 //! invisible format character (bidi overrides, zero-width characters:
 //! spoofed text) in them would reach every reader. Refused, with a bound on
-//! the length.
+//! the length ([`readable`]); where such text is only quoted (a refusal's
+//! message naming what a client sent), escaped instead ([`escaped`]).
 
 use crate::error::Invalid;
 
@@ -66,9 +67,36 @@ pub fn readable(what: &str, text: &str, max_chars: usize) -> Result<String, Inva
     Ok(text.to_string())
 }
 
+/// `text` with every [`unprintable`] character written as its escape
+/// (`\u{1b}`): for text that may quote what someone sent (a refusal's
+/// message in the audit trail) and is shown to others as it is.
+pub fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(unprintable) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if unprintable(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escaped_text_holds_no_unprintable_character() {
+        assert_eq!(escaped("plain — déjà 使用"), "plain — déjà 使用");
+        assert_eq!(
+            escaped("a\nb\u{1b}[2J\u{202e}c\u{200b}"),
+            "a\\u{a}b\\u{1b}[2J\\u{202e}c\\u{200b}"
+        );
+    }
 
     #[test]
     fn plain_text_of_any_script_is_readable() {

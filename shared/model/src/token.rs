@@ -23,6 +23,9 @@ pub const DEFAULT_TOKEN_CACHE_SECS: u64 = 10;
 pub const MAX_TOKEN_CACHE_SECS: u64 = 300;
 /// Longest token name.
 pub const MAX_NAME_LEN: usize = 64;
+/// Most namespaces one token may be limited to: its record is read on every
+/// request it makes (a token for more is one without a namespace limit).
+pub const MAX_NAMESPACES: usize = 100;
 
 /// What a token may do. Each scope includes the ones before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -161,8 +164,8 @@ pub struct NewToken {
 impl NewToken {
     /// Normalise and validate: a name of 1..=64 printable characters (no
     /// control or invisible ones: names show in lists and the audit), at least
-    /// one scope, valid namespaces (lowercased, deduplicated), an expiry in
-    /// the future.
+    /// one scope, valid namespaces (lowercased, deduplicated, at most
+    /// [`MAX_NAMESPACES`]), an expiry in the future.
     pub fn check(mut self, now: u64) -> Result<Self, Invalid> {
         self.name = crate::text::readable("a token's name", &self.name, MAX_NAME_LEN)?;
         self.scopes.sort();
@@ -179,6 +182,12 @@ impl NewToken {
             .collect::<Result<_, _>>()?;
         self.namespaces.sort();
         self.namespaces.dedup();
+        if self.namespaces.len() > MAX_NAMESPACES {
+            return Err(Invalid::bad(format!(
+                "a token may be limited to at most {MAX_NAMESPACES} namespaces, not {}: leave the limit out for one that covers every namespace",
+                self.namespaces.len()
+            )));
+        }
         if let Some(at) = self.expires_at
             && at <= now
         {
@@ -328,5 +337,22 @@ mod tests {
         ] {
             assert!(matches!(bad.check(5), Err(Invalid(_))));
         }
+    }
+
+    #[test]
+    fn a_token_lists_at_most_100_namespaces() {
+        let names: Vec<String> = (0..101).map(|i| format!("ns{i:03}")).collect();
+        let refs = |n: usize| names[..n].iter().map(String::as_str).collect::<Vec<_>>();
+        let ok = new(&[Scope::Read], &refs(100)).check(0).unwrap();
+        assert_eq!(ok.namespaces.len(), 100);
+        let err = new(&[Scope::Read], &refs(101)).check(0).unwrap_err();
+        assert!(
+            err.0.contains(&format!("{MAX_NAMESPACES} namespaces")),
+            "{err}"
+        );
+        // Counted once normalised: the same namespace twice is one.
+        let mut twice = refs(100);
+        twice.push("NS000");
+        assert!(new(&[Scope::Read], &twice).check(0).is_ok());
     }
 }

@@ -23,6 +23,7 @@ use tfreg_model::protocol::{
     BeginStatus, FileDecl, PublishBegin, PublishRequest, PublishResult, PublishStatus, UploadTarget,
 };
 use tfreg_model::router::{PublishRoute, PublishStep, PublishTarget};
+use tfreg_model::token::Principal;
 use tfreg_store::catalog::PutOutcome;
 use tfreg_store::catalog::uploads::{self, UploadSession};
 use tfreg_store::{Digest, UploadVia};
@@ -46,7 +47,7 @@ impl tfreg_http::Handler<PublishRoute> for Publish {
         call: Call<'_>,
         body: Body,
     ) -> Result<Response, Error> {
-        handle(registry, route, call.headers, body).await
+        handle(registry, route, call.principal, call.headers, body).await
     }
 }
 
@@ -65,6 +66,7 @@ pub(crate) fn refused(e: ReleaseError) -> Error {
 async fn handle(
     registry: &Registry,
     route: PublishRoute,
+    principal: &Principal,
     headers: &HeaderMap,
     body: Body,
 ) -> Result<Response, Error> {
@@ -72,7 +74,14 @@ async fn handle(
     let req: PublishRequest = serde_json::from_slice(&body)
         .map_err(|e| Error::bad(format!("invalid publish request: {e}")))?;
     match route.step {
-        PublishStep::Begin => begin_step(registry, &route.target, &req).await,
+        PublishStep::Begin => {
+            // Publishes in progress count against the token that began them.
+            let token = match principal {
+                Principal::Token(record) => Some(record.id.as_str()),
+                _ => None,
+            };
+            begin_step(registry, &route.target, &req, token).await
+        }
         PublishStep::Complete => {
             // Run to the end even if the client goes away: what complete keeps
             // is either recorded or deleted, never abandoned half-way.
@@ -86,6 +95,7 @@ async fn begin_step(
     registry: &Registry,
     target: &PublishTarget,
     req: &PublishRequest,
+    token: Option<&str>,
 ) -> Result<Response, Error> {
     let max = registry.config.max_archive_bytes;
     let same = match target {
@@ -108,7 +118,7 @@ async fn begin_step(
             mirror::same_as_published(registry, hostname, provider, version, &req.files).await?
         }
     };
-    begin(registry, target, &req.files, same).await
+    begin(registry, target, &req.files, same, token).await
 }
 
 async fn complete_step(
@@ -146,12 +156,15 @@ async fn complete_step(
     }
 }
 
-/// Answer `begin`: "unchanged", 409, or a write-once upload slot per file.
+/// Answer `begin`: "unchanged", 409, 429 when the token or the namespace
+/// has as many publishes in progress as it may, or a write-once upload slot
+/// per file.
 async fn begin(
     registry: &Registry,
     target: &PublishTarget,
     files: &[FileDecl],
     same_as_published: Option<bool>,
+    token: Option<&str>,
 ) -> Result<Response, Error> {
     match same_as_published {
         Some(true) => {
@@ -181,8 +194,9 @@ async fn begin(
         files: files.to_vec(),
         created_at: now,
         expires_at: now + registry.config.url_ttl_secs + uploads::GRACE_SECS,
+        places: vec![],
     };
-    uploads::open(registry.items.as_ref(), &id, &session).await?;
+    uploads::begin(registry.items.as_ref(), &id, session, token, now).await?;
     let mut uploads = Vec::with_capacity(files.len());
     for f in files {
         let name = FileName::parse(&f.name).map_err(|e| Error::bad(e.to_string()))?;
@@ -281,6 +295,10 @@ where
         }
     } else {
         staging.finish(&unused).await;
+        // Done: its places among the publishes in progress are free.
+        if let Err(e) = uploads::release(items, &id, &session, registry.now()).await {
+            tracing::warn!(upload = %id, error = %e, "cannot free the places of a finished publish: they free up when it expires");
+        }
     }
     let recorded = result?;
     let (code, status) = match recorded.outcome {

@@ -9,17 +9,20 @@ use tfreg_http::signed_url::UrlSigner;
 use tfreg_model::blob_key::BlobKey;
 use tfreg_store::{Download, StoreError};
 
-fn content_type(key: &BlobKey) -> &'static str {
-    let name = key.file_name();
-    if name.ends_with(".zip") {
-        "application/zip"
-    } else if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
-        "application/gzip"
-    } else if name.ends_with("_SHA256SUMS") || name.ends_with(".json") {
-        "text/plain; charset=utf-8"
-    } else {
-        "application/octet-stream"
-    }
+/// The headers of every answer to an archive URL: a download, never a page
+/// or a script. A publisher's zip may also be valid JavaScript or HTML;
+/// served as an attachment that no browser sniffs, it cannot run under the
+/// UI's `script-src 'self'`.
+fn as_download(key: &BlobKey, headers: &mut HeaderMap) -> Result<(), Error> {
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::CONTENT_DISPOSITION,
+        header_value(&key.content_disposition())?,
+    );
+    Ok(())
 }
 
 /// Serve or receive an archive after checking its URL's signature.
@@ -45,8 +48,9 @@ pub async fn handle(
             let headers = resp.headers_mut();
             headers.insert(
                 header::CONTENT_TYPE,
-                HeaderValue::from_static(content_type(key)),
+                HeaderValue::from_static(key.content_type()),
             );
+            as_download(key, headers)?;
             headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
             // Cached no longer than the URL lives.
             headers.insert(
@@ -62,6 +66,7 @@ pub async fn handle(
             let mut resp = empty(StatusCode::TEMPORARY_REDIRECT);
             resp.headers_mut()
                 .insert(header::LOCATION, header_value(&url)?);
+            as_download(key, resp.headers_mut())?;
             Ok(resp)
         }
     }

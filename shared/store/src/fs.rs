@@ -218,6 +218,12 @@ impl BlobStore for FsBlobStore {
         body: ByteStream,
         expected: &Digest,
     ) -> Result<(), StoreError> {
+        // A taken slot (uploaded, or closed as its publish ended) is refused
+        // before a byte is read, whatever the bytes; the link below still
+        // refuses one taken meanwhile.
+        if tokio::fs::symlink_metadata(self.path(key)).await.is_ok() {
+            return Err(StoreError::AlreadyExists(key.to_string()));
+        }
         let tmp = self.temp_file()?;
         let result = async {
             let mut file = tokio::fs::File::create(&tmp)

@@ -291,11 +291,16 @@ impl BlobStore for S3BlobStore {
                 body: Box::pin(futures_util::stream::empty()),
             });
         }
+        // S3 answers the presigned GET as the registry would: an attachment
+        // of the file's media type (it cannot add `nosniff`; the URL is S3's
+        // origin, not the UI's, so the UI's CSP never admits it as a script).
         let presigned = self
             .client
             .get_object()
             .bucket(&self.bucket)
             .key(key.as_str())
+            .response_content_disposition(key.content_disposition())
+            .response_content_type(key.content_type())
             .presigned(self.presigning()?)
             .await
             .map_err(backend)?;

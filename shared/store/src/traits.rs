@@ -27,6 +27,14 @@ pub enum StoreError {
     /// expired publish): the message says what to fix.
     #[error("{0}")]
     Invalid(String),
+    /// A bound on things in progress is reached (publishes in progress per
+    /// token or namespace): the same request works again once one of them
+    /// is done or has expired, in `retry_after_secs` at the latest.
+    #[error("{message}")]
+    Full {
+        message: String,
+        retry_after_secs: u64,
+    },
     /// A write-once object (an upload slot, a kept archive) is already there.
     #[error("{0} already exists")]
     AlreadyExists(String),

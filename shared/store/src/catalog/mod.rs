@@ -6,7 +6,8 @@
 //!   [`index`]: the versions index of each provider and module; [`listing`]:
 //!   one entry per provider and module for the UI's lists.
 //! - [`tokens`], [`keys`] (namespace signing keys), [`uploads`] (publishes
-//!   in progress), [`audit`] (the trail), [`secret`] (the URL signing secret).
+//!   in progress, bounded with [`places`]), [`audit`] (the trail),
+//!   [`secret`] (the URL signing secret).
 //! - [`releases`], [`docs`], [`indexing`], [`import`]: releases, module docs,
 //!   keeping indexes in step, bulk writes; [`cas`]: the one compare-and-swap
 //!   loop; [`codec`]: item bodies as JSON.
@@ -21,6 +22,7 @@ pub mod indexing;
 mod items;
 pub mod keys;
 pub mod listing;
+pub mod places;
 pub mod releases;
 pub mod schema;
 pub mod secret;

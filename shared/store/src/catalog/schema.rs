@@ -14,6 +14,8 @@
 //! | namespace signing key              | `KEYS#<ns>`                      | `KEY#<key id>`                      |
 //! | audit event                        | `AUDIT`                          | `<inverted time>#<random>`          |
 //! | publish in progress                | `UPLOAD#<upload id>`             | `UPLOAD`                            |
+//! | a token's place for one            | `PUBLISHING#token/<token id>`    | `PLACE#<n>` (`n` below the bound)   |
+//! | a namespace's place for one        | `PUBLISHING#ns/<ns>` (mirror: `PUBLISHING#mirror/<hostname>/<ns>`) | `PLACE#<n>` |
 //! | the URL signing secret             | `CONFIG#url-signing-secret`      | `CONFIG`                            |
 //!
 //! One release is one item holding every platform, so a download is one
@@ -41,6 +43,8 @@ pub const KEY_PREFIX: &str = "KEY#";
 pub const AUDIT_PK: &str = "AUDIT";
 /// The sort key of a publish in progress.
 pub const UPLOAD_SK: &str = "UPLOAD";
+/// Sort keys of places (of publishes in progress) start with this.
+pub const PLACE_PREFIX: &str = "PLACE#";
 /// The URL signing secret's keys.
 pub const SECRET_PK: &str = "CONFIG#url-signing-secret";
 pub const SECRET_SK: &str = "CONFIG";
@@ -103,6 +107,29 @@ pub fn audit_sk(millis: u64, nonce: u64) -> String {
 /// The partition of a publish in progress.
 pub fn upload_pk(id: &UploadId) -> String {
     format!("UPLOAD#{id}")
+}
+
+/// The partition of the places held by a token's publishes in progress.
+pub fn token_publishing_pk(token_id: &str) -> String {
+    format!("PUBLISHING#token/{token_id}")
+}
+
+/// The partition of the places held by the publishes in progress into the
+/// namespace `target` publishes into (a mirrored provider's: its
+/// registry's namespace).
+pub fn namespace_publishing_pk(target: &PublishTarget) -> String {
+    match target {
+        PublishTarget::Provider { provider, .. } => format!("PUBLISHING#ns/{}", provider.namespace),
+        PublishTarget::Module { module, .. } => format!("PUBLISHING#ns/{}", module.namespace),
+        PublishTarget::Mirror {
+            hostname, provider, ..
+        } => format!("PUBLISHING#mirror/{hostname}/{}", provider.namespace),
+    }
+}
+
+/// The sort key of place `n` of a partition of places.
+pub fn place_sk(n: usize) -> String {
+    format!("{PLACE_PREFIX}{n:03}")
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 //! `<form>` and `<svg>` go, with every `on*` and `style` attribute; links keep
 //! only `http`, `https` and `mailto` URLs and in-page anchors (a relative link
 //! points into the archive, which no page serves); every link gets
-//! `rel="noopener noreferrer nofollow"`. Images go too: a private registry's
+//! `rel="noopener noreferrer nofollow"`. The only `<input>` is a task list's
+//! disabled checkbox. Images go too: a private registry's
 //! pages load nothing from elsewhere (an image would tell its host who read
 //! the page), and the Content-Security-Policy would block them anyway.
 
@@ -23,8 +24,13 @@ pub fn render_markdown(markdown: &str) -> String {
     html::push_html(&mut raw, Parser::new_ext(markdown, options));
     ammonia::Builder::default()
         .rm_tags(["img"])
+        // Task lists' checkboxes, as pulldown-cmark renders them, and
+        // nothing else: every `<input>` is made a disabled checkbox, with no
+        // name, value or form target (no fake "enter your token" box).
         .add_tags(["input"])
-        .add_tag_attributes("input", ["type", "checked", "disabled"])
+        .add_tag_attributes("input", ["checked"])
+        .set_tag_attribute_value("input", "type", "checkbox")
+        .set_tag_attribute_value("input", "disabled", "")
         .add_allowed_classes(
             "code",
             [

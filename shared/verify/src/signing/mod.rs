@@ -32,8 +32,9 @@
 //!
 //! The parts, one job each: `armor` (armor text to packet bytes), `packets`
 //! (the packet framing scan), `key` (key loading), `verify` (the signature
-//! checks), `legacy` (the rules of old Terraform), `describe` (names, key IDs,
-//! expiry arithmetic and dates) and `error`.
+//! checks), `usable` (can the key still sign: asked when it is registered),
+//! `legacy` (the rules of old Terraform), `describe` (names, key IDs, expiry
+//! arithmetic and dates) and `error`.
 
 mod armor;
 mod describe;
@@ -41,6 +42,7 @@ mod error;
 mod key;
 mod legacy;
 mod packets;
+mod usable;
 mod verify;
 
 #[cfg(test)]
@@ -112,6 +114,25 @@ impl PublicKey {
     /// What the registry records about the key.
     pub fn info(&self) -> &PublicKeyInfo {
         &self.0.info
+    }
+
+    /// Can the key still make a signature Terraform accepts, at `now`
+    /// (seconds since the epoch)? Refused: a revoked or expired primary key
+    /// (or primary identity), and a key none of whose (sub)keys may sign,
+    /// or whose signing subkeys are all revoked or expired. Asked when a key
+    /// is registered: such a key would only fail every later publish.
+    pub fn check_usable(&self, now: u64) -> Result<(), SignatureError> {
+        catch_unwind(AssertUnwindSafe(|| usable::check_usable(&self.0, now))).unwrap_or_else(|_| {
+            Err(SignatureError::MalformedKey(
+                "the OpenPGP data could not be processed".to_string(),
+            ))
+        })
+    }
+
+    /// What Terraform 1.5 and older cannot read in the key (an algorithm,
+    /// and which subkey), if anything: no signature by it verifies there.
+    pub fn legacy_problem(&self) -> Option<&str> {
+        self.0.legacy_problem.as_deref()
     }
 
     /// Verify a binary detached signature over `data` with the key (any of its

@@ -778,3 +778,87 @@ fn packet_framing_errors_are_typed() {
         );
     }
 }
+
+#[test]
+fn keys_that_can_still_sign_are_usable() {
+    for armor in [RSA_PUB, SUB_PUB, ED_PUB, MIXED_PUB] {
+        let key = PublicKey::parse(armor).unwrap();
+        assert_eq!(key.check_usable(now()), Ok(()), "{}", key.info().key_id);
+    }
+    // Made 2020-01-01, expired 2020-01-02: usable the day it was made.
+    let expired = PublicKey::parse(EXPIRED_PUB).unwrap();
+    assert_eq!(expired.check_usable(1_577_880_000), Ok(()));
+}
+
+#[test]
+fn revoked_expired_and_non_signing_keys_are_not_usable() {
+    let revoked = PublicKey::parse(REVOKED_PUB).unwrap();
+    assert_eq!(
+        revoked.check_usable(now()),
+        Err(SignatureError::KeyRevoked {
+            key_id: primary_id(REVOKED_COLONS)
+        })
+    );
+    let expired = PublicKey::parse(EXPIRED_PUB).unwrap();
+    let err = expired.check_usable(now()).unwrap_err();
+    assert_eq!(
+        err,
+        SignatureError::KeyExpired {
+            key_id: primary_id(EXPIRED_COLONS),
+            expired: "2020-01-02".into()
+        }
+    );
+    assert!(err.to_string().contains("expired on 2020-01-02"), "{err}");
+    let cert_only = PublicKey::parse(CERT_ONLY_PUB).unwrap();
+    let err = cert_only.check_usable(now()).unwrap_err();
+    assert_eq!(
+        err,
+        SignatureError::NoSigningKey {
+            key_id: primary_id(CERT_ONLY_COLONS)
+        }
+    );
+    assert!(err.to_string().contains("cannot sign"), "{err}");
+}
+
+#[test]
+fn what_old_terraform_cannot_read_is_named() {
+    assert_eq!(PublicKey::parse(RSA_PUB).unwrap().legacy_problem(), None);
+    assert_eq!(PublicKey::parse(SUB_PUB).unwrap().legacy_problem(), None);
+    assert_eq!(
+        PublicKey::parse(ED_PUB).unwrap().legacy_problem(),
+        Some("EdDSA (Ed25519)")
+    );
+    let mixed = PublicKey::parse(MIXED_PUB).unwrap();
+    let problem = mixed.legacy_problem().unwrap();
+    assert!(
+        problem.starts_with("ECDH (Curve25519) (in subkey"),
+        "{problem}"
+    );
+}
+
+#[test]
+fn armor_holding_control_or_invisible_characters_is_refused() {
+    // An armor header is text a publisher writes that others are served.
+    for (bad, code) in [
+        ("Comment: \u{1b}[2J\u{1b}[31mtrusted", "U+001B"),
+        ("Comment: \u{202e}gpj.exe", "U+202E"),
+        ("Comment: zero\u{200b}width", "U+200B"),
+        ("Comment: bell\u{7}", "U+0007"),
+    ] {
+        let armor = RSA_PUB.replacen(PUBLIC_KEY_BEGIN, &format!("{PUBLIC_KEY_BEGIN}\n{bad}"), 1);
+        let err = PublicKey::parse(&armor).unwrap_err();
+        assert!(
+            matches!(&err, SignatureError::MalformedKey(m) if m.contains(code)),
+            "{bad:?}: {err}"
+        );
+    }
+    // Line breaks of either kind and a plain comment are fine.
+    let crlf = RSA_PUB.replace('\n', "\r\n");
+    assert!(PublicKey::parse(&crlf).is_ok());
+    let commented = RSA_PUB.replacen(
+        PUBLIC_KEY_BEGIN,
+        &format!("{PUBLIC_KEY_BEGIN}\nComment: José's key"),
+        1,
+    );
+    assert!(PublicKey::parse(&commented).is_ok());
+}

@@ -1,0 +1,123 @@
+//! Each Lambda function links only what it serves, proven from `cargo tree`
+//! (the resolved graph of its package alone, as `sam build` builds it, for
+//! every target platform), so a heavy dependency cannot quietly come back:
+//! `read` and `blob` carry no OpenPGP, archive, HCL, Markdown, sanitiser or
+//! template code; `publish` and `admin` no UI; `ui` no OpenPGP; only `blob`,
+//! `publish` and `admin` the S3 client; and a
+//! function depends on no other function's handler group.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+/// Packages whose code is OpenPGP, archives, HCL, Markdown, HTML
+/// sanitising or templates.
+const PGP: &[&str] = &["pgp", "rsa", "tfreg-verify", "tfreg-publish"];
+const ARCHIVES: &[&str] = &["zip", "tar"];
+const DOCS: &[&str] = &["hcl-rs", "pulldown-cmark", "ammonia", "html5ever"];
+const UI: &[&str] = &["askama", "tfreg-ui"];
+/// Only the functions that touch archives (blob, publish, admin) link S3.
+const S3: &[&str] = &["aws-sdk-s3"];
+
+/// The function packages and what each must not link.
+fn forbidden() -> Vec<(&'static str, Vec<&'static str>)> {
+    fn groups(except: &'static str) -> impl Iterator<Item = &'static str> {
+        ["tfreg-read", "tfreg-publish", "tfreg-admin", "tfreg-ui"]
+            .into_iter()
+            .filter(move |g| *g != except)
+    }
+    fn all(lists: &[&[&'static str]]) -> Vec<&'static str> {
+        lists.iter().flat_map(|l| l.iter().copied()).collect()
+    }
+    vec![
+        (
+            "tfreg-function-read",
+            all(&[PGP, ARCHIVES, DOCS, UI, S3])
+                .into_iter()
+                .chain(groups("tfreg-read"))
+                .collect(),
+        ),
+        (
+            "tfreg-function-blob",
+            all(&[PGP, ARCHIVES, DOCS, UI])
+                .into_iter()
+                .chain(groups("tfreg-read"))
+                .collect(),
+        ),
+        (
+            "tfreg-function-publish",
+            all(&[UI])
+                .into_iter()
+                .chain(groups("tfreg-publish"))
+                .collect(),
+        ),
+        (
+            "tfreg-function-admin",
+            all(&[UI])
+                .into_iter()
+                .chain(groups("tfreg-admin"))
+                .collect(),
+        ),
+        (
+            "tfreg-function-ui",
+            ["pgp", "rsa", "tfreg-verify", "aws-sdk-s3"]
+                .into_iter()
+                .chain(groups("tfreg-ui"))
+                .collect(),
+        ),
+    ]
+}
+
+/// The names of every package in `package`'s normal and build dependency
+/// graph, for every platform.
+fn dependencies(package: &str) -> BTreeSet<String> {
+    let out = Command::new(env!("CARGO"))
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .args(["tree", "--locked", "--offline", "-p", package])
+        .args(["-e", "normal,build", "--target", "all", "--prefix", "none"])
+        .args(["--format", "{p}"])
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "cargo tree -p {package}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn each_function_links_only_what_it_serves() {
+    let mut found = Vec::new();
+    for (package, forbidden) in forbidden() {
+        let deps = dependencies(package);
+        // The check sees the graph: the package's own group and the runtime are in it.
+        assert!(deps.contains(package), "{package}: {deps:?}");
+        assert!(deps.contains("tfreg-lambda"), "{package}: {deps:?}");
+        assert!(deps.contains("lambda_http"), "{package}: {deps:?}");
+        for name in forbidden {
+            if deps.contains(name) {
+                found.push(format!("{package} depends on {name}"));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// The check can fail: the `tfreg` CLI, which serves every group, has each
+/// of the crates the functions must not link in its graph.
+#[test]
+fn the_forbidden_crates_are_named_as_cargo_names_them() {
+    let cli = dependencies("tfreg");
+    for name in PGP.iter().chain(ARCHIVES).chain(DOCS).chain(UI).chain(S3) {
+        assert!(
+            cli.contains(*name),
+            "no package named {name} in tfreg's graph"
+        );
+    }
+}
