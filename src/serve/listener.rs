@@ -1,6 +1,9 @@
 //! The HTTPS listener of `tfreg serve`, with every resource a client can hold
 //! bounded: connections (a limit; past it new connections wait in the kernel's
-//! backlog), the TLS handshake, the request head (time and size) and each wait
+//! backlog), the TLS handshake (its time, a quarter of the connection slots for
+//! all handshakes in progress, and [`super::handshakes`] per client address:
+//! idle connections from one client cannot starve the others), the request
+//! head (time and size) and each wait
 //! for request body data. TCP_NODELAY is set: a small response on a reused
 //! connection must not wait for Nagle and a delayed ACK. A closing connection
 //! lingers ([`super::linger`]) so that a refusal reaches a client still sending.
@@ -22,6 +25,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tower::ServiceExt as _;
 
+use super::handshakes::Handshakes;
 use super::linger::Lingering;
 
 /// The hard bound of a request head, in bytes: hyper's HTTP/1 read buffer and
@@ -48,6 +52,9 @@ pub struct Limits {
     pub max_connections: usize,
     /// From TCP accept to a finished TLS handshake.
     pub handshake_timeout: Duration,
+    /// TLS handshakes one client address may have in progress; past it a
+    /// new connection from that address is closed at once.
+    pub max_handshakes_per_address: usize,
     /// From a connection's start (or its previous response) to a whole request head.
     pub header_read_timeout: Duration,
     /// Longest wait for the next piece of a request body.
@@ -61,6 +68,7 @@ impl Default for Limits {
         Self {
             max_connections: DEFAULT_MAX_CONNECTIONS.get(),
             handshake_timeout: Duration::from_secs(10),
+            max_handshakes_per_address: super::handshakes::DEFAULT_PER_ADDRESS,
             header_read_timeout: Duration::from_secs(10),
             body_idle_timeout: Duration::from_secs(30),
             drain_timeout: Duration::from_secs(10),
@@ -98,6 +106,9 @@ pub async fn serve(
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
     let builder = http_builder(&limits);
     let permits = Arc::new(Semaphore::new(limits.max_connections));
+    // Handshakes in progress hold at most a quarter of the connection slots.
+    let handshake_slots = Arc::new(Semaphore::new((limits.max_connections / 4).max(1)));
+    let handshakes = Handshakes::new(limits.max_handshakes_per_address);
     let graceful = GracefulShutdown::new();
     let mut warned_full = false;
     tokio::pin!(stop);
@@ -107,6 +118,14 @@ pub async fn serve(
             () = &mut stop => break,
             permit = permits.clone().acquire_owned() => match permit {
                 Ok(permit) => permit,
+                Err(_) => break, // never closed
+            },
+        };
+        let handshake_slot = tokio::select! {
+            biased;
+            () = &mut stop => break,
+            slot = handshake_slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
                 Err(_) => break, // never closed
             },
         };
@@ -122,6 +141,21 @@ pub async fn serve(
                     continue;
                 }
             },
+        };
+        let handshake = match handshakes.begin(peer.ip()) {
+            Ok(handshake) => handshake,
+            Err(refused) => {
+                if refused.first {
+                    tracing::warn!(
+                        client = %refused.client,
+                        "connection refused: this address has {} TLS handshakes in progress \
+                         (--max-handshakes-per-address); closing its new connections until one ends",
+                        refused.in_progress
+                    );
+                }
+                drop(tcp);
+                continue;
+            }
         };
         if permits.available_permits() == 0 {
             if !warned_full {
@@ -147,7 +181,9 @@ pub async fn serve(
         let handshake_timeout = limits.handshake_timeout;
         tokio::spawn(async move {
             let _permit = permit;
-            let tls = match tokio::time::timeout(handshake_timeout, acceptor.accept(tcp)).await {
+            let tls = tokio::time::timeout(handshake_timeout, acceptor.accept(tcp)).await;
+            drop((handshake, handshake_slot));
+            let tls = match tls {
                 Ok(Ok(tls)) => tls,
                 Ok(Err(e)) => {
                     tracing::debug!(%peer, error = %e, "TLS handshake failed");

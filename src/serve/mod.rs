@@ -4,6 +4,7 @@
 //! or Ctrl-C stops it at any moment, start-up included. One `tfreg serve` per
 //! data directory (a lock file says which process has it).
 
+mod handshakes;
 mod housekeeping;
 mod linger;
 pub mod listener;
@@ -61,6 +62,10 @@ pub struct ServeArgs {
     /// Connections served at once; more wait until one closes.
     #[arg(long, default_value_t = listener::DEFAULT_MAX_CONNECTIONS)]
     max_connections: std::num::NonZeroUsize,
+    /// TLS handshakes one client address (an IPv6 /64) may have in progress;
+    /// its further connections are closed at once until one ends.
+    #[arg(long, default_value_t = std::num::NonZeroUsize::new(handshakes::DEFAULT_PER_ADDRESS).expect("not zero"))]
+    max_handshakes_per_address: std::num::NonZeroUsize,
     /// Seconds a client has to send a whole request head (also after the
     /// previous response on a kept-alive connection).
     #[arg(long, default_value_t = listener::Limits::default().header_read_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
@@ -89,6 +94,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     tracing::info!(data_dir = %args.data_dir.display(), listen = %args.listen, "starting");
     let limits = listener::Limits {
         max_connections: args.max_connections.get(),
+        max_handshakes_per_address: args.max_handshakes_per_address.get(),
         header_read_timeout: std::time::Duration::from_secs(args.header_read_timeout),
         body_idle_timeout: std::time::Duration::from_secs(args.body_idle_timeout),
         ..listener::Limits::default()

@@ -195,6 +195,174 @@ fn past_the_connection_limit_clients_wait_for_a_free_slot() {
     assert!(log.contains("connection limit reached"), "{log}");
 }
 
+/// A client with no token opening idle TCP connections from `from` to the
+/// server at `to`, and never starting TLS: it keeps `slots` of them open,
+/// re-opening (at most 200 every 100 ms) those the server closes, until
+/// `stop`; returns how many connections it opened.
+fn hold_idle_connections(
+    from: std::net::IpAddr,
+    to: std::net::SocketAddr,
+    slots: usize,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<usize> {
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let mut held: Vec<tokio::net::TcpStream> = Vec::new();
+            let mut opened = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // Those the server closed (or reset) are gone.
+                held.retain(|c| {
+                    let mut byte = [0u8; 1];
+                    matches!(c.try_read(&mut byte), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+                });
+                for _ in 0..200.min(slots - held.len()) {
+                    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+                    socket.bind((from, 0).into()).unwrap();
+                    match tokio::time::timeout(Duration::from_millis(200), socket.connect(to)).await
+                    {
+                        Ok(Ok(conn)) => {
+                            held.push(conn);
+                            opened += 1;
+                        }
+                        // The backlog is full: the server takes no more.
+                        _ => break,
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            opened
+        })
+    })
+}
+
+/// One request on a new connection (TCP, TLS, HTTP/1.1), as a new
+/// `terraform init` makes: its status and how long it took, or what failed
+/// within `limit`.
+fn request_on_a_new_connection(
+    server: &Server,
+    limit: Duration,
+) -> Result<(u16, Duration), String> {
+    use std::io::Read as _;
+    let started = Instant::now();
+    let tcp = std::net::TcpStream::connect(&server.host).map_err(|e| format!("connect: {e}"))?;
+    tcp.set_read_timeout(Some(limit)).unwrap();
+    tcp.set_write_timeout(Some(limit)).unwrap();
+    let ip = server.host.rsplit_once(':').unwrap().0.to_string();
+    let name = rustls::pki_types::ServerName::try_from(ip).unwrap();
+    let conn =
+        rustls::ClientConnection::new(super::tls_config(&server.ca, b"http/1.1"), name).unwrap();
+    let mut tls = rustls::StreamOwned::new(conn, tcp);
+    let request = format!(
+        "GET /.well-known/terraform.json HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        server.host
+    );
+    tls.write_all(request.as_bytes()).map_err(|e| {
+        format!(
+            "TLS handshake or request: {e} after {:?}",
+            started.elapsed()
+        )
+    })?;
+    let mut response = Vec::new();
+    tls.read_to_end(&mut response)
+        .map_err(|e| format!("response: {e} after {:?}", started.elapsed()))?;
+    Ok((
+        status_of(&String::from_utf8_lossy(&response)),
+        started.elapsed(),
+    ))
+}
+
+/// A GET of discovery on a kept-alive HTTP/1.1 connection: its status, its
+/// answer read whole (by its `content-length`).
+fn get_on(tls: &mut Tls, host: &str) -> u16 {
+    use std::io::Read as _;
+    send(
+        tls,
+        format!("GET /.well-known/terraform.json HTTP/1.1\r\nHost: {host}\r\n\r\n").as_bytes(),
+    );
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        tls.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    tls.read_exact(&mut body).unwrap();
+    status_of(&head)
+}
+
+/// Found from outside: one client with no token held every connection slot
+/// with idle TCP connections that never start TLS, re-opening them as the
+/// handshake timeouts closed them, and everyone else's requests took 19-28 s
+/// (Terraform gives up at 10 s). Its connections past its address's budget
+/// are now closed at once; other clients, new connections included, are
+/// served meanwhile, and a connection established before keeps being served.
+#[test]
+fn idle_connections_from_one_address_cannot_starve_other_clients() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = Server::start(&tmp.path().join("data"), &[]);
+    let mut established = connect(&server);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // From another loopback address than the clients below: its own source.
+    let attacker = hold_idle_connections(
+        "127.0.0.2".parse().unwrap(),
+        server.host.parse().unwrap(),
+        1200,
+        stop.clone(),
+    );
+    // Long enough to take every one of the 1,024 slots and fill the backlog.
+    std::thread::sleep(Duration::from_secs(2));
+    let mut took = Vec::new();
+    for i in 0..10 {
+        match request_on_a_new_connection(&server, Duration::from_secs(5)) {
+            Ok((status, elapsed)) => {
+                assert_eq!(status, 200, "request {i}");
+                took.push(elapsed);
+            }
+            Err(e) => {
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                panic!("request {i} on a new connection during the attack: {e}");
+            }
+        }
+        // The connection made before the attack is served too.
+        assert_eq!(
+            get_on(&mut established, &server.host),
+            200,
+            "request {i} on the established connection"
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let opened = attacker.join().unwrap();
+    took.sort();
+    eprintln!(
+        "FIGURE while one address held idle TCP connections ({opened} opened), requests on new connections took {:.1} ms (median), {:.1} ms (most)",
+        took[took.len() / 2].as_secs_f64() * 1e3,
+        took[took.len() - 1].as_secs_f64() * 1e3
+    );
+    assert!(
+        took[took.len() - 1] < Duration::from_secs(3),
+        "a request took {:?}",
+        took[took.len() - 1]
+    );
+    let log = std::fs::read_to_string(&server.log).unwrap();
+    assert!(
+        log.contains("connection refused: this address has"),
+        "the refusals are logged: {log}"
+    );
+}
+
 #[test]
 fn every_limit_answers_with_a_status_and_a_json_error() {
     let tmp = tempfile::tempdir().unwrap();
