@@ -5,7 +5,14 @@
 //! loopback (`runtime_api`), with DynamoDB and S3 on the emulators. Runs
 //! alternate between tfreg and the hello-world; medians and ratios.
 
+mod arm64;
+mod check;
+mod first_requests;
 mod runtime_api;
+
+use arm64::{arm64_markdown, arm64_zip};
+use check::{check_markdown, check_starts};
+use first_requests::{first_requests, first_requests_markdown};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -135,6 +142,11 @@ pub struct Args {
     /// emulated start times are no figures).
     #[arg(long, requires = "check")]
     pub runner: Option<String>,
+    /// With --check: also start this build of `tests/panic-probe` and fail
+    /// unless a request that panics is a 500 and the same process answers
+    /// the next one.
+    #[arg(long, requires = "check")]
+    pub panic_probe: Option<PathBuf>,
 }
 
 impl Default for Args {
@@ -144,6 +156,7 @@ impl Default for Args {
             bin_dir: None,
             check: false,
             runner: None,
+            panic_probe: None,
         }
     }
 }
@@ -201,6 +214,14 @@ fn locate(dir: &Path, name: &str) -> Result<PathBuf, BoxError> {
         .into_iter()
         .find(|p| p.is_file())
         .ok_or_else(|| format!("no binary {name} in {}", dir.display()).into())
+}
+
+/// A binary given by path: cargo lambda's `<dir>/bootstrap` or the file.
+fn locate_file(path: &Path) -> Result<PathBuf, BoxError> {
+    [path.join("bootstrap"), path.to_path_buf()]
+        .into_iter()
+        .find(|p| p.is_file())
+        .ok_or_else(|| format!("no binary at {}", path.display()).into())
 }
 
 /// Bytes of a Lambda zip holding `binary` as `bootstrap` (deflate, level 9).
@@ -369,7 +390,10 @@ pub fn run(args: &Args) -> Result<Section, BoxError> {
         .flat_map(|r| r.split_whitespace().map(String::from))
         .collect();
     if args.check {
-        let starts = runtime.block_on(check_starts(&dir, &runner))?;
+        let mut starts = runtime.block_on(check_starts(&dir, &runner))?;
+        if let Some(probe) = &args.panic_probe {
+            starts.push(runtime.block_on(check::check_panic_probe(&locate_file(probe)?, &runner))?);
+        }
         let markdown = check_markdown(&sizes, &starts, &runner);
         println!("{markdown}");
         return Ok(Section {
@@ -398,257 +422,6 @@ pub fn run(args: &Args) -> Result<Section, BoxError> {
             "arm64": arm64,
         }),
     })
-}
-
-/// Events per process in [`first_requests`]: the first, then warm ones.
-const EVENTS: usize = 4;
-
-#[derive(Serialize)]
-struct FirstRequest {
-    /// How the function reached DynamoDB: `http` or `https`.
-    dynamodb: &'static str,
-    /// `TFREG_CONNECT_AT_INIT`: the connection opened during init.
-    connect_at_init: bool,
-    init_ms: f64,
-    /// The first event, from its `invocation/next` to its response.
-    first_ms: f64,
-    /// The later events' median, the same way.
-    warm_ms: f64,
-    /// From the spawn to the first response: a cold start on the request's path.
-    first_response_ms: f64,
-}
-
-/// DynamoDB behind TLS (dynalite over HTTPS with a development certificate),
-/// beside the plain emulator, with and without `TFREG_CONNECT_AT_INIT`: does
-/// a function's first request pay for a connection (TCP and TLS handshakes)
-/// that its init could have opened, and what does opening it cost the init?
-/// provider-versions, each process given the same event [`EVENTS`] times;
-/// the four variants alternate.
-async fn first_requests(dir: &Path, runs: usize) -> Result<Vec<FirstRequest>, BoxError> {
-    const VARIANTS: [(&str, bool); 4] = [
-        ("http", true),
-        ("http", false),
-        ("https", true),
-        ("https", false),
-    ];
-    let plain = create_backends().await?;
-    let tls = TlsDynamo::start()?;
-    let function = FUNCTIONS
-        .iter()
-        .find(|f| f.endpoint == "provider-versions")
-        .ok_or("provider-versions is one of the functions")?;
-    let binary = locate(dir, function.binary)?;
-    let event = bytes::Bytes::from(serde_json::to_vec(&http_api_event(
-        function.method,
-        function.path,
-    ))?);
-    let mut samples: [[Vec<f64>; 4]; 4] = Default::default();
-    for _ in 0..runs {
-        for (i, (dynamodb, connect)) in VARIANTS.into_iter().enumerate() {
-            let mut command = command(&binary, &[], function, &plain);
-            command.env(
-                tfreg_lambda::config::CONNECT_AT_INIT,
-                if connect { "true" } else { "false" },
-            );
-            if dynamodb == "https" {
-                command
-                    .env("AWS_ENDPOINT_URL_DYNAMODB", &tls.endpoint)
-                    .env("SSL_CERT_FILE", &tls.ca)
-                    .env("TFREG_TABLE", &tls.table);
-            }
-            let run = runtime_api::cold_start_then(command, event.clone(), EVENTS)
-                .await
-                .map_err(|e| format!("{} (DynamoDB over {dynamodb}): {e}", function.endpoint))?;
-            if run.status != function.status || run.handling.len() != EVENTS {
-                return Err(format!(
-                    "{}: answered {} to {} of {EVENTS} events",
-                    function.endpoint,
-                    run.status,
-                    run.handling.len()
-                )
-                .into());
-            }
-            let mut warm: Vec<f64> = run.handling[1..].iter().map(|d| ms(*d)).collect();
-            samples[i][0].push(ms(run.init));
-            samples[i][1].push(ms(run.handling[0]));
-            samples[i][2].push(median(&mut warm));
-            samples[i][3].push(ms(run.first_response));
-        }
-    }
-    Ok(VARIANTS
-        .into_iter()
-        .zip(samples.iter_mut())
-        .map(|((dynamodb, connect_at_init), s)| FirstRequest {
-            dynamodb,
-            connect_at_init,
-            init_ms: median(&mut s[0]),
-            first_ms: median(&mut s[1]),
-            warm_ms: median(&mut s[2]),
-            first_response_ms: median(&mut s[3]),
-        })
-        .collect())
-}
-
-fn first_requests_markdown(rows: &[FirstRequest], runs: usize) -> String {
-    let mut text = format!(
-        "\n**Opening the DynamoDB connection during init** (`TFREG_CONNECT_AT_INIT`, on by default: every function but discovery reads the URL signing secret at init). provider-versions, one DynamoDB `GetItem` a request; {runs} processes for each variant, alternating, each given {EVENTS} events; medians. Over HTTPS the emulator is dynalite behind TLS with a development certificate (trusted through `SSL_CERT_FILE`), so a new connection costs a TCP and a TLS handshake. *First request* is the first event's handling (from its `invocation/next` to its response): what a request pays when Lambda initialised the function before it arrived. *Cold start on the request's path* is from the spawn to the first response: what it pays when its arrival started the function.\n\n| DynamoDB over | connect at init | init (ms) | first request (ms) | warm request (ms) | first ÷ warm | cold start on the request's path (ms) |\n|---|---|---:|---:|---:|---:|---:|\n"
-    );
-    for r in rows {
-        text += &format!(
-            "| {} | {} | {:.1} | {:.2} | {:.2} | {:.2} | {:.1} |\n",
-            r.dynamodb,
-            if r.connect_at_init { "yes" } else { "no" },
-            r.init_ms,
-            r.first_ms,
-            r.warm_ms,
-            r.first_ms / r.warm_ms,
-            r.first_response_ms,
-        );
-    }
-    text
-}
-
-/// dynalite over HTTPS (its own `--ssl` certificate expired in 2018 and has
-/// no subjectAltName, so it is given a development certificate for
-/// 127.0.0.1 made by `tfreg dev-cert`), with a table of this run.
-struct TlsDynamo {
-    _dir: tempfile::TempDir,
-    child: std::process::Child,
-    endpoint: String,
-    ca: PathBuf,
-    table: String,
-}
-
-impl TlsDynamo {
-    fn start() -> Result<TlsDynamo, BoxError> {
-        let dynalite_bin = crate::tools::require_env("TFREG_DYNALITE")?;
-        let tfreg = crate::tools::sibling_binary("tfreg")?;
-        let package = dynalite_bin
-            .parent()
-            .and_then(Path::parent)
-            .ok_or("TFREG_DYNALITE is <node_modules>/.bin/dynalite")?
-            .join("dynalite");
-        let dir = tempfile::tempdir()?;
-        let run = |command: &mut std::process::Command, what: &str| -> Result<(), BoxError> {
-            let out = command.output()?;
-            if !out.status.success() {
-                return Err(format!("{what}: {}", String::from_utf8_lossy(&out.stderr)).into());
-            }
-            Ok(())
-        };
-        run(
-            std::process::Command::new(&tfreg)
-                .args(["dev-cert", "--hostname", "127.0.0.1", "--dir"])
-                .arg(dir.path()),
-            "tfreg dev-cert",
-        )?;
-        let tls = dir.path().join("tls");
-        let port = crate::tools::free_port()?;
-        let child = std::process::Command::new("node")
-            .arg("-e")
-            .arg(
-                "const fs = require('fs');\
-                 require(process.env.DYNALITE)({ ssl: true, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0, \
-                   key: fs.readFileSync(process.env.KEY), cert: fs.readFileSync(process.env.CERT) })\
-                   .listen(Number(process.env.PORT), '127.0.0.1');",
-            )
-            .env("DYNALITE", &package)
-            .env("KEY", tls.join("server.key"))
-            .env("CERT", tls.join("server.pem"))
-            .env("PORT", port.to_string())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(dir.path().join("dynalite.log"))?)
-            .spawn()?;
-        let mut dynamo = TlsDynamo {
-            endpoint: format!("https://127.0.0.1:{port}"),
-            ca: tls.join("ca.pem"),
-            table: format!("tfreg-bench-tls-{}-{}", std::process::id(), unique()),
-            _dir: dir,
-            child,
-        };
-        let started = std::time::Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if started.elapsed() > Duration::from_secs(20) || dynamo.child.try_wait()?.is_some() {
-                return Err(format!(
-                    "dynalite over TLS did not start: {}",
-                    std::fs::read_to_string(dynamo._dir.path().join("dynalite.log"))
-                        .unwrap_or_default()
-                )
-                .into());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        // The table, through the same TLS (and the plain S3 emulator's bucket).
-        run(
-            std::process::Command::new(&tfreg)
-                .args(["aws", "init", "--table", &dynamo.table, "--bucket"])
-                .arg(&dynamo.table)
-                .arg("--s3-force-path-style")
-                .env("AWS_ENDPOINT_URL_DYNAMODB", &dynamo.endpoint)
-                .env("SSL_CERT_FILE", &dynamo.ca),
-            "tfreg aws init against dynalite over TLS",
-        )?;
-        Ok(dynamo)
-    }
-}
-
-impl Drop for TlsDynamo {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Where `TFREG_SAM_FULL=1 infra/check-build arm64` and then
-/// `TFREG_CARGO_LAMBDA_FULL=1 infra/check-cargo-lambda arm64` leave the
-/// deployed architecture's zip, built with the full release profile.
-const ARM64_ZIP: &str = "target/sam-arm64-full/cargo-lambda/zips/lambda/bootstrap.zip";
-const ARM64_SAM_BOOTSTRAP: &str = "target/sam-arm64-full/build";
-
-#[derive(Serialize)]
-struct Arm64 {
-    zip: u64,
-    bootstrap: u64,
-    /// The zip's age when this ran, in hours (it may be older than the code).
-    age_hours: f64,
-}
-
-/// The arm64 zip's size, if infra/check-cargo-lambda has built it with the full profile.
-fn arm64_zip() -> Result<Option<Arm64>, BoxError> {
-    let zip = workspace().join(ARM64_ZIP);
-    let Ok(meta) = std::fs::metadata(&zip) else {
-        return Ok(None);
-    };
-    let mut bootstrap = 0;
-    if let Ok(dirs) = std::fs::read_dir(workspace().join(ARM64_SAM_BOOTSTRAP)) {
-        for dir in dirs.flatten() {
-            if let Ok(m) = std::fs::metadata(dir.path().join("bootstrap")) {
-                bootstrap = m.len();
-            }
-        }
-    }
-    let age_hours = meta
-        .modified()?
-        .elapsed()
-        .map_or(0.0, |d| d.as_secs_f64() / 3600.0);
-    Ok(Some(Arm64 {
-        zip: meta.len(),
-        bootstrap,
-        age_hours,
-    }))
-}
-
-fn arm64_markdown(arm64: Option<&Arm64>) -> String {
-    let how = "`TFREG_SAM_FULL=1 infra/check-build arm64` (sam build, which asserts that the ten functions share one compile) and then `TFREG_CARGO_LAMBDA_FULL=1 infra/check-cargo-lambda arm64` (cargo lambda's zip from the same compile, every function started from it through qemu-aarch64)";
-    match arm64 {
-        Some(a) => format!(
-            "\n**arm64, as deployed** (full release profile, zig-linked by cargo lambda): `bootstrap` {:.2} MB from `sam build`, cargo lambda's zip {:.2} MB; built {:.1} h before this run by {how}.\n",
-            mb(a.bootstrap),
-            mb(a.zip),
-            a.age_hours,
-        ),
-        None => format!("\n**arm64, as deployed**: not measured in this run; {how} build it.\n"),
-    }
 }
 
 async fn cold_starts(dir: &Path, runs: usize) -> Result<Vec<Start>, BoxError> {
@@ -699,71 +472,6 @@ async fn cold_starts(dir: &Path, runs: usize) -> Result<Vec<Start>, BoxError> {
             hello_first_response_ms: median(&mut s[3]),
         })
         .collect())
-}
-
-#[derive(Serialize)]
-struct Started {
-    endpoint: String,
-    status: u16,
-    init_ms: f64,
-    first_response_ms: f64,
-}
-
-/// Each function started once (through `runner`, if any), its answer checked.
-async fn check_starts(dir: &Path, runner: &[String]) -> Result<Vec<Started>, BoxError> {
-    let backends = create_backends().await?;
-    let mut started = Vec::new();
-    for function in FUNCTIONS {
-        let event = bytes::Bytes::from(serde_json::to_vec(&http_api_event(
-            function.method,
-            function.path,
-        ))?);
-        let binary = locate(dir, function.binary)?;
-        let start = runtime_api::cold_start(command(&binary, runner, function, &backends), event)
-            .await
-            .map_err(|e| format!("{} ({}): {e}", function.endpoint, binary.display()))?;
-        if start.status != function.status {
-            return Err(format!(
-                "{}: answered {} (expected {})",
-                function.endpoint, start.status, function.status
-            )
-            .into());
-        }
-        started.push(Started {
-            endpoint: function.endpoint.into(),
-            status: start.status,
-            init_ms: ms(start.init),
-            first_response_ms: ms(start.first_response),
-        });
-    }
-    Ok(started)
-}
-
-fn check_markdown(sizes: &[Size], starts: &[Started], runner: &[String]) -> String {
-    let mut text = String::from("| binary | size (MB) | zipped (MB) |\n|---|---:|---:|\n");
-    for s in sizes {
-        text += &format!(
-            "| `{}` | {:.2} | {:.2} |\n",
-            s.binary,
-            mb(s.bytes),
-            mb(s.zipped)
-        );
-    }
-    let through = if runner.is_empty() {
-        "natively".to_string()
-    } else {
-        format!("through `{}`", runner.join(" "))
-    };
-    text += &format!(
-        "\nEach function started once {through}, on the emulators, and answered as it should:\n\n| function | status | init (ms) | first response (ms) |\n|---|---:|---:|---:|\n"
-    );
-    for s in starts {
-        text += &format!(
-            "| {} | {} | {:.1} | {:.1} |\n",
-            s.endpoint, s.status, s.init_ms, s.first_response_ms
-        );
-    }
-    text
 }
 
 fn mb(bytes: u64) -> f64 {

@@ -10,9 +10,10 @@
 //! during one request; and what writes cost: a publish (the release item
 //! alone before, with the index's upkeep now), a deprecation, a delete.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+mod alloc;
+
+use alloc::peak_of;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -25,44 +26,6 @@ use tfreg_testkit::counting::{CountingStore, Counts, ReadVolume};
 use tfreg_testkit::{TestRegistry, TestSigner, scale};
 
 use crate::report::Section;
-
-// ---------------------------------------------------------------------------
-// Heap in use and its peak, for the whole binary (two relaxed atomics per
-// allocation: negligible beside what the benchmarks measure).
-// ---------------------------------------------------------------------------
-
-struct Counting;
-
-static IN_USE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is passed to the system allocator unchanged.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let now = IN_USE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) };
-        IN_USE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-/// Heap allocated at the peak of `f`, above what was in use before it.
-async fn peak_of<F: Future>(f: F) -> (usize, F::Output) {
-    let base = IN_USE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let out = f.await;
-    (PEAK.load(Ordering::Relaxed).saturating_sub(base), out)
-}
 
 // ---------------------------------------------------------------------------
 // Figures
@@ -518,104 +481,4 @@ fn markdown(f: &Figures, chart: &str) -> String {
     md
 }
 
-mod chart {
-    //! A hand-written SVG: item bytes read per versions list against the
-    //! number of versions, both axes logarithmic, one line per layout and list.
-
-    use super::Read;
-
-    const W: f64 = 640.0;
-    const H: f64 = 400.0;
-    const LEFT: f64 = 70.0;
-    const BOTTOM: f64 = 50.0;
-    const TOP: f64 = 30.0;
-    const RIGHT: f64 = 180.0;
-
-    fn log_scale(v: f64, lo: f64, hi: f64, from: f64, to: f64) -> f64 {
-        let t = (v.max(lo).ln() - lo.ln()) / (hi.ln() - lo.ln());
-        from + t * (to - from)
-    }
-
-    pub fn svg(reads: &[Read]) -> String {
-        let embedded: Vec<&Read> = reads
-            .iter()
-            .filter(|r| r.backend == "embedded" && r.bytes_read > 0)
-            .collect();
-        let (x_lo, x_hi) = (10.0, 5000.0);
-        let y_lo = 1024.0f64;
-        let y_hi = embedded
-            .iter()
-            .map(|r| r.bytes_read as f64)
-            .fold(y_lo * 10.0, f64::max)
-            * 1.5;
-        let x = |v: f64| log_scale(v, x_lo, x_hi, LEFT, W - RIGHT);
-        let y = |v: f64| log_scale(v, y_lo, y_hi, H - BOTTOM, TOP);
-        let mut svg = format!(
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"{W}\" height=\"{H}\" fill=\"white\"/>\n<text x=\"{LEFT}\" y=\"18\" font-size=\"14\">Item bytes read per versions list (log–log)</text>\n"
-        );
-        // Axes and ticks.
-        svg.push_str(&format!(
-            "<line x1=\"{LEFT}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n<line x1=\"{LEFT}\" y1=\"{TOP}\" x2=\"{LEFT}\" y2=\"{}\" stroke=\"black\"/>\n",
-            H - BOTTOM,
-            W - RIGHT,
-            H - BOTTOM,
-            H - BOTTOM
-        ));
-        for v in [10.0, 100.0, 1000.0, 5000.0] {
-            svg.push_str(&format!(
-                "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{v}</text>\n",
-                x(v),
-                H - BOTTOM + 18.0
-            ));
-        }
-        svg.push_str(&format!(
-            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">versions</text>\n",
-            (LEFT + W - RIGHT) / 2.0,
-            H - 10.0
-        ));
-        let mut tick = y_lo;
-        while tick <= y_hi {
-            let label = if tick >= 1024.0 * 1024.0 {
-                format!("{} MB", tick / 1024.0 / 1024.0)
-            } else {
-                format!("{} KB", tick / 1024.0)
-            };
-            svg.push_str(&format!(
-                "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{label}</text>\n<line x1=\"{LEFT}\" y1=\"{:.1}\" x2=\"{}\" y2=\"{:.1}\" stroke=\"#ddd\"/>\n",
-                LEFT - 6.0,
-                y(tick) + 4.0,
-                y(tick),
-                W - RIGHT,
-                y(tick)
-            ));
-            tick *= 10.0;
-        }
-        let lines = [
-            ("provider", "query", "#d62728", "provider, query (before)"),
-            ("provider", "index", "#2ca02c", "provider, index"),
-            ("module", "query", "#ff7f0e", "module, query (before)"),
-            ("module", "index", "#1f77b4", "module, index"),
-        ];
-        for (i, (subject, layout, colour, label)) in lines.iter().enumerate() {
-            let points: Vec<String> = embedded
-                .iter()
-                .filter(|r| r.subject == *subject && r.layout == *layout)
-                .map(|r| format!("{:.1},{:.1}", x(r.versions as f64), y(r.bytes_read as f64)))
-                .collect();
-            svg.push_str(&format!(
-                "<polyline points=\"{}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\"/>\n",
-                points.join(" ")
-            ));
-            let ly = TOP + 20.0 + 20.0 * i as f64;
-            svg.push_str(&format!(
-                "<line x1=\"{}\" y1=\"{ly}\" x2=\"{}\" y2=\"{ly}\" stroke=\"{colour}\" stroke-width=\"2\"/>\n<text x=\"{}\" y=\"{}\">{label}</text>\n",
-                W - RIGHT + 10.0,
-                W - RIGHT + 30.0,
-                W - RIGHT + 35.0,
-                ly + 4.0
-            ));
-        }
-        svg.push_str("</svg>\n");
-        svg
-    }
-}
+mod chart;
