@@ -1,4 +1,4 @@
-//! The README as a contract (`cargo test --test readme`, run by
+//! The README as a contract (`cargo test --workspace --test readme`, run by
 //! `scripts/test` after the suite; not part of a plain `cargo test`, since
 //! the walk builds a fresh clone of its own):
 //!
