@@ -1,12 +1,12 @@
 //! The HTTPS listener of `tfreg serve`, with every resource a client can hold
 //! bounded: connections (a limit; past it new connections wait in the kernel's
-//! backlog), the TLS handshake (its time, a quarter of the connection slots for
-//! all handshakes in progress, and [`super::handshakes`] per client address:
-//! idle connections from one client cannot starve the others), the request
-//! head (time and size) and each wait
-//! for request body data. TCP_NODELAY is set: a small response on a reused
-//! connection must not wait for Nagle and a delayed ACK. A closing connection
-//! lingers ([`super::linger`]) so that a refusal reaches a client still sending.
+//! backlog), the TLS handshake (its time; a quarter of the connection slots,
+//! at least 64, for all handshakes in progress; and [`super::handshakes`] per
+//! client address, so idle connections from one client cannot starve the
+//! others), the request head (time and size) and each wait for request body
+//! data. TCP_NODELAY is set: a small response on a reused connection must not
+//! wait for Nagle and a delayed ACK. A closing connection lingers
+//! ([`super::linger`]) so that a refusal reaches a client still sending.
 //!
 //! Sizes a request may use *before* anything checks its token: hyper's read
 //! buffer ([`MAX_HEAD_BYTES`]) per connection, times [`Limits::max_connections`].
@@ -76,6 +76,12 @@ impl Default for Limits {
     }
 }
 
+/// TLS handshakes in progress at once, of `max_connections` slots: a quarter,
+/// at least 64 (or every slot, when there are fewer).
+fn handshake_budget(max_connections: usize) -> usize {
+    (max_connections / 4).max(64).min(max_connections).max(1)
+}
+
 fn http_builder(limits: &Limits) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
@@ -106,8 +112,9 @@ pub async fn serve(
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
     let builder = http_builder(&limits);
     let permits = Arc::new(Semaphore::new(limits.max_connections));
-    // Handshakes in progress hold at most a quarter of the connection slots.
-    let handshake_slots = Arc::new(Semaphore::new((limits.max_connections / 4).max(1)));
+    // Handshakes in progress hold at most a quarter of the connection slots
+    // (at least 64, or all of them when there are fewer).
+    let handshake_slots = Arc::new(Semaphore::new(handshake_budget(limits.max_connections)));
     let handshakes = Handshakes::new(limits.max_handshakes_per_address);
     let graceful = GracefulShutdown::new();
     let mut warned_full = false;
@@ -211,5 +218,16 @@ pub async fn serve(
             "requests still in flight after {:?}: stopping anyway",
             limits.drain_timeout
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn handshakes_get_a_quarter_of_the_slots_and_at_least_64() {
+        assert_eq!(super::handshake_budget(1024), 256);
+        assert_eq!(super::handshake_budget(100), 64);
+        assert_eq!(super::handshake_budget(8), 8);
+        assert_eq!(super::handshake_budget(1), 1);
     }
 }
