@@ -14,8 +14,8 @@
 //! | namespace signing key              | `KEYS#<ns>`                      | `KEY#<key id>`                      |
 //! | audit event                        | `AUDIT`                          | `<inverted time>#<random>`          |
 //! | publish in progress                | `UPLOAD#<upload id>`             | `UPLOAD`                            |
-//! | a token's place for one            | `PUBLISHING#token/<token id>`    | `PLACE#<n>` (`n` below the bound)   |
-//! | a namespace's place for one        | `PUBLISHING#ns/<ns>` (mirror: `PUBLISHING#mirror/<hostname>/<ns>`) | `PLACE#<n>` |
+//! | a token's place for a publish      | `PUBLISHING#token/<token id>`    | `PLACE#<n>` (`n` below the bound)   |
+//! | a namespace's place for a publish  | `PUBLISHING#ns/<ns>` (mirror: `PUBLISHING#mirror/<hostname>/<ns>`) | `PLACE#<n>` (`n` below the bound) |
 //! | the URL signing secret             | `CONFIG#url-signing-secret`      | `CONFIG`                            |
 //!
 //! One release is one item holding every platform, so a download is one
