@@ -75,7 +75,7 @@ async fn named(r: &TestRegistry, name: &str, scope: Scope, ns: Option<&str>) -> 
 }
 
 /// A JSON request with a bearer token.
-async fn send(
+pub(crate) async fn send(
     r: &TestRegistry,
     method: Method,
     path: &str,

@@ -11,25 +11,10 @@ use http::{Method, StatusCode};
 use tfreg_model::token::Scope;
 use tfreg_testkit::{TestRegistry, TestResponse, TestSigner, module_archive};
 
+use crate::access::send;
 use crate::backend_contract::{contract, publish_module};
 
 const NS: &str = "acme";
-
-/// A JSON request with a bearer token.
-async fn send(
-    r: &TestRegistry,
-    method: Method,
-    path: &str,
-    token: &str,
-    body: serde_json::Value,
-) -> TestResponse {
-    let body = if body.is_null() {
-        Bytes::new()
-    } else {
-        Bytes::from(body.to_string())
-    };
-    r.request(method, path, Some(token), &[], body).await
-}
 
 /// Publish provider `acme/null` `version` (linux_amd64), signed.
 async fn publish_provider(r: &TestRegistry, token: &str, version: &str) -> TestResponse {
