@@ -1,16 +1,18 @@
 //! `tfreg-bench lambda`: what a Lambda function of tfreg costs beside the
-//! smallest `lambda_http` function (`src/bin/lambda-hello.rs`) built with the
+//! smallest `lambda_http` function (the package `bench/lambda-hello`) built with the
 //! same release profile: binary and zipped size (`zip -9`: what Lambda
 //! stores and loads), and cold start against a Runtime API served on
 //! loopback (`runtime_api`), with DynamoDB and S3 on the emulators. Runs
 //! alternate between tfreg and the hello-world; medians and ratios.
 
 mod arm64;
+mod bloat;
 mod check;
 mod first_requests;
 mod runtime_api;
 
 use arm64::{arm64_markdown, arm64_zip};
+use bloat::{bloat, bloat_markdown};
 use check::{check_markdown, check_starts};
 use first_requests::{first_requests, first_requests_markdown};
 
@@ -122,6 +124,7 @@ const FUNCTIONS: &[Function] = &[
 
 /// The baseline: a `lambda_http` hello-world, built like the functions.
 const HELLO: &str = "lambda-hello";
+const HELLO_PACKAGE: &str = "tfreg-lambda-hello";
 
 #[derive(clap::Args, Clone)]
 pub struct Args {
@@ -188,7 +191,7 @@ fn build() -> Result<PathBuf, BoxError> {
         .into_iter()
         .map(|name| (format!("tfreg-function-{name}"), vec![name]))
         .collect();
-    builds.push(("tfreg-bench".into(), vec![HELLO]));
+    builds.push((HELLO_PACKAGE.into(), vec![HELLO]));
     for (package, bins) in builds {
         let mut command =
             std::process::Command::new(std::env::var("CARGO").unwrap_or("cargo".into()));
@@ -406,7 +409,9 @@ pub fn run(args: &Args) -> Result<Section, BoxError> {
     let starts = runtime.block_on(cold_starts(&dir, args.runs.max(1)))?;
     let first_requests = runtime.block_on(first_requests(&dir, args.runs.clamp(1, 7)))?;
     let arm64 = arm64_zip()?;
+    let bloat = bloat()?;
     let mut markdown = markdown(&sizes, &starts, args.runs.max(1));
+    markdown += &bloat_markdown(&bloat);
     markdown += &first_requests_markdown(&first_requests, args.runs.clamp(1, 7));
     markdown += &arm64_markdown(arm64.as_ref());
     println!("{markdown}");
@@ -420,6 +425,7 @@ pub fn run(args: &Args) -> Result<Section, BoxError> {
             "cold_starts": starts,
             "first_requests": first_requests,
             "arm64": arm64,
+            "bloat": bloat,
         }),
     })
 }
@@ -478,12 +484,11 @@ fn mb(bytes: u64) -> f64 {
     bytes as f64 / 1_000_000.0
 }
 
-fn markdown(sizes: &[Size], starts: &[Start], runs: usize) -> String {
+/// The rows of a size table, each binary beside the baseline among them.
+fn size_rows(sizes: &[Size]) -> String {
     let hello = sizes.iter().find(|s| s.binary == HELLO);
     let (hello_bytes, hello_zipped) = hello.map_or((1, 1), |h| (h.bytes, h.zipped));
-    let mut text = format!(
-        "Release profile of Cargo.toml for every binary, the baseline `{HELLO}` (a `lambda_http` hello-world) included; zipped = one `bootstrap` entry, deflate level 9. Cold start: process spawned against a Runtime API on loopback, init = until its first `invocation/next`, first response = until the response to an API Gateway (payload 2.0) event for its route is POSTed; DynamoDB and S3 on the emulators; {runs} runs each, tfreg and the baseline alternating; medians.\n\n| binary | size (MB) | × baseline | zipped (MB) | × baseline |\n|---|---:|---:|---:|---:|\n"
-    );
+    let mut text = String::new();
     for s in sizes {
         text.push_str(&format!(
             "| `{}` | {:.2} | {:.1} | {:.2} | {:.1} |\n",
@@ -494,6 +499,14 @@ fn markdown(sizes: &[Size], starts: &[Start], runs: usize) -> String {
             s.zipped as f64 / hello_zipped as f64,
         ));
     }
+    text
+}
+
+fn markdown(sizes: &[Size], starts: &[Start], runs: usize) -> String {
+    let mut text = format!(
+        "Release profile of Cargo.toml for every binary, the baseline `{HELLO}` (a `lambda_http` hello-world) included; zipped = one `bootstrap` entry, deflate level 9. Cold start: process spawned against a Runtime API on loopback, init = until its first `invocation/next`, first response = until the response to an API Gateway (payload 2.0) event for its route is POSTed; DynamoDB and S3 on the emulators; {runs} runs each, tfreg and the baseline alternating; medians.\n\n| binary | size (MB) | × baseline | zipped (MB) | × baseline |\n|---|---:|---:|---:|---:|\n"
+    );
+    text.push_str(&size_rows(sizes));
     text.push_str("\n| function (binary) | status | init (ms) | baseline init (ms) | × baseline | first response (ms) | baseline (ms) | × baseline |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for s in starts {
         text.push_str(&format!(

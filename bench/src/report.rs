@@ -69,6 +69,10 @@ pub fn write(report: &Path, out: &Path) -> Result<(), Box<dyn std::error::Error>
             sections.push(section);
         }
     }
+    // A section not measured this time keeps its text from the report it
+    // replaces, marked as such (with that report's date and commit).
+    let previous = std::fs::read_to_string(report).unwrap_or_default();
+    sections.extend(kept_sections(&previous, &sections));
     let rank = |name: &str| ORDER.iter().position(|n| *n == name).unwrap_or(ORDER.len());
     sections.sort_by(|a, b| rank(&a.name).cmp(&rank(&b.name)).then(a.name.cmp(&b.name)));
     let mut text = format!(
@@ -98,5 +102,91 @@ pub fn write(report: &Path, out: &Path) -> Result<(), Box<dyn std::error::Error>
     Ok(())
 }
 
+/// The sections of a previous report (`## <title>` blocks) whose titles no
+/// section of this run has, marked as not re-measured, each named after the
+/// benchmark that made it (for [`ORDER`]).
+fn kept_sections(previous: &str, measured: &[Section]) -> Vec<Section> {
+    let line = |prefix: &str| {
+        previous
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or("unknown")
+            .to_string()
+    };
+    let (date, commit) = (line("- Date: "), line("- Commit: "));
+    let mut kept = Vec::new();
+    for block in previous.split("\n## ").skip(1) {
+        let (title, body) = block.split_once("\n").unwrap_or((block, ""));
+        if measured.iter().any(|s| s.title == title) {
+            continue;
+        }
+        let body = body.trim();
+        let body = match body.strip_prefix("*Not re-measured") {
+            // Already kept once: its first note stands.
+            Some(_) => body.to_string(),
+            None => format!(
+                "*Not re-measured in this run: as measured for the report of {date} (commit {commit}).*\n\n{body}"
+            ),
+        };
+        let name = match kept_name(title) {
+            "" => title.to_string(),
+            n => n.to_string(),
+        };
+        kept.push(Section {
+            name,
+            title: title.to_string(),
+            markdown: body,
+            figures: serde_json::Value::Null,
+        });
+    }
+    kept
+}
+
+/// The benchmark a report's section title comes from.
+fn kept_name(title: &str) -> &'static str {
+    match title {
+        t if t.starts_with("End to end") => "e2e",
+        t if t.starts_with("tfreg serve beside nginx") => "serve",
+        t if t.starts_with("Warm per-request cost") => "handlers",
+        t if t.starts_with("Versions lists at scale") => "scale",
+        t if t.starts_with("Lambda functions") => "lambda",
+        _ => "",
+    }
+}
+
 /// Where charts are kept, relative to the report.
 const CHARTS: &str = "bench/charts";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_not_measured_again_are_kept_and_marked() {
+        let previous = "# tfreg benchmarks\n\n- Date: 2026-11-23 13:17 UTC\n- Commit: 62d60cf\n\n## End to end: init\n\nold e2e\n\n## Lambda functions: size and cold start\n\nold lambda\n";
+        let measured = vec![Section {
+            name: "lambda".into(),
+            title: "Lambda functions: size and cold start".into(),
+            markdown: "new".into(),
+            figures: serde_json::Value::Null,
+        }];
+        let kept = kept_sections(previous, &measured);
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].name, "e2e");
+        assert_eq!(kept[0].title, "End to end: init");
+        assert_eq!(
+            kept[0].markdown,
+            "*Not re-measured in this run: as measured for the report of 2026-11-23 13:17 UTC (commit 62d60cf).*\n\nold e2e"
+        );
+        // Kept again later: the first note stands.
+        let again = format!(
+            "- Date: x\n- Commit: y\n\n## End to end: init\n\n{}\n",
+            kept[0].markdown
+        );
+        assert_eq!(
+            kept_sections(&again, &measured)[0].markdown,
+            kept[0].markdown
+        );
+        assert!(kept_sections("", &measured).is_empty());
+    }
+}

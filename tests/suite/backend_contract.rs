@@ -508,6 +508,23 @@ async fn readers_never_make_the_url_secret(writer: TestRegistry) {
         writer.name
     );
     assert_eq!(got.body.as_ref(), archive.as_slice());
+
+    // A reader asked for the secret many times at once (a function's warm-up
+    // at init and its first requests) reads it once: the others wait.
+    let counting = Arc::new(tfreg_testkit::counting::CountingStore::new(items.clone()));
+    let cold = Registry::with_stored_signer(
+        counting.clone(),
+        reader.registry.blobs.clone(),
+        tfreg_testkit::test_config(),
+    );
+    let asks = (0..8).map(|_| {
+        let r = cold.clone();
+        tokio::spawn(async move { r.signer_if_ready().await.map(|s| s.is_some()) })
+    });
+    for ask in asks.collect::<Vec<_>>() {
+        assert!(ask.await.unwrap().unwrap(), "{}", writer.name);
+    }
+    assert_eq!(counting.counts().gets, 1, "{}", writer.name);
 }
 
 /// Run each contract test against both backends.

@@ -3,7 +3,7 @@
 //! every target platform), so a heavy dependency cannot quietly come back:
 //! `read` and `blob` carry no OpenPGP, archive, HCL, Markdown, sanitiser or
 //! template code; `publish` and `admin` no UI; `ui` no OpenPGP; only `blob`,
-//! `publish` and `admin` the S3 client; and a
+//! `publish` and `admin` the S3 client; none a regular expression engine; and a
 //! function depends on no other function's handler group.
 
 use std::collections::BTreeSet;
@@ -18,6 +18,10 @@ const DOCS: &[&str] = &["hcl-rs", "pulldown-cmark", "ammonia", "html5ever"];
 const UI: &[&str] = &["askama", "tfreg-ui"];
 /// Only the functions that touch archives (blob, publish, admin) link S3.
 const S3: &[&str] = &["aws-sdk-s3"];
+/// No function links a regular expression engine: its log filter is a
+/// `Targets`, not tracing-subscriber's `env-filter` (which lambda_http's
+/// default `tracing` feature would also bring).
+const REGEX: &[&str] = &["regex-automata", "matchers"];
 
 /// The function packages and what each must not link.
 fn forbidden() -> Vec<(&'static str, Vec<&'static str>)> {
@@ -32,28 +36,28 @@ fn forbidden() -> Vec<(&'static str, Vec<&'static str>)> {
     vec![
         (
             "tfreg-function-read",
-            all(&[PGP, ARCHIVES, DOCS, UI, S3])
+            all(&[PGP, ARCHIVES, DOCS, UI, S3, REGEX])
                 .into_iter()
                 .chain(groups("tfreg-read"))
                 .collect(),
         ),
         (
             "tfreg-function-blob",
-            all(&[PGP, ARCHIVES, DOCS, UI])
+            all(&[PGP, ARCHIVES, DOCS, UI, REGEX])
                 .into_iter()
                 .chain(groups("tfreg-read"))
                 .collect(),
         ),
         (
             "tfreg-function-publish",
-            all(&[UI])
+            all(&[UI, REGEX])
                 .into_iter()
                 .chain(groups("tfreg-publish"))
                 .collect(),
         ),
         (
             "tfreg-function-admin",
-            all(&[UI])
+            all(&[UI, REGEX])
                 .into_iter()
                 .chain(groups("tfreg-admin"))
                 .collect(),
@@ -62,6 +66,7 @@ fn forbidden() -> Vec<(&'static str, Vec<&'static str>)> {
             "tfreg-function-ui",
             ["pgp", "rsa", "tfreg-verify", "aws-sdk-s3"]
                 .into_iter()
+                .chain(REGEX.iter().copied())
                 .chain(groups("tfreg-ui"))
                 .collect(),
         ),
@@ -114,7 +119,14 @@ fn each_function_links_only_what_it_serves() {
 #[test]
 fn the_forbidden_crates_are_named_as_cargo_names_them() {
     let cli = dependencies("tfreg");
-    for name in PGP.iter().chain(ARCHIVES).chain(DOCS).chain(UI).chain(S3) {
+    for name in PGP
+        .iter()
+        .chain(ARCHIVES)
+        .chain(DOCS)
+        .chain(UI)
+        .chain(S3)
+        .chain(REGEX)
+    {
         assert!(
             cli.contains(*name),
             "no package named {name} in tfreg's graph"

@@ -1,56 +1,66 @@
-//! The deployed architecture's zip, when infra/check-cargo-lambda built it
-//! with the full release profile.
+//! The deployed architecture's zips, when infra/check-cargo-lambda built
+//! them with the full release profile: each function's, and the
+//! hello-world's from the same `cargo lambda build`.
 
 use super::*;
 
-/// Where `TFREG_SAM_FULL=1 infra/check-build arm64` and then
-/// `TFREG_CARGO_LAMBDA_FULL=1 infra/check-cargo-lambda arm64` leave the
-/// deployed architecture's zip, built with the full release profile.
-const ARM64_ZIP: &str = "target/sam-arm64-full/cargo-lambda/zips/lambda/bootstrap.zip";
-const ARM64_SAM_BOOTSTRAP: &str = "target/sam-arm64-full/build";
+/// Where `TFREG_CARGO_LAMBDA_FULL=1 infra/check-cargo-lambda arm64` leaves
+/// cargo lambda's zips (`<name>/bootstrap.zip`), the binaries it extracted
+/// from them (`<name>/bootstrap`) and the baseline it built beside the
+/// panic probe (`lambda-hello/bootstrap`).
+const ARM64: &str = "target/sam-arm64-full/cargo-lambda";
 
 #[derive(Serialize)]
 pub(super) struct Arm64 {
-    zip: u64,
-    bootstrap: u64,
-    /// The zip's age when this ran, in hours (it may be older than the code).
+    /// Each function's binary and zip, then the baseline's.
+    sizes: Vec<Size>,
+    /// The oldest zip's age when this ran, in hours (it may be older than the code).
     age_hours: f64,
 }
 
-/// The arm64 zip's size, if infra/check-cargo-lambda has built it with the full profile.
+/// The arm64 sizes, if infra/check-cargo-lambda has built them with the full profile.
 pub(super) fn arm64_zip() -> Result<Option<Arm64>, BoxError> {
-    let zip = workspace().join(ARM64_ZIP);
-    let Ok(meta) = std::fs::metadata(&zip) else {
+    let dir = workspace().join(ARM64);
+    let mut sizes = Vec::new();
+    let mut age_hours: f64 = 0.0;
+    for name in binaries(false) {
+        let zip = dir.join("zips").join(name).join("bootstrap.zip");
+        let Ok(meta) = std::fs::metadata(&zip) else {
+            return Ok(None);
+        };
+        let age = meta
+            .modified()?
+            .elapsed()
+            .map_or(0.0, |d| d.as_secs_f64() / 3600.0);
+        age_hours = age_hours.max(age);
+        sizes.push(Size {
+            binary: name.to_string(),
+            bytes: std::fs::metadata(dir.join("bin").join(name).join("bootstrap"))?.len(),
+            zipped: meta.len(),
+        });
+    }
+    let Ok(hello) = std::fs::read(dir.join("probe").join(HELLO).join("bootstrap")) else {
         return Ok(None);
     };
-    let mut bootstrap = 0;
-    if let Ok(dirs) = std::fs::read_dir(workspace().join(ARM64_SAM_BOOTSTRAP)) {
-        for dir in dirs.flatten() {
-            if let Ok(m) = std::fs::metadata(dir.path().join("bootstrap")) {
-                bootstrap = m.len();
-            }
-        }
-    }
-    let age_hours = meta
-        .modified()?
-        .elapsed()
-        .map_or(0.0, |d| d.as_secs_f64() / 3600.0);
-    Ok(Some(Arm64 {
-        zip: meta.len(),
-        bootstrap,
-        age_hours,
-    }))
+    sizes.push(Size {
+        binary: HELLO.to_string(),
+        bytes: hello.len() as u64,
+        zipped: zipped_size(&hello)?,
+    });
+    Ok(Some(Arm64 { sizes, age_hours }))
 }
 
 pub(super) fn arm64_markdown(arm64: Option<&Arm64>) -> String {
-    let how = "`TFREG_SAM_FULL=1 infra/check-build arm64` (sam build, which asserts that the ten functions share one compile) and then `TFREG_CARGO_LAMBDA_FULL=1 infra/check-cargo-lambda arm64` (cargo lambda's zip from the same compile, every function started from it through qemu-aarch64)";
+    let how = "`TFREG_CARGO_LAMBDA_FULL=1 infra/check-cargo-lambda arm64` (the README's `cargo lambda build --release --arm64 --output-format zip` of the five functions in one compile, zig-linked, every function then started from its zip through qemu-aarch64; the hello-world built by the same command beside the panic probe)";
     match arm64 {
-        Some(a) => format!(
-            "\n**arm64, as deployed** (full release profile, zig-linked by cargo lambda): `bootstrap` {:.2} MB from `sam build`, cargo lambda's zip {:.2} MB; built {:.1} h before this run by {how}.\n",
-            mb(a.bootstrap),
-            mb(a.zip),
-            a.age_hours,
-        ),
-        None => format!("\n**arm64, as deployed**: not measured in this run; {how} build it.\n"),
+        Some(a) => {
+            let mut text = format!(
+                "\n**arm64, as deployed** (full release profile), built {:.1} h before this run by {how}. Zipped: cargo lambda's zip for the functions, deflate level 9 of the same `bootstrap` for the baseline.\n\n| binary | size (MB) | × baseline | zipped (MB) | × baseline |\n|---|---:|---:|---:|---:|\n",
+                a.age_hours,
+            );
+            text.push_str(&size_rows(&a.sizes));
+            text
+        }
+        None => format!("\n**arm64, as deployed**: not measured in this run; {how} builds it.\n"),
     }
 }

@@ -1,5 +1,5 @@
 //! A function's first requests over DynamoDB with and without TLS, with and
-//! without the connection opened during init (`tfreg-bench lambda`).
+//! without the connection opened at init (`tfreg-bench lambda`).
 
 use super::*;
 
@@ -94,7 +94,7 @@ pub(super) async fn first_requests(dir: &Path, runs: usize) -> Result<Vec<FirstR
 
 pub(super) fn first_requests_markdown(rows: &[FirstRequest], runs: usize) -> String {
     let mut text = format!(
-        "\n**Opening the DynamoDB connection during init** (`TFREG_CONNECT_AT_INIT`, on by default: every function but discovery reads the URL signing secret at init). provider-versions, one DynamoDB `GetItem` a request; {runs} processes for each variant, alternating, each given {EVENTS} events; medians. Over HTTPS the emulator is dynalite behind TLS with a development certificate (trusted through `SSL_CERT_FILE`), so a new connection costs a TCP and a TLS handshake. *First request* is the first event's handling (from its `invocation/next` to its response): what a request pays when Lambda initialised the function before it arrived. *Cold start on the request's path* is from the spawn to the first response: what it pays when its arrival started the function.\n\n| DynamoDB over | connect at init | init (ms) | first request (ms) | warm request (ms) | first ÷ warm | cold start on the request's path (ms) |\n|---|---|---:|---:|---:|---:|---:|\n"
+        "\n**Opening the DynamoDB connection at init** (`TFREG_CONNECT_AT_INIT`, on by default: every function but discovery starts reading the URL signing secret at init, beside it: init does not wait for the read, a first request that needs the secret waits for it instead of reading again). provider-versions, one DynamoDB `GetItem` a request; {runs} processes for each variant, alternating, each given {EVENTS} events; medians. Over HTTPS the emulator is dynalite behind TLS with a development certificate (trusted through `SSL_CERT_FILE`), so a new connection costs a TCP and a TLS handshake. *First request* is the first event's handling (from its `invocation/next` to its response): what a request pays when Lambda initialised the function before it arrived. *Cold start on the request's path* is from the spawn to the first response: what it pays when its arrival started the function.\n\n| DynamoDB over | connect at init | init (ms) | first request (ms) | warm request (ms) | first ÷ warm | cold start on the request's path (ms) |\n|---|---|---:|---:|---:|---:|---:|\n"
     );
     for r in rows {
         text += &format!(

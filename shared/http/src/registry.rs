@@ -118,13 +118,30 @@ impl Registry {
 
     /// The URL signer, or `None` while no secret exists (a missing secret is
     /// not cached: the next call looks again).
+    /// Callers that ask while a read is in flight (a function's warm-up at
+    /// init, another request) wait for that read instead of making their own.
     pub async fn signer_if_ready(&self) -> Result<Option<&UrlSigner>, Error> {
-        if let Some(signer) = self.signer.get() {
-            return Ok(Some(signer));
+        /// Why no signer was set: the secret is absent (not cached), or the
+        /// store failed.
+        enum NotSet {
+            Absent,
+            Store(Error),
         }
-        match crate::signed_url::read_signer(self.items.as_ref()).await? {
-            Some(signer) => Ok(Some(self.signer.get_or_init(|| async { signer }).await)),
-            None => Ok(None),
+        let items = self.items.as_ref();
+        let read = self
+            .signer
+            .get_or_try_init(|| async move {
+                match crate::signed_url::read_signer(items).await {
+                    Ok(Some(signer)) => Ok(signer),
+                    Ok(None) => Err(NotSet::Absent),
+                    Err(e) => Err(NotSet::Store(e.into())),
+                }
+            })
+            .await;
+        match read {
+            Ok(signer) => Ok(Some(signer)),
+            Err(NotSet::Absent) => Ok(None),
+            Err(NotSet::Store(e)) => Err(e),
         }
     }
 

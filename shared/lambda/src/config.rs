@@ -1,6 +1,8 @@
 //! Configuration of the Lambda functions, only from the environment: the AWS
 //! SDK's standard variables (`AWS_REGION`, `AWS_ENDPOINT_URL`,
-//! `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_S3`, the credentials chain)
+//! `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_S3`, and the role's
+//! credentials Lambda sets: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+//! `AWS_SESSION_TOKEN`; no profile files or metadata services are searched)
 //! plus a few of tfreg's own.
 
 use std::time::Duration;
@@ -33,10 +35,10 @@ pub const TOKEN_CACHE_SECS: &str = "TFREG_TOKEN_CACHE_SECS";
 /// `true` for path-style S3 URLs (S3 emulators); default `false`.
 pub const S3_FORCE_PATH_STYLE: &str = "TFREG_S3_FORCE_PATH_STYLE";
 /// `false` to leave the DynamoDB connection closed until the first request
-/// needs it; default `true`: a function (all but discovery) reads the URL
-/// signing secret during init, which opens it, TLS handshake included.
-/// Measured (BENCHMARKS.md, lambda): the first request after init no longer
-/// pays the handshake, and the init pays one more round trip.
+/// needs it; default `true`: a function (all but discovery) starts reading
+/// the URL signing secret at init, beside it (init does not wait), which
+/// opens the connection, TLS handshake included, while the runtime fetches
+/// the first event. Measured in BENCHMARKS.md (lambda).
 pub const CONNECT_AT_INIT: &str = "TFREG_CONNECT_AT_INIT";
 /// `tracing` filter of the functions' JSON logs; default `info`.
 pub const LOG: &str = "TFREG_LOG";

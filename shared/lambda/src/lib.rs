@@ -15,8 +15,10 @@ pub mod config;
 
 use std::sync::Arc;
 
+use tracing_subscriber::layer::SubscriberExt;
+
 use tfreg_http::{App, Registry, Served};
-use tfreg_store::aws::{Roots, SdkConfig, dynamodb_client, sdk_config};
+use tfreg_store::aws::{Roots, SdkConfig, dynamodb_client, endpoint_url, function_sdk_config};
 use tfreg_store::dynamodb::DynamoStore;
 use tfreg_store::{BlobStore, ItemStore, NoBlobs};
 
@@ -65,7 +67,8 @@ type Archives = fn(&SdkConfig, &Settings) -> Arc<dyn BlobStore>;
 
 #[cfg(feature = "s3")]
 fn archives(sdk: &SdkConfig, settings: &Settings) -> Arc<dyn BlobStore> {
-    let s3 = tfreg_store::aws::s3_client(sdk, None, settings.s3_force_path_style);
+    let endpoint = endpoint_url(|name| std::env::var(name).ok(), "S3");
+    let s3 = tfreg_store::aws::s3_client(sdk, endpoint.as_deref(), settings.s3_force_path_style);
     Arc::new(tfreg_store::s3::S3BlobStore::new(
         s3,
         &settings.bucket,
@@ -79,10 +82,10 @@ pub async fn registry_from_env(
     secret: Secret,
 ) -> Result<Registry, InitError> {
     let settings = Settings::from_env()?;
-    let roots = Roots::for_function(|name| std::env::var(name).ok());
-    let sdk = sdk_config(roots).await?;
+    let env = |name: &str| std::env::var(name).ok();
+    let sdk = function_sdk_config(Roots::for_function(env), env)?;
     let items: Arc<dyn ItemStore> = Arc::new(DynamoStore::new(
-        dynamodb_client(&sdk, None),
+        dynamodb_client(&sdk, endpoint_url(env, "DYNAMODB").as_deref()),
         &settings.table,
     ));
     let blobs = match archives {
@@ -98,14 +101,18 @@ pub async fn registry_from_env(
         Secret::ReadWhenNeeded => Registry::with_stored_signer(items, blobs, config),
     };
     if secret == Secret::ReadWhenNeeded && settings.connect_at_init {
-        // Read the URL signing secret now (those that sign URLs need it on
-        // their first request anyway): this opens the connection to
-        // DynamoDB, TLS handshake included, during init rather than in the
-        // first request. A failure here is not fatal: the request that needs
-        // the store reports it.
-        if let Err(e) = registry.signer_if_ready().await {
-            tracing::warn!(error = %e, "warming up the DynamoDB connection at init failed");
-        }
+        // Read the URL signing secret (those that sign URLs need it on their
+        // first request anyway) beside init, not in it: the connection to
+        // DynamoDB, TLS handshake included, opens while the runtime asks
+        // Lambda for the first event, and a first request that needs the
+        // secret waits for this read rather than making its own. A failure
+        // is not fatal: the request that needs the store reports it.
+        let warm = registry.clone();
+        tokio::spawn(async move {
+            if let Err(e) = warm.signer_if_ready().await {
+                tracing::warn!(error = %e, "warming up the DynamoDB connection at init failed");
+            }
+        });
     }
     Ok(registry)
 }
@@ -130,8 +137,14 @@ async fn serve(
 /// line), no target and no spans (the runtime's invoke span would repeat the
 /// Lambda request id and X-Ray trace id on every line, and CloudWatch bills
 /// every byte).
+///
+/// The filter is a [`Targets`](tracing_subscriber::filter::Targets): the
+/// `TFREG_LOG` / `RUST_LOG` forms `info`, `off` and `tfreg_http=debug,warn`
+/// (target prefixes and levels). `EnvFilter`'s span and field directives are
+/// not understood (they fall back to `info`): they would link a regular
+/// expression engine into every function for a debugging aid.
 pub fn log_subscriber<W>(
-    filter: tracing_subscriber::EnvFilter,
+    filter: tracing_subscriber::filter::Targets,
     writer: W,
 ) -> impl tracing::Subscriber + Send + Sync + 'static
 where
@@ -144,15 +157,51 @@ where
         .with_span_list(false)
         .with_target(false)
         .without_time()
-        .with_env_filter(filter)
         .with_writer(writer)
         .finish()
+        .with(filter)
 }
 
 fn init_tracing() {
     use tracing_subscriber::util::SubscriberInitExt;
-    let directives = tfreg_http::log_directives(|name| std::env::var(name).ok(), "info");
-    let filter = tracing_subscriber::EnvFilter::try_new(&directives)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = log_subscriber(filter, std::io::stdout).try_init();
+    let _ = log_subscriber(log_filter(|name| std::env::var(name).ok()), std::io::stdout).try_init();
+}
+
+/// The functions' log filter from `TFREG_LOG`, else `RUST_LOG`, else `info`;
+/// `info` when what is set does not parse.
+pub fn log_filter(get: impl Fn(&str) -> Option<String>) -> tracing_subscriber::filter::Targets {
+    let directives = tfreg_http::log_directives(get, "info");
+    directives.parse().unwrap_or_else(|_| {
+        tracing_subscriber::filter::Targets::new()
+            .with_default(tracing_subscriber::filter::LevelFilter::INFO)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use tracing::Level;
+    use tracing_subscriber::filter::Targets;
+
+    fn filter(value: &'static str) -> Targets {
+        super::log_filter(move |name| (name == "RUST_LOG").then(|| value.to_string()))
+    }
+
+    #[test]
+    fn the_log_filter_reads_levels_and_target_prefixes() {
+        assert!(filter("info").would_enable("tfreg_http", &Level::INFO));
+        assert!(!filter("info").would_enable("tfreg_http", &Level::DEBUG));
+        let off = filter("off");
+        assert!(!off.would_enable("tfreg_http", &Level::ERROR));
+        let mixed = filter("tfreg_http=debug,warn");
+        assert!(mixed.would_enable("tfreg_http::pipeline", &Level::DEBUG));
+        assert!(!mixed.would_enable("aws_smithy_runtime", &Level::INFO));
+        assert!(mixed.would_enable("aws_smithy_runtime", &Level::WARN));
+    }
+
+    #[test]
+    fn a_filter_that_does_not_parse_is_info() {
+        let f = filter("tfreg_http=loud");
+        assert!(f.would_enable("tfreg_http", &Level::INFO));
+        assert!(!f.would_enable("tfreg_http", &Level::DEBUG));
+    }
 }

@@ -92,6 +92,49 @@ const S3_READ_TIMEOUT: Duration = Duration::from_secs(10);
 #[error("{0} is not set (the AWS SDK's standard variable)")]
 pub struct MissingSetting(pub &'static str);
 
+/// A Lambda function's SDK configuration, from what Lambda puts in its
+/// environment and nothing searched for elsewhere: `AWS_REGION`, and the
+/// credentials of the function's role from `AWS_ACCESS_KEY_ID`,
+/// `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` (read at each signing, as
+/// the SDK's environment provider does). No profile files, instance metadata,
+/// web identity or SSO: [`sdk_config`]'s search through them is never called
+/// from a function, so its code (an STS client among it) is not linked into
+/// one. `AWS_ENDPOINT_URL*` are applied per client ([`endpoint_url`]).
+pub fn function_sdk_config(
+    roots: Roots,
+    get: impl Fn(&str) -> Option<String>,
+) -> Result<SdkConfig, MissingSetting> {
+    use aws_credential_types::provider::SharedCredentialsProvider;
+    let region = ["AWS_REGION", "AWS_DEFAULT_REGION"]
+        .into_iter()
+        .find_map(|name| get(name).filter(|v| !v.trim().is_empty()))
+        .ok_or(MissingSetting("AWS_REGION"))?;
+    let sleep = aws_smithy_async::rt::sleep::default_async_sleep()
+        .expect("the SDK's tokio sleep is compiled in (feature rt-tokio)");
+    Ok(SdkConfig::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(aws_config::Region::new(region))
+        .credentials_provider(SharedCredentialsProvider::new(
+            aws_config::environment::EnvironmentVariableCredentialsProvider::new(),
+        ))
+        .http_client(https_client(roots))
+        .sleep_impl(sleep)
+        .time_source(aws_smithy_async::time::SharedTimeSource::default())
+        .retry_config(aws_config::retry::RetryConfig::standard())
+        .build())
+}
+
+/// The endpoint a function's client of `service` (`DYNAMODB`, `S3`) is sent
+/// to: `AWS_ENDPOINT_URL_<SERVICE>`, else `AWS_ENDPOINT_URL`, else AWS's own.
+pub fn endpoint_url(get: impl Fn(&str) -> Option<String>, service: &str) -> Option<String> {
+    [
+        format!("AWS_ENDPOINT_URL_{service}"),
+        "AWS_ENDPOINT_URL".to_string(),
+    ]
+    .iter()
+    .find_map(|name| get(name).filter(|v| !v.trim().is_empty()))
+}
+
 /// The SDK's shared configuration from the standard environment
 /// (`AWS_REGION`, the credentials chain, `AWS_ENDPOINT_URL*`), its TLS
 /// trusting `roots`.
@@ -214,6 +257,53 @@ mod tests {
     use super::*;
     use rustls_pki_types::CertificateDer;
     use rustls_pki_types::pem::PemObject;
+
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn a_functions_endpoint_is_its_services_then_the_global_one() {
+        let both = env(&[
+            ("AWS_ENDPOINT_URL", "http://all"),
+            ("AWS_ENDPOINT_URL_DYNAMODB", "http://dynamo"),
+        ]);
+        assert_eq!(
+            endpoint_url(&both, "DYNAMODB").as_deref(),
+            Some("http://dynamo")
+        );
+        assert_eq!(endpoint_url(&both, "S3").as_deref(), Some("http://all"));
+        assert_eq!(
+            endpoint_url(env(&[("AWS_ENDPOINT_URL_S3", " ")]), "S3"),
+            None
+        );
+    }
+
+    #[tokio::test]
+    async fn a_functions_sdk_config_is_lambdas_environment() {
+        let err = function_sdk_config(Roots::Aws, env(&[])).unwrap_err();
+        assert_eq!(err.0, "AWS_REGION");
+        let sdk =
+            function_sdk_config(Roots::Aws, env(&[("AWS_DEFAULT_REGION", "eu-west-1")])).unwrap();
+        assert_eq!(sdk.region().map(|r| r.as_ref()), Some("eu-west-1"));
+        let sdk = function_sdk_config(
+            Roots::Aws,
+            env(&[
+                ("AWS_REGION", "us-east-2"),
+                ("AWS_DEFAULT_REGION", "eu-west-1"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(sdk.region().map(|r| r.as_ref()), Some("us-east-2"));
+        assert!(sdk.credentials_provider().is_some());
+        assert!(sdk.sleep_impl().is_some());
+        assert!(sdk.http_client().is_some());
+    }
 
     /// Amazon Root CA 1-4, Starfield Services Root G2 (which cross-signs
     /// them), DigiCert Global Root CA and G2: each a trust anchor.
