@@ -43,7 +43,7 @@ fn target(s: &str) -> PublishTarget {
 
 /// The same stores with `anonymous_reads` as given and a token cache of
 /// `ttl` (the cache is built at `Registry::new`, so it is replaced here).
-fn view(r: &TestRegistry, anonymous_reads: bool, ttl: Duration) -> TestRegistry {
+pub(crate) fn view(r: &TestRegistry, anonymous_reads: bool, ttl: Duration) -> TestRegistry {
     r.reconfigure(|mut reg: Registry| {
         reg.config.anonymous_reads = anonymous_reads;
         reg.config.token_cache_secs = ttl.as_secs();
@@ -59,7 +59,7 @@ fn private(r: &TestRegistry) -> TestRegistry {
 }
 
 /// A token's public id.
-fn id_of(token: &str) -> String {
+pub(crate) fn id_of(token: &str) -> String {
     sha256_hex(token.as_bytes())[..12].to_string()
 }
 
@@ -91,7 +91,7 @@ pub(crate) async fn send(
 }
 
 /// Publish provider `ns/null` `version` (linux_amd64) signed by `signer`.
-async fn publish_provider(
+pub(crate) async fn publish_provider(
     r: &TestRegistry,
     token: &str,
     ns: &str,
@@ -109,7 +109,12 @@ async fn publish_provider(
 }
 
 /// Publish module `ns/m/aws` `version`.
-async fn publish_module(r: &TestRegistry, token: &str, ns: &str, version: &str) -> TestResponse {
+pub(crate) async fn publish_module(
+    r: &TestRegistry,
+    token: &str,
+    ns: &str,
+    version: &str,
+) -> TestResponse {
     let archive = module_archive(&[("main.tf", &format!("# {version}\n"))]);
     r.publish(
         &target(&format!("modules/{ns}/m/aws/{version}")),
@@ -121,7 +126,7 @@ async fn publish_module(r: &TestRegistry, token: &str, ns: &str, version: &str) 
 }
 
 /// Versions listed by a provider versions response.
-fn provider_versions(resp: &TestResponse) -> Vec<String> {
+pub(crate) fn provider_versions(resp: &TestResponse) -> Vec<String> {
     resp.json()["versions"]
         .as_array()
         .unwrap()
@@ -131,7 +136,7 @@ fn provider_versions(resp: &TestResponse) -> Vec<String> {
 }
 
 /// Versions listed by a mirror index.
-fn mirror_versions(resp: &TestResponse) -> Vec<String> {
+pub(crate) fn mirror_versions(resp: &TestResponse) -> Vec<String> {
     resp.json()["versions"]
         .as_object()
         .unwrap()

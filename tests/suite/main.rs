@@ -49,6 +49,7 @@
 //! `support` is the harness, split by job.
 
 mod access;
+mod answer_cache;
 mod aws_outage;
 mod backend_contract;
 mod bad_input;

@@ -167,7 +167,11 @@ async fn handle(registry: &Registry, served: &Served, req: Request, caller: Call
     if let Some(ui) = pages {
         ui.secure(resp.headers_mut());
     }
-    if let Ok(id) = HeaderValue::from_str(&request_id) {
+    if let Ok(mut id) = HeaderValue::from_str(&request_id) {
+        // Never indexed by HTTP/2's header compression: a value unique to
+        // each response would only fill the connection's table, evicting what
+        // repeats, and lengthen the search every later response makes in it.
+        id.set_sensitive(true);
         resp.headers_mut().insert(REQUEST_ID_HEADER, id);
     }
     if parts.method == Method::HEAD {
@@ -355,6 +359,16 @@ mod tests {
         );
         let (status, _) = get(&app, "/v1/providers/acme/fine/versions").await;
         assert_eq!(status, StatusCode::NO_CONTENT);
+    }
+
+    #[tokio::test]
+    async fn the_request_id_is_kept_out_of_http2_header_compression() {
+        let app = app().await;
+        let req = http::Request::get("/.well-known/terraform.json")
+            .body(Body::empty())
+            .unwrap();
+        let resp = app.handle(req).await;
+        assert!(resp.headers()[REQUEST_ID_HEADER].is_sensitive());
     }
 
     #[tokio::test]

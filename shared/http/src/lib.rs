@@ -13,6 +13,7 @@
 //!   configuration, clock); [`signed_url`]: archive URLs; [`session`]: the
 //!   web UI's session cookie.
 
+pub mod answer_cache;
 pub mod app;
 pub mod auth;
 pub mod body;

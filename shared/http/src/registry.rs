@@ -8,6 +8,7 @@ use tfreg_model::blob_key::BlobKey;
 use tfreg_store::{BlobStore, Digest, ItemStore};
 use tokio::sync::OnceCell;
 
+use crate::answer_cache::AnswerCache;
 use crate::error::Error;
 use crate::signed_url::{Grant, UrlSigner};
 use crate::token_cache::TokenCache;
@@ -77,6 +78,9 @@ pub struct Registry {
     pub config: Config,
     /// Tokens verified lately (see [`crate::token_cache`]).
     pub tokens: Arc<TokenCache>,
+    /// Answers made lately, while still current (see [`crate::answer_cache`]);
+    /// a clone of the registry starts with none.
+    pub answers: AnswerCache,
     clock: fn() -> u64,
 }
 
@@ -92,6 +96,7 @@ impl Registry {
             blobs,
             signer: Arc::new(OnceCell::new_with(Some(signer))),
             tokens: token_cache(&config),
+            answers: AnswerCache::default(),
             config,
             clock: unix_now,
         }
@@ -111,6 +116,7 @@ impl Registry {
             blobs,
             signer: Arc::new(OnceCell::new()),
             tokens: token_cache(&config),
+            answers: AnswerCache::default(),
             config,
             clock: unix_now,
         }

@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 
 use http::StatusCode;
 
-use tfreg_http::body::{Response, empty, header_value, json};
+use tfreg_http::answer_cache::Answer;
+use tfreg_http::body::{Response, header_value};
 use tfreg_http::error::Error;
 use tfreg_http::registry::Registry;
 use tfreg_model::address::{Hostname, ProviderName};
@@ -13,8 +14,30 @@ use tfreg_model::router::ReadRoute;
 use tfreg_store::catalog::index::{VersionIndex, View};
 use tfreg_store::catalog::{self, Origin, ProviderRelease};
 
-/// Answer a read route.
+/// Answer a read route: the answer kept from an earlier request while the
+/// store and the second are unchanged (the caller was authorised already:
+/// every caller allowed to read a route gets the same answer), else a new one.
 pub async fn handle(registry: &Registry, route: ReadRoute) -> Result<Response, Error> {
+    // The counter before the reads: what they return is at least that new.
+    let Some(counter) = registry.items.change_counter() else {
+        return Ok(answer(registry, route).await?.response());
+    };
+    let second = registry.now();
+    let key = route.path();
+    if let Some(kept) = registry.answers.get(&key, counter, second) {
+        return Ok(kept.response());
+    }
+    let made = answer(registry, route).await?;
+    // Signed URLs name their expiry: an answer made across a second's end
+    // is not that second's answer.
+    if registry.now() == second {
+        registry.answers.put(&key, counter, second, &made);
+    }
+    Ok(made.response())
+}
+
+/// A read route's answer, made afresh.
+async fn answer(registry: &Registry, route: ReadRoute) -> Result<Answer, Error> {
     match route {
         ReadRoute::ProviderVersions { provider } => provider_versions(registry, &provider).await,
         ReadRoute::ProviderDownload {
@@ -45,7 +68,7 @@ pub async fn handle(registry: &Registry, route: ReadRoute) -> Result<Response, E
                     }),
                 })
                 .collect();
-            Ok(json(
+            Ok(Answer::json(
                 StatusCode::OK,
                 &ModuleVersions {
                     modules: vec![ModuleVersionList { versions }],
@@ -59,10 +82,10 @@ pub async fn handle(registry: &Registry, route: ReadRoute) -> Result<Response, E
                     Error::not_found(format!("module {module} version {version} not found"))
                 })?;
             let url = registry.read_url(&release.file.key).await?;
-            let mut resp = empty(StatusCode::NO_CONTENT);
-            resp.headers_mut()
-                .insert("x-terraform-get", header_value(&url)?);
-            Ok(resp)
+            Ok(Answer::empty(StatusCode::NO_CONTENT).with_header(
+                http::HeaderName::from_static("x-terraform-get"),
+                header_value(&url)?,
+            ))
         }
         ReadRoute::MirrorIndex { hostname, provider } => {
             let origin = origin_of(registry, &hostname);
@@ -74,7 +97,7 @@ pub async fn handle(registry: &Registry, route: ReadRoute) -> Result<Response, E
             .into_iter()
             .map(|v| (v.version.to_string(), EmptyObject {}))
             .collect();
-            Ok(json(StatusCode::OK, &MirrorIndex { versions }))
+            Ok(Answer::json(StatusCode::OK, &MirrorIndex { versions }))
         }
         ReadRoute::MirrorVersion {
             hostname,
@@ -98,7 +121,7 @@ pub async fn handle(registry: &Registry, route: ReadRoute) -> Result<Response, E
                 };
                 archives.insert(p.platform(), archive);
             }
-            Ok(json(StatusCode::OK, &MirrorVersion { archives }))
+            Ok(Answer::json(StatusCode::OK, &MirrorVersion { archives }))
         }
     }
 }
@@ -150,10 +173,7 @@ fn origin_of(registry: &Registry, hostname: &Hostname) -> Origin {
     }
 }
 
-async fn provider_versions(
-    registry: &Registry,
-    provider: &ProviderName,
-) -> Result<Response, Error> {
+async fn provider_versions(registry: &Registry, provider: &ProviderName) -> Result<Answer, Error> {
     let index =
         catalog::provider_index(registry.items.as_ref(), &Origin::Registry, provider).await?;
     let listed = listed(&index, || format!("provider {provider}"))?;
@@ -173,7 +193,7 @@ async fn provider_versions(
                 .collect(),
         })
         .collect();
-    Ok(json(
+    Ok(Answer::json(
         StatusCode::OK,
         &ProviderVersions { versions, warnings },
     ))
@@ -185,7 +205,7 @@ async fn provider_download(
     release: &ProviderRelease,
     os: &str,
     arch: &str,
-) -> Result<Response, Error> {
+) -> Result<Answer, Error> {
     let package = release.package(os, arch).ok_or_else(|| {
         Error::not_found(format!(
             "provider {provider} version {} has no package for {os}_{arch}",
@@ -234,5 +254,5 @@ async fn provider_download(
         },
         packages,
     };
-    Ok(json(StatusCode::OK, &body))
+    Ok(Answer::json(StatusCode::OK, &body))
 }

@@ -326,30 +326,29 @@ impl BlobStore for FsBlobStore {
     }
 
     async fn download(&self, key: &BlobKey, head: bool) -> Result<Download, StoreError> {
-        // One hand-over to a blocking thread opens the file, sizes it and,
-        // when it is small, reads it whole (most archives and every
-        // checksum file). A larger one streams in large chunks: each read of
-        // a tokio file is a hand-over of its own, and the default 4 KiB
-        // chunks made a 5 MB provider zip cost some 1,200 of them.
+        // Opening and sizing a file, and reading a small one (checksum and
+        // signature files, small archives), take microseconds from the page
+        // cache: done here, on the caller's thread, as the SQLite store reads,
+        // rather than paying a hand-over to a blocking thread for each. A
+        // larger file is read whole by one blocking call, or streamed in large
+        // chunks: each read of a tokio file is a hand-over of its own, and the
+        // default 4 KiB chunks made a 5 MB provider zip cost some 1,200 of them.
         let path = self.path(key);
-        let name = key.as_str().to_string();
-        let (len, opened) = tokio::task::spawn_blocking(move || {
-            let mut file = std::fs::File::open(&path).map_err(|e| io_error(&name, e))?;
-            let len = file.metadata().map_err(StoreError::unavailable)?.len();
-            let opened = if head {
-                Opened::Nothing
-            } else if len <= WHOLE_READ_BYTES {
-                let mut bytes = Vec::with_capacity(len as usize);
-                std::io::Read::read_to_end(&mut file, &mut bytes)
-                    .map_err(StoreError::unavailable)?;
-                Opened::Whole(bytes::Bytes::from(bytes))
-            } else {
-                Opened::File(file)
-            };
-            Ok::<_, StoreError>((len, opened))
-        })
-        .await
-        .map_err(StoreError::internal)??;
+        let name = key.as_str();
+        let mut file = std::fs::File::open(&path).map_err(|e| io_error(name, e))?;
+        let len = file.metadata().map_err(StoreError::unavailable)?.len();
+        let opened = if head {
+            Opened::Nothing
+        } else if len <= INLINE_READ_BYTES {
+            Opened::Whole(read_whole(&mut file, len)?)
+        } else if len <= WHOLE_READ_BYTES {
+            let bytes = tokio::task::spawn_blocking(move || read_whole(&mut file, len))
+                .await
+                .map_err(StoreError::internal)??;
+            Opened::Whole(bytes)
+        } else {
+            Opened::File(file)
+        };
         let body: ByteStream = match opened {
             Opened::Nothing => Box::pin(futures_util::stream::empty()),
             Opened::Whole(bytes) => Box::pin(futures_util::stream::once(async { Ok(bytes) })),
@@ -370,8 +369,17 @@ impl BlobStore for FsBlobStore {
     }
 }
 
+/// Files up to this size are read whole on the caller's thread.
+const INLINE_READ_BYTES: u64 = 64 * 1024;
 /// Files up to this size are read whole in one blocking call.
 const WHOLE_READ_BYTES: u64 = 256 * 1024;
+
+/// All `len` bytes of `file`.
+fn read_whole(file: &mut std::fs::File, len: u64) -> Result<bytes::Bytes, StoreError> {
+    let mut bytes = Vec::with_capacity(len as usize);
+    std::io::Read::read_to_end(file, &mut bytes).map_err(StoreError::unavailable)?;
+    Ok(bytes::Bytes::from(bytes))
+}
 /// The chunk a larger file streams in.
 const STREAM_CHUNK_BYTES: usize = 256 * 1024;
 
@@ -434,6 +442,8 @@ mod tests {
         let sizes = [
             0,
             10,
+            INLINE_READ_BYTES as usize,
+            INLINE_READ_BYTES as usize + 1,
             WHOLE_READ_BYTES as usize,
             WHOLE_READ_BYTES as usize + 1,
             700_000,

@@ -16,8 +16,17 @@
 //! once (another connection holds a lock, a hot journal to roll back, any
 //! failure), the read goes the writer's way, which waits and reports as
 //! before. Every read is its own transaction, so a write shows at once.
+//!
+//! [`ItemStore::change_counter`]: this process's writes, counted as they
+//! return, and SQLite's own file change counter (bytes 24..28 of the file,
+//! which every committed write transaction of any process increments in
+//! rollback-journal mode), read with one `pread` and no lock. `PRAGMA
+//! data_version` would say the same but only inside a read transaction of
+//! one connection, which is the cost the counter lets a cached answer skip.
 
+use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -70,7 +79,14 @@ struct Inner {
     conn: Mutex<Option<Connection>>,
     /// Idle read-only connections to `path`, for reads on the caller's thread.
     readers: Mutex<Vec<Connection>>,
+    /// Writes through this store that have returned.
+    writes: AtomicU64,
+    /// The file, read-only, for its change counter; `None` in memory.
+    header: Option<std::fs::File>,
 }
+
+/// Where SQLite keeps its file change counter (big-endian u32).
+const CHANGE_COUNTER_OFFSET: u64 = 24;
 
 /// Most idle read-only connections kept (one per thread reading at once is enough).
 const IDLE_READERS: usize = 8;
@@ -102,13 +118,29 @@ impl SqliteStore {
     }
 
     fn with(path: Option<PathBuf>, conn: Connection) -> Self {
+        // Without the file's counter only this process's writes would be
+        // seen: then no counter at all (nothing is cached).
+        let header = path.as_ref().and_then(|p| std::fs::File::open(p).ok());
         Self {
             inner: Arc::new(Inner {
                 path,
                 conn: Mutex::new(Some(conn)),
                 readers: Mutex::new(Vec::new()),
+                writes: AtomicU64::new(0),
+                header,
             }),
         }
+    }
+
+    /// [`Self::with_conn`] for a write: counted once it has returned
+    /// (committed or failed), for [`ItemStore::change_counter`].
+    async fn write<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let result = self.with_conn(f).await;
+        self.inner.writes.fetch_add(1, Ordering::SeqCst);
+        result
     }
 
     fn connect(path: &Path) -> Result<Connection, StoreError> {
@@ -144,7 +176,7 @@ impl SqliteStore {
     /// Delete the items whose `expires_at` is before `now` (unix seconds);
     /// how many went.
     pub async fn sweep_expired(&self, now: u64) -> Result<usize, StoreError> {
-        self.with_conn(move |c| {
+        self.write(move |c| {
             c.execute(
                 "DELETE FROM items WHERE expires_at IS NOT NULL AND expires_at < ?1",
                 params![now as i64],
@@ -307,7 +339,7 @@ impl ItemStore for SqliteStore {
     }
 
     async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError> {
-        self.with_conn(move |c| {
+        self.write(move |c| {
             let expires_at = item.expires_at.map(|t| t as i64);
             let touched_at = item.touched_at.map(|t| t as i64);
             let row = params![item.pk, item.sk, item.data, expires_at, touched_at];
@@ -339,7 +371,7 @@ impl ItemStore for SqliteStore {
 
     async fn take(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
         let (pk, sk) = (pk.to_string(), sk.to_string());
-        self.with_conn(move |c| {
+        self.write(move |c| {
             one_item(
                 c,
                 "DELETE FROM items WHERE pk = ?1 AND sk = ?2 RETURNING data, expires_at, touched_at",
@@ -358,7 +390,7 @@ impl ItemStore for SqliteStore {
         unless_after: u64,
     ) -> Result<bool, StoreError> {
         let (pk, sk) = (pk.to_string(), sk.to_string());
-        self.with_conn(move |c| {
+        self.write(move |c| {
             c.execute(
                 "UPDATE items SET touched_at = ?3 WHERE pk = ?1 AND sk = ?2
                  AND (touched_at IS NULL OR touched_at < ?4)",
@@ -368,6 +400,22 @@ impl ItemStore for SqliteStore {
             .map_err(sqlite_error)
         })
         .await
+    }
+
+    fn change_counter(&self) -> Option<u64> {
+        let writes = self.inner.writes.load(Ordering::SeqCst);
+        let file = match (&self.inner.header, &self.inner.path) {
+            (Some(file), _) => {
+                let mut counter = [0u8; 4];
+                file.read_exact_at(&mut counter, CHANGE_COUNTER_OFFSET)
+                    .ok()?;
+                u32::from_be_bytes(counter)
+            }
+            // In memory: no other process can write it.
+            (None, None) => 0,
+            (None, Some(_)) => return None,
+        };
+        Some((writes << 32) | u64::from(file))
     }
 }
 
@@ -435,6 +483,43 @@ mod tests {
         );
         other.execute_batch("COMMIT").unwrap();
         assert_eq!(reading.await.unwrap(), Some(b"3".to_vec()));
+    }
+
+    #[tokio::test]
+    async fn the_change_counter_moves_with_every_write_here_or_in_another_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let store = SqliteStore::open(&path).unwrap();
+        let start = store.change_counter().expect("a file's store counts");
+        store.get("P", "S").await.unwrap();
+        assert_eq!(
+            store.change_counter(),
+            Some(start),
+            "a read changes nothing"
+        );
+        store
+            .put(Item::new("P", "S", b"1".to_vec()), Condition::IfAbsent)
+            .await
+            .unwrap();
+        let written = store.change_counter().unwrap();
+        assert_ne!(written, start, "a write here");
+        // Another process: a connection this store knows nothing of.
+        let other = Connection::open(&path).unwrap();
+        other
+            .execute_batch("UPDATE items SET data = x'32'")
+            .unwrap();
+        let elsewhere = store.change_counter().unwrap();
+        assert_ne!(elsewhere, written, "a write committed elsewhere");
+        store.touch("P", "S", 5, 5).await.unwrap();
+        assert_ne!(store.change_counter().unwrap(), elsewhere, "a touch");
+        // In memory: this store's writes only (no other process sees it).
+        let memory = SqliteStore::in_memory().unwrap();
+        let start = memory.change_counter().expect("counted in memory too");
+        memory
+            .put(Item::new("P", "S", b"1".to_vec()), Condition::Always)
+            .await
+            .unwrap();
+        assert_ne!(memory.change_counter().unwrap(), start);
     }
 
     #[test]

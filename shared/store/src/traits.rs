@@ -171,6 +171,17 @@ pub trait ItemStore: Send + Sync {
         at: u64,
         unless_after: u64,
     ) -> Result<bool, StoreError>;
+    /// A number that differs whenever anything in the store has changed
+    /// since it was last read: every write through this value, once the
+    /// write returns, and (where the backend can see them) other processes'
+    /// writes, once they commit. Read it *before* the data it vouches for: an
+    /// answer made from reads that followed `change_counter() == n` is
+    /// current for as long as the counter still reads `n`. `None` (the
+    /// default): this store cannot tell, and nothing read from it may be
+    /// kept as current.
+    fn change_counter(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Read every page of a partition query.
