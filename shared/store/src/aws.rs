@@ -48,11 +48,17 @@ const ELSEWHERE: [&str; 5] = [
 
 impl Roots {
     /// A Lambda function's roots, from its environment read through `get`:
-    /// AWS's when its requests go to AWS, else the system's.
+    /// AWS's when its requests go to AWS, else the system's. An endpoint
+    /// over plain `http://` (an emulator) uses no TLS, so it alone does not
+    /// make a function read and parse the system's bundle at init.
     pub fn for_function(get: impl Fn(&str) -> Option<String>) -> Roots {
-        let elsewhere = ELSEWHERE
-            .iter()
-            .any(|name| get(name).is_some_and(|v| !v.trim().is_empty()));
+        let elsewhere = ELSEWHERE.iter().any(|name| {
+            get(name).is_some_and(|v| {
+                let v = v.trim();
+                let plain_http = name.starts_with("AWS_ENDPOINT_URL") && v.starts_with("http://");
+                !v.is_empty() && !plain_http
+            })
+        });
         if elsewhere { Roots::System } else { Roots::Aws }
     }
 }
@@ -362,8 +368,17 @@ mod tests {
             Roots::Aws
         );
         for name in ELSEWHERE {
-            let get = |n: &str| (n == name).then(|| "http://127.0.0.1:8000".to_string());
+            let get = |n: &str| (n == name).then(|| "https://127.0.0.1:8000".to_string());
             assert_eq!(Roots::for_function(get), Roots::System, "{name}");
+            // Plain HTTP to an emulator uses no TLS: only a file or
+            // directory of certificates still asks for the system's roots.
+            let plain = |n: &str| (n == name).then(|| "http://127.0.0.1:8000".to_string());
+            let expected = if name.starts_with("AWS_ENDPOINT_URL") {
+                Roots::Aws
+            } else {
+                Roots::System
+            };
+            assert_eq!(Roots::for_function(plain), expected, "{name}");
             assert_eq!(
                 Roots::for_function(|n| (n == name).then(String::new)),
                 Roots::Aws
