@@ -337,6 +337,7 @@ fn command(
         }
         None => tokio::process::Command::new(binary),
     };
+    lambda_environment(&mut command, |name| std::env::var(name).ok());
     command
         .env("AWS_LAMBDA_FUNCTION_NAME", function.endpoint)
         .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
@@ -349,6 +350,51 @@ fn command(
         .env("TFREG_ANONYMOUS_READS", "true")
         .env("TFREG_S3_FORCE_PATH_STYLE", "true");
     command
+}
+
+/// What Lambda sets in a function's environment, other than the function's
+/// own names (and the Runtime API's address, set by [`runtime_api`]), from
+/// its documentation's list of defined runtime variables.
+const LAMBDA_ENVIRONMENT: [(&str, &str); 6] = [
+    ("PATH", "/usr/local/bin:/usr/bin/:/bin:/opt/bin"),
+    ("LANG", "en_US.UTF-8"),
+    ("TZ", ":UTC"),
+    (
+        "LD_LIBRARY_PATH",
+        "/var/lang/lib:/lib64:/usr/lib64:/var/runtime:/var/runtime/lib:/var/task:/var/task/lib:/opt/lib",
+    ),
+    ("LAMBDA_TASK_ROOT", "/var/task"),
+    ("LAMBDA_RUNTIME_DIR", "/var/runtime"),
+];
+
+/// Passed from the bench's own environment: the region and credentials
+/// (Lambda sets the role's), the emulators' endpoints (a deployment against
+/// them sets these), the log filter.
+const PASSED_THROUGH: [&str; 10] = [
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_DYNAMODB",
+    "AWS_ENDPOINT_URL_S3",
+    "TFREG_LOG",
+    "RUST_LOG",
+];
+
+/// Start from an empty environment, as Lambda does: nothing of the machine
+/// running the bench reaches a function. A developer machine or a CI runner
+/// often sets `SSL_CERT_FILE` and `SSL_CERT_DIR`, which Lambda does not;
+/// inherited, they would make a function read and parse every certificate
+/// of the system at init (a cost no deployed function pays).
+fn lambda_environment(command: &mut tokio::process::Command, get: impl Fn(&str) -> Option<String>) {
+    command.env_clear().envs(LAMBDA_ENVIRONMENT);
+    for name in PASSED_THROUGH {
+        if let Some(value) = get(name) {
+            command.env(name, value);
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -541,6 +587,36 @@ mod tests {
         let zipped = zipped_size(&repetitive).unwrap();
         assert!(zipped < 10_000, "{zipped}");
         assert!(zipped > 0);
+    }
+
+    #[tokio::test]
+    async fn a_function_gets_lambdas_environment_not_the_benchs() {
+        let mut command = tokio::process::Command::new("env");
+        // Set before: as if the bench's machine had it.
+        command.env("SSL_CERT_FILE", "/etc/ssl/certs/ca-certificates.crt");
+        lambda_environment(&mut command, |name| {
+            ["AWS_REGION", "SSL_CERT_DIR"]
+                .contains(&name)
+                .then(|| format!("{name}-value"))
+        });
+        let output = command.output().await.expect("env runs");
+        assert!(output.status.success());
+        let mut seen: Vec<String> = String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| l.split('=').next().unwrap().to_string())
+            .collect();
+        seen.sort();
+        let mut expected: Vec<String> = LAMBDA_ENVIRONMENT
+            .iter()
+            .map(|(name, _)| name.to_string())
+            .chain(["AWS_REGION".to_string()])
+            .collect();
+        expected.sort();
+        assert_eq!(
+            seen, expected,
+            "exactly Lambda's variables and those passed"
+        );
     }
 
     #[test]

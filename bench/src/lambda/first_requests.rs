@@ -6,6 +6,9 @@ use super::*;
 /// Events per process in [`first_requests`]: the first, then warm ones.
 pub(super) const EVENTS: usize = 4;
 
+/// How long after its init a function initialised ahead gets its first event.
+const AHEAD: Duration = Duration::from_millis(100);
+
 #[derive(Serialize)]
 pub(super) struct FirstRequest {
     /// How the function reached DynamoDB: `http` or `https`.
@@ -13,12 +16,14 @@ pub(super) struct FirstRequest {
     /// `TFREG_CONNECT_AT_INIT`: the connection opened during init.
     connect_at_init: bool,
     init_ms: f64,
-    /// The first event, from its `invocation/next` to its response.
+    /// From the spawn to the first response: a cold start on the request's
+    /// path (the event waiting when init ends).
+    first_response_ms: f64,
+    /// The first event's handling, from its `invocation/next` to its
+    /// response, in a process initialised [`AHEAD`] of it.
     first_ms: f64,
     /// The later events' median, the same way.
     warm_ms: f64,
-    /// From the spawn to the first response: a cold start on the request's path.
-    first_response_ms: f64,
 }
 
 /// DynamoDB behind TLS (dynalite over HTTPS with a development certificate),
@@ -26,7 +31,9 @@ pub(super) struct FirstRequest {
 /// a function's first request pay for a connection (TCP and TLS handshakes)
 /// that its init could have opened, and what does opening it cost the init?
 /// provider-versions, each process given the same event [`EVENTS`] times;
-/// the four variants alternate.
+/// the four variants alternate, each started twice a round: with its first
+/// event waiting (a cold start on the request's path) and initialised
+/// [`AHEAD`] of it.
 pub(super) async fn first_requests(dir: &Path, runs: usize) -> Result<Vec<FirstRequest>, BoxError> {
     const VARIANTS: [(&str, bool); 4] = [
         ("http", true),
@@ -46,36 +53,51 @@ pub(super) async fn first_requests(dir: &Path, runs: usize) -> Result<Vec<FirstR
         function.path,
     ))?);
     let mut samples: [[Vec<f64>; 4]; 4] = Default::default();
+    let checked = |run: runtime_api::ColdStart| {
+        if run.status != function.status || run.handling.len() != EVENTS {
+            return Err(format!(
+                "{}: answered {} to {} of {EVENTS} events",
+                function.endpoint,
+                run.status,
+                run.handling.len()
+            ));
+        }
+        Ok(run)
+    };
     for _ in 0..runs {
         for (i, (dynamodb, connect)) in VARIANTS.into_iter().enumerate() {
-            let mut command = command(&binary, &[], function, &plain);
-            command.env(
-                tfreg_lambda::config::CONNECT_AT_INIT,
-                if connect { "true" } else { "false" },
-            );
-            if dynamodb == "https" {
+            let variant = || {
+                let mut command = command(&binary, &[], function, &plain);
+                command.env(
+                    tfreg_lambda::config::CONNECT_AT_INIT,
+                    if connect { "true" } else { "false" },
+                );
+                if dynamodb == "https" {
+                    command
+                        .env("AWS_ENDPOINT_URL_DYNAMODB", &tls.endpoint)
+                        .env("SSL_CERT_FILE", &tls.ca)
+                        .env("TFREG_TABLE", &tls.table);
+                }
                 command
-                    .env("AWS_ENDPOINT_URL_DYNAMODB", &tls.endpoint)
-                    .env("SSL_CERT_FILE", &tls.ca)
-                    .env("TFREG_TABLE", &tls.table);
-            }
-            let run = runtime_api::cold_start_then(command, event.clone(), EVENTS)
-                .await
-                .map_err(|e| format!("{} (DynamoDB over {dynamodb}): {e}", function.endpoint))?;
-            if run.status != function.status || run.handling.len() != EVENTS {
-                return Err(format!(
-                    "{}: answered {} to {} of {EVENTS} events",
-                    function.endpoint,
-                    run.status,
-                    run.handling.len()
-                )
-                .into());
-            }
-            let mut warm: Vec<f64> = run.handling[1..].iter().map(|d| ms(*d)).collect();
-            samples[i][0].push(ms(run.init));
-            samples[i][1].push(ms(run.handling[0]));
-            samples[i][2].push(median(&mut warm));
-            samples[i][3].push(ms(run.first_response));
+            };
+            let failed = |e: runtime_api::RunError| {
+                format!("{} (DynamoDB over {dynamodb}): {e}", function.endpoint)
+            };
+            let cold = checked(
+                runtime_api::cold_start_then(variant(), event.clone(), EVENTS)
+                    .await
+                    .map_err(failed)?,
+            )?;
+            let ahead = checked(
+                runtime_api::initialised_ahead(variant(), event.clone(), EVENTS, AHEAD)
+                    .await
+                    .map_err(failed)?,
+            )?;
+            let mut warm: Vec<f64> = ahead.handling[1..].iter().map(|d| ms(*d)).collect();
+            samples[i][0].push(ms(cold.init));
+            samples[i][1].push(ms(cold.first_response));
+            samples[i][2].push(ms(ahead.handling[0]));
+            samples[i][3].push(median(&mut warm));
         }
     }
     Ok(VARIANTS
@@ -85,27 +107,28 @@ pub(super) async fn first_requests(dir: &Path, runs: usize) -> Result<Vec<FirstR
             dynamodb,
             connect_at_init,
             init_ms: median(&mut s[0]),
-            first_ms: median(&mut s[1]),
-            warm_ms: median(&mut s[2]),
-            first_response_ms: median(&mut s[3]),
+            first_response_ms: median(&mut s[1]),
+            first_ms: median(&mut s[2]),
+            warm_ms: median(&mut s[3]),
         })
         .collect())
 }
 
 pub(super) fn first_requests_markdown(rows: &[FirstRequest], runs: usize) -> String {
     let mut text = format!(
-        "\n**Opening the DynamoDB connection at init** (`TFREG_CONNECT_AT_INIT`, on by default: every function but discovery starts reading the URL signing secret at init, beside it: init does not wait for the read, a first request that needs the secret waits for it instead of reading again). provider-versions, one DynamoDB `GetItem` a request; {runs} processes for each variant, alternating, each given {EVENTS} events; medians. Over HTTPS the emulator is dynalite behind TLS with a development certificate (trusted through `SSL_CERT_FILE`), so a new connection costs a TCP and a TLS handshake. *First request* is the first event's handling (from its `invocation/next` to its response): what a request pays when Lambda initialised the function before it arrived. *Cold start on the request's path* is from the spawn to the first response: what it pays when its arrival started the function.\n\n| DynamoDB over | connect at init | init (ms) | first request (ms) | warm request (ms) | first ÷ warm | cold start on the request's path (ms) |\n|---|---|---:|---:|---:|---:|---:|\n"
+        "\n**Opening the DynamoDB connection at init** (`TFREG_CONNECT_AT_INIT`, off by default; on, a function starts reading the URL signing secret at init, beside it: init does not wait for the read, and a first request that needs the secret waits for it instead of reading again). provider-versions, one DynamoDB `GetItem` a request; {runs} rounds, the four variants alternating, each started twice a round and given {EVENTS} events. *Cold start on the request's path*: from the spawn to the first response, the event waiting when init ends (an on-demand cold start: what the request whose arrival started the function waits). *First request, initialised ahead*: the first event's handling (its `invocation/next` to its response) when it comes {ahead} ms after init (provisioned concurrency); *warm*: the later events' median in the same process. Medians. Over HTTPS the emulator is dynalite behind TLS with a development certificate (trusted through `SSL_CERT_FILE`), so a new connection costs a TCP and a TLS handshake.\n\n| DynamoDB over | connect at init | init (ms) | cold start on the request's path (ms) | first request, initialised ahead (ms) | warm request (ms) | first ÷ warm |\n|---|---|---:|---:|---:|---:|---:|\n",
+        ahead = AHEAD.as_millis(),
     );
     for r in rows {
         text += &format!(
-            "| {} | {} | {:.1} | {:.2} | {:.2} | {:.2} | {:.1} |\n",
+            "| {} | {} | {:.1} | {:.1} | {:.2} | {:.2} | {:.2} |\n",
             r.dynamodb,
             if r.connect_at_init { "yes" } else { "no" },
             r.init_ms,
+            r.first_response_ms,
             r.first_ms,
             r.warm_ms,
             r.first_ms / r.warm_ms,
-            r.first_response_ms,
         );
     }
     text

@@ -55,8 +55,12 @@ struct State {
     started: Instant,
     event: Bytes,
     invocations: usize,
+    /// The first event is handed out this long after init ended.
+    first_event_after: Duration,
+    /// When the first `invocation/next` came: init's end.
+    init_at: Mutex<Option<Duration>>,
     nexts: AtomicUsize,
-    /// When each `invocation/next` came, and each response.
+    /// When each event was handed out, and each response.
     next_at: Mutex<Vec<Duration>>,
     responses: Mutex<Vec<(Duration, Bytes)>>,
     outcome: Mutex<Option<oneshot::Sender<Outcome>>>,
@@ -77,6 +81,14 @@ async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Full<
         if n >= state.invocations {
             // No more events: the next one never comes (the process is killed).
             std::future::pending::<()>().await;
+        }
+        if n == 0 {
+            *state.init_at.lock().expect("init lock") = Some(state.started.elapsed());
+            // Only when asked: even a zero sleep waits for the timer's next
+            // tick (up to a millisecond).
+            if !state.first_event_after.is_zero() {
+                tokio::time::sleep(state.first_event_after).await;
+            }
         }
         state
             .next_at
@@ -142,9 +154,30 @@ pub async fn cold_start(
 
 /// [`cold_start`], then the same event again until it has had `invocations`.
 pub async fn cold_start_then(
+    command: tokio::process::Command,
+    event: Bytes,
+    invocations: usize,
+) -> Result<ColdStart, RunError> {
+    run(command, event, invocations, Duration::ZERO).await
+}
+
+/// [`cold_start_then`] of a function initialised ahead of its first event
+/// (Lambda's provisioned concurrency): the first event comes
+/// `first_event_after` its init ended. `first_response` includes the wait.
+pub async fn initialised_ahead(
+    command: tokio::process::Command,
+    event: Bytes,
+    invocations: usize,
+    first_event_after: Duration,
+) -> Result<ColdStart, RunError> {
+    run(command, event, invocations, first_event_after).await
+}
+
+async fn run(
     mut command: tokio::process::Command,
     event: Bytes,
     invocations: usize,
+    first_event_after: Duration,
 ) -> Result<ColdStart, RunError> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
@@ -153,6 +186,8 @@ pub async fn cold_start_then(
         started: Instant::now(),
         event,
         invocations: invocations.max(1),
+        first_event_after,
+        init_at: Mutex::new(None),
         nexts: AtomicUsize::new(0),
         next_at: Mutex::new(Vec::new()),
         responses: Mutex::new(Vec::new()),
@@ -196,8 +231,10 @@ pub async fn cold_start_then(
     result?;
     let next_at = state.next_at.lock().expect("next lock").clone();
     let responses = state.responses.lock().expect("responses lock").clone();
-    let init = *next_at
-        .first()
+    let init = state
+        .init_at
+        .lock()
+        .expect("init lock")
         .ok_or_else(|| RunError::Response("answered without asking for an event".into()))?;
     let (first_response, body) = responses
         .first()

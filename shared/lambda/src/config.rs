@@ -34,11 +34,15 @@ pub const REQUIRE_NAMESPACE_KEYS: &str = "TFREG_REQUIRE_NAMESPACE_KEYS";
 pub const TOKEN_CACHE_SECS: &str = "TFREG_TOKEN_CACHE_SECS";
 /// `true` for path-style S3 URLs (S3 emulators); default `false`.
 pub const S3_FORCE_PATH_STYLE: &str = "TFREG_S3_FORCE_PATH_STYLE";
-/// `false` to leave the DynamoDB connection closed until the first request
-/// needs it; default `true`: a function (all but discovery) starts reading
-/// the URL signing secret at init, beside it (init does not wait), which
-/// opens the connection, TLS handshake included, while the runtime fetches
-/// the first event. Measured in BENCHMARKS.md (lambda).
+/// `true` to open the DynamoDB connection at init: the function starts
+/// reading the URL signing secret beside init (init does not wait), TLS
+/// handshake included, while the runtime fetches the first event. Default
+/// `false`: the connection opens when the first request needs it. Measured
+/// in BENCHMARKS.md (lambda): on a cold start the event is waiting when init
+/// ends, so the read at init only competes with the request (and adds a
+/// `GetItem` the request may not need); it pays only where Lambda
+/// initialises a function well before its first request (provisioned
+/// concurrency).
 pub const CONNECT_AT_INIT: &str = "TFREG_CONNECT_AT_INIT";
 /// `tracing` filter of the functions' JSON logs; default `info`.
 pub const LOG: &str = "TFREG_LOG";
@@ -170,10 +174,7 @@ impl Settings {
             require_namespace_keys: flag(&get, REQUIRE_NAMESPACE_KEYS)?,
             token_cache,
             s3_force_path_style: flag(&get, S3_FORCE_PATH_STYLE)?,
-            connect_at_init: match get(CONNECT_AT_INIT).filter(|v| !v.trim().is_empty()) {
-                Some(_) => flag(&get, CONNECT_AT_INIT)?,
-                None => true,
-            },
+            connect_at_init: flag(&get, CONNECT_AT_INIT)?,
         })
     }
 
@@ -215,10 +216,10 @@ mod tests {
         assert_eq!(s.public_url, "https://registry.example.com");
         assert_eq!(s.url_ttl, Duration::from_secs(DEFAULT_URL_TTL_SECS));
         assert!(!s.anonymous_reads && !s.require_namespace_keys && !s.s3_force_path_style);
-        assert!(s.connect_at_init, "on unless turned off");
-        let mut off = BASE.to_vec();
-        off.push((CONNECT_AT_INIT, "false"));
-        assert!(!settings(&off).unwrap().connect_at_init);
+        assert!(!s.connect_at_init, "off unless turned on");
+        let mut on = BASE.to_vec();
+        on.push((CONNECT_AT_INIT, "true"));
+        assert!(settings(&on).unwrap().connect_at_init);
         assert_eq!(s.token_cache.as_secs(), DEFAULT_TOKEN_CACHE_SECS);
         for missing in [TABLE, BUCKET, HOSTNAME] {
             let vars: Vec<_> = BASE

@@ -43,25 +43,11 @@ pub async fn handle(
     }
     signer.verify_read(key, query, registry.now())?;
     match registry.blobs.download(key, method == Method::HEAD).await? {
-        Download::Stream { len, body } => {
-            let mut resp = http::Response::new(Body::from_stream(body));
-            let headers = resp.headers_mut();
-            headers.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static(key.content_type()),
-            );
-            as_download(key, headers)?;
-            headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-            // Cached no longer than the URL lives.
-            headers.insert(
-                header::CACHE_CONTROL,
-                header_value(&format!(
-                    "private, max-age={}, immutable",
-                    registry.config.url_ttl_secs
-                ))?,
-            );
-            Ok(resp)
+        Download::Whole(bytes) => {
+            let len = bytes.len() as u64;
+            archive(registry, key, Body::from(bytes), len)
         }
+        Download::Stream { len, body } => archive(registry, key, Body::from_stream(body), len),
         Download::Redirect(url) => {
             let mut resp = empty(StatusCode::TEMPORARY_REDIRECT);
             resp.headers_mut()
@@ -70,6 +56,27 @@ pub async fn handle(
             Ok(resp)
         }
     }
+}
+
+/// An archive's bytes (or a HEAD's length) answered by the registry itself.
+fn archive(registry: &Registry, key: &BlobKey, body: Body, len: u64) -> Result<Response, Error> {
+    let mut resp = http::Response::new(body);
+    let headers = resp.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(key.content_type()),
+    );
+    as_download(key, headers)?;
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    // Cached no longer than the URL lives.
+    headers.insert(
+        header::CACHE_CONTROL,
+        header_value(&format!(
+            "private, max-age={}, immutable",
+            registry.config.url_ttl_secs
+        ))?,
+    );
+    Ok(resp)
 }
 
 /// One PUT into an upload slot: exactly the bytes the URL was signed for, once.

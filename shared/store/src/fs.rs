@@ -350,8 +350,8 @@ impl BlobStore for FsBlobStore {
             Opened::File(file)
         };
         let body: ByteStream = match opened {
+            Opened::Whole(bytes) => return Ok(Download::Whole(bytes)),
             Opened::Nothing => Box::pin(futures_util::stream::empty()),
-            Opened::Whole(bytes) => Box::pin(futures_util::stream::once(async { Ok(bytes) })),
             Opened::File(file) => Box::pin(tokio_util::io::ReaderStream::with_capacity(
                 tokio::fs::File::from_std(file),
                 STREAM_CHUNK_BYTES,
@@ -452,23 +452,25 @@ mod tests {
             let key = BlobKey::archive(&id, &FileName::parse(&format!("f{size}.zip")).unwrap());
             let bytes: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
             std::fs::write(dir.path().join(key.as_str()), &bytes).unwrap();
-            let Download::Stream { len, mut body } = store.download(&key, false).await.unwrap()
-            else {
-                panic!("a local store streams");
-            };
-            assert_eq!(len, size as u64);
-            let (mut got, mut chunks) = (Vec::new(), 0);
-            while let Some(chunk) = body.next().await {
-                got.extend_from_slice(&chunk.unwrap());
-                chunks += 1;
+            match store.download(&key, false).await.unwrap() {
+                Download::Whole(got) => {
+                    assert!(size as u64 <= WHOLE_READ_BYTES, "{size} bytes held whole");
+                    assert!(got == bytes, "{size} bytes come back as written");
+                }
+                Download::Stream { len, mut body } => {
+                    assert!(size as u64 > WHOLE_READ_BYTES, "{size} bytes streamed");
+                    assert_eq!(len, size as u64);
+                    let (mut got, mut chunks) = (Vec::new(), 0);
+                    while let Some(chunk) = body.next().await {
+                        got.extend_from_slice(&chunk.unwrap());
+                        chunks += 1;
+                    }
+                    assert!(got == bytes, "{size} bytes come back as written");
+                    let expected = size.div_ceil(STREAM_CHUNK_BYTES);
+                    assert_eq!(chunks, expected, "chunks of a {size}-byte file");
+                }
+                Download::Redirect(_) => panic!("a local store never redirects"),
             }
-            assert!(got == bytes, "{size} bytes come back as written");
-            let expected_chunks = if size as u64 <= WHOLE_READ_BYTES {
-                1
-            } else {
-                size.div_ceil(STREAM_CHUNK_BYTES)
-            };
-            assert_eq!(chunks, expected_chunks, "chunks of a {size}-byte file");
             let Download::Stream { len, mut body } = store.download(&key, true).await.unwrap()
             else {
                 panic!("a local store streams");

@@ -291,7 +291,11 @@ pub type ByteStream = Pin<Box<dyn Stream<Item = std::io::Result<Bytes>> + Send>>
 
 /// How an archive download is answered once the registry's own signed URL checked out.
 pub enum Download {
-    /// Stream the bytes from here (local mode).
+    /// The whole file, already read (local mode, a file small enough to
+    /// hold): answered as one body of known length, no stream to poll.
+    Whole(Bytes),
+    /// Stream the bytes from here (local mode: a larger file, or a HEAD's
+    /// empty body).
     Stream { len: u64, body: ByteStream },
     /// Redirect to this short-lived URL (e.g. an S3 presigned GET).
     Redirect(String),
