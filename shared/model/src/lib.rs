@@ -9,6 +9,8 @@
 //!   [`token`] (scopes, realms, who asked), [`keys`] (registered signing
 //!   keys), [`audit`] (one change of state).
 //! - [`hashing`]: `zh:` and `h1:` as Terraform computes them.
+//! - [`login`]: `terraform login`'s `login.v1` requests, PKCE and redirect
+//!   URIs checked (the registry as the CLI's OAuth server).
 //! - [`error`]: why a value is refused; the HTTP pipeline maps it.
 
 pub mod address;
@@ -19,6 +21,7 @@ pub mod docs;
 pub mod error;
 pub mod hashing;
 pub mod keys;
+pub mod login;
 pub mod protocol;
 pub mod release;
 pub mod router;
