@@ -139,8 +139,12 @@ show_id_token() {
     local id_token header claims
     id_token="$(json_field id_token "$(cat "$WORK/token.json")")"
     IFS=. read -r header claims _ <<<"$id_token"
-    echo "header: $(b64url_decode "$header")"
-    echo "claims: $(b64url_decode "$claims")"
+    HEADER="$(b64url_decode "$header")"
+    CLAIMS="$(b64url_decode "$claims")"
+    echo "header: $HEADER"
+    echo "claims: $CLAIMS"
+    [[ "$CLAIMS" == *"\"nonce\":\"$NONCE\""* ]] || die "the ID token does not carry the nonce sent"
+    [[ "$CLAIMS" == *'"groups":['*'"acme-publishers"'* ]] || die "the ID token has no groups"
 }
 
 # ---- the happy path -----------------------------------------------------------------
@@ -154,17 +158,21 @@ echo "POST /token -> $status; fields: $(grep -o '"[a-z_]*":' "$WORK/token.json" 
 [ "$status" = 200 ] || { cat "$WORK/token.json"; die "token exchange failed"; }
 show_id_token
 step "the same code again -> refused"
-echo "POST /token -> $(token "$CODE" "$VERIFIER") $(cat "$WORK/token.json")"
+status="$(token "$CODE" "$VERIFIER")"
+echo "POST /token -> $status $(cat "$WORK/token.json")"
+[ "$status" = 400 ] && grep -q invalid_grant "$WORK/token.json" || die "a used code was not refused"
 
 step "a wrong code_verifier -> refused"
 sign_in alice x >/dev/null
-echo "POST /token -> $(token "$CODE" "$(random_b64url 32)") $(cat "$WORK/token.json")"
+status="$(token "$CODE" "$(random_b64url 32)")"
+echo "POST /token -> $status $(cat "$WORK/token.json")"
+[ "$status" = 400 ] && grep -q invalid_grant "$WORK/token.json" || die "a wrong verifier was not refused"
 
 step "an unknown user, and bob with a wrong password (fresh jar)"
 JAR="$WORK/jar-mallory"
-sign_in mallory x || true
+! sign_in mallory x || die "an unknown user signed in"
 JAR="$WORK/jar-bob"
-sign_in bob wrong || true
+! sign_in bob wrong || die "a wrong password signed in"
 
 step "rotate keys, then alice signs in again (same jar: no login form)"
 echo "POST /_test/rotate -> $("${CURL[@]}" -X POST "$ISSUER/_test/rotate")"
@@ -172,7 +180,9 @@ JAR="$WORK/jar"
 sign_in alice any-password
 status="$(token "$CODE" "$VERIFIER")"
 echo "POST /token -> $status"
+[ "$status" = 200 ] || die "no token after the rotation"
 show_id_token
+[[ "$HEADER" == *'"kid":"rsa-2"'* ]] || die "the ID token is not signed by the new key"
 echo "jwks kids: $("${CURL[@]}" "$ISSUER/jwks" | grep -o '"kid":"[^"]*"' | tr '\n' ' ')"
 
 step "a GitHub-shaped CI token from /_test/sign (ES256)"

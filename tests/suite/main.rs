@@ -46,6 +46,9 @@
 //!   `cargo lambda watch`'s routes agree; least privilege per function; the
 //!   CloudFront Function answers discovery as the code does.
 //!
+//! - `oidc_fixture`: the OpenID Provider of the sign-in tests, driven over
+//!   HTTP by `tests/oidc/drive.sh`.
+//!
 //! `support` is the harness, split by job.
 
 mod access;
@@ -64,6 +67,7 @@ mod handlers;
 mod hardening;
 mod layers;
 mod load;
+mod oidc_fixture;
 mod probes;
 mod publish_attacks;
 mod scale;
