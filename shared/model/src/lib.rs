@@ -11,6 +11,9 @@
 //! - [`hashing`]: `zh:` and `h1:` as Terraform computes them.
 //! - [`login`]: `terraform login`'s `login.v1` requests, PKCE and redirect
 //!   URIs checked (the registry as the CLI's OAuth server).
+//! - Sign-in: [`oidc`] (a verified token's times and audience, claims as
+//!   text), [`sso`] (identity-provider groups mapped to a token's scope and
+//!   namespaces), [`trust`] (which CI jobs' tokens may publish where).
 //! - [`error`]: why a value is refused; the HTTP pipeline maps it.
 
 pub mod address;
@@ -22,11 +25,14 @@ pub mod error;
 pub mod hashing;
 pub mod keys;
 pub mod login;
+pub mod oidc;
 pub mod protocol;
 pub mod release;
 pub mod router;
+pub mod sso;
 pub mod text;
 pub mod token;
+pub mod trust;
 pub mod version;
 
 pub use error::{Invalid, RouteError};

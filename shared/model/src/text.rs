@@ -67,6 +67,17 @@ pub fn readable(what: &str, text: &str, max_chars: usize) -> Result<String, Inva
     Ok(text.to_string())
 }
 
+/// Is `text` fit to be compared byte for byte with what another system
+/// sends (a group name, a claim's value): 1 to `max_chars` characters, none
+/// [`unprintable`], no spaces at its ends? Never trimmed: what is stored is
+/// what matches.
+pub fn verbatim(text: &str, max_chars: usize) -> bool {
+    !text.is_empty()
+        && text.chars().count() <= max_chars
+        && text.trim() == text
+        && !text.chars().any(unprintable)
+}
+
 /// `text` with every [`unprintable`] character written as its escape
 /// (`\u{1b}`): for text that may quote what someone sent (a refusal's
 /// message in the audit trail) and is shown to others as it is.
@@ -88,6 +99,17 @@ pub fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verbatim_text_is_never_trimmed() {
+        for ok in ["acme-publishers", "Registry Admins", "/org/team", "使用"] {
+            assert!(verbatim(ok, 20), "{ok:?}");
+        }
+        for bad in ["", " a", "a ", "a\tb", "a\u{200b}b", "a\u{202e}b"] {
+            assert!(!verbatim(bad, 20), "{bad:?}");
+        }
+        assert!(verbatim("使用", 2) && !verbatim("使用中", 2));
+    }
 
     #[test]
     fn escaped_text_holds_no_unprintable_character() {

@@ -1,0 +1,508 @@
+//! What a person's groups give after signing in (issue 21): registry data
+//! an admin manages (CLI and admin API, audited), one [`GroupMapping`] per
+//! identity-provider group, and [`grant`], the one token scope and the
+//! namespaces they add up to. No matching mapping, no token. The ID token
+//! itself is checked first ([`crate::oidc`]); CI jobs are trusted through
+//! [`crate::trust`] instead.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Invalid;
+use crate::token::{MAX_NAMESPACES, Scope};
+
+/// Longest group name or id a mapping names.
+pub const MAX_GROUP_CHARS: usize = 256;
+
+/// The namespaces a mapping (or a grant) covers: every one (`["*"]` in
+/// JSON), or a list of 1 to [`MAX_NAMESPACES`] names, validated as a token's
+/// are (lowercase, sorted, no duplicates).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "Vec<String>", into = "Vec<String>")]
+pub enum Namespaces {
+    All,
+    Only(Vec<String>),
+}
+
+impl Namespaces {
+    /// `["*"]` for every namespace, else the names. Refused: an empty list
+    /// (none and every one are both plausible readings), `*` among names,
+    /// an invalid name, more than [`MAX_NAMESPACES`] names.
+    pub fn parse(names: &[impl AsRef<str>]) -> Result<Self, MappingError> {
+        if names.is_empty() {
+            return Err(MappingError::NoNamespaces);
+        }
+        let stars = names.iter().filter(|n| n.as_ref() == "*").count();
+        if stars == names.len() {
+            return Ok(Namespaces::All);
+        }
+        if stars > 0 {
+            return Err(MappingError::StarWithNames);
+        }
+        let set = names
+            .iter()
+            .map(|n| crate::address::module_namespace(n.as_ref()))
+            .collect::<Result<BTreeSet<_>, _>>()?;
+        if set.len() > MAX_NAMESPACES {
+            return Err(MappingError::TooManyNamespaces(set.len()));
+        }
+        Ok(Namespaces::Only(set.into_iter().collect()))
+    }
+
+    /// Does it cover `namespace` (lowercase)?
+    pub fn covers(&self, namespace: &str) -> bool {
+        match self {
+            Namespaces::All => true,
+            Namespaces::Only(names) => names.iter().any(|n| n == namespace),
+        }
+    }
+
+    /// As a token records it ([`crate::token::TokenRecord::namespaces`]):
+    /// empty for every namespace.
+    pub fn for_token(&self) -> Vec<String> {
+        match self {
+            Namespaces::All => Vec::new(),
+            Namespaces::Only(names) => names.clone(),
+        }
+    }
+}
+
+impl TryFrom<Vec<String>> for Namespaces {
+    type Error = MappingError;
+    fn try_from(names: Vec<String>) -> Result<Self, MappingError> {
+        Namespaces::parse(&names)
+    }
+}
+
+impl From<Namespaces> for Vec<String> {
+    fn from(n: Namespaces) -> Self {
+        match n {
+            Namespaces::All => vec!["*".to_string()],
+            Namespaces::Only(names) => names,
+        }
+    }
+}
+
+/// Why a group mapping is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MappingError {
+    #[error("a group mapping needs a group: the name or id the identity provider sends")]
+    NoGroup,
+    #[error("invalid group {0:?}: up to {MAX_GROUP_CHARS} printable characters")]
+    BadGroup(String),
+    #[error("a group mapping needs namespaces: names, or [\"*\"] for every namespace")]
+    NoNamespaces,
+    #[error("\"*\" already means every namespace: give it alone")]
+    StarWithNames,
+    #[error("at most {MAX_NAMESPACES} namespaces, not {0}: give [\"*\"] for every namespace")]
+    TooManyNamespaces(usize),
+    #[error(transparent)]
+    Namespace(#[from] Invalid),
+}
+
+impl From<MappingError> for Invalid {
+    fn from(e: MappingError) -> Self {
+        Invalid(e.to_string())
+    }
+}
+
+/// What members of one identity-provider group may do: `scope` over
+/// `namespaces`. Registry data an admin manages; one per group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RawMapping")]
+pub struct GroupMapping {
+    group: String,
+    scope: Scope,
+    namespaces: Namespaces,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMapping {
+    group: String,
+    scope: Scope,
+    namespaces: Vec<String>,
+}
+
+impl GroupMapping {
+    /// A mapping for `group`, compared byte for byte with the groups claim.
+    pub fn new(
+        group: &str,
+        scope: Scope,
+        namespaces: &[impl AsRef<str>],
+    ) -> Result<Self, MappingError> {
+        if group.is_empty() {
+            return Err(MappingError::NoGroup);
+        }
+        if !crate::text::verbatim(group, MAX_GROUP_CHARS) {
+            return Err(MappingError::BadGroup(group.to_string()));
+        }
+        Ok(Self {
+            group: group.to_string(),
+            scope,
+            namespaces: Namespaces::parse(namespaces)?,
+        })
+    }
+
+    pub fn group(&self) -> &str {
+        &self.group
+    }
+
+    pub fn scope(&self) -> Scope {
+        self.scope
+    }
+
+    pub fn namespaces(&self) -> &Namespaces {
+        &self.namespaces
+    }
+}
+
+impl TryFrom<RawMapping> for GroupMapping {
+    type Error = MappingError;
+    fn try_from(raw: RawMapping) -> Result<Self, MappingError> {
+        GroupMapping::new(&raw.group, raw.scope, &raw.namespaces)
+    }
+}
+
+/// What a person's groups give: one token's scope and namespaces, and the
+/// groups whose mappings gave it (for the audit note).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Grant {
+    pub scope: Scope,
+    pub namespaces: Namespaces,
+    pub groups: Vec<String>,
+}
+
+/// Why a person gets no token (deny by default): a page says which.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GrantError {
+    #[error("none of your groups is given access to this registry: ask its admins")]
+    NoMatch,
+    #[error("your groups give {0} namespaces, more than one token covers ({MAX_NAMESPACES})")]
+    TooManyNamespaces(usize),
+}
+
+/// What `groups` (the ID token's groups claim) get from `mappings`.
+///
+/// A token carries one scope over one list of namespaces, so grants cannot
+/// simply be added up: "publish on acme" and "read everywhere" added would be
+/// "publish everywhere", which no mapping gives. The rule: the highest scope
+/// among the matching mappings, over the union of the namespaces of the
+/// matching mappings *with that scope*; the weaker mappings add nothing.
+/// So every (scope, namespace) a grant allows is allowed by one mapping, and
+/// `admin` only ever comes from a mapping that says `admin`. No matching
+/// mapping: [`GrantError::NoMatch`]. A union over [`MAX_NAMESPACES`] names
+/// (each mapping is within it) is refused, never cut short.
+pub fn grant(mappings: &[GroupMapping], groups: &[impl AsRef<str>]) -> Result<Grant, GrantError> {
+    let matching: Vec<&GroupMapping> = mappings
+        .iter()
+        .filter(|m| groups.iter().any(|g| g.as_ref() == m.group))
+        .collect();
+    let scope = matching
+        .iter()
+        .map(|m| m.scope)
+        .max()
+        .ok_or(GrantError::NoMatch)?;
+    let mut all = false;
+    let mut names = BTreeSet::new();
+    let mut from = BTreeSet::new();
+    for m in matching.into_iter().filter(|m| m.scope == scope) {
+        from.insert(m.group.clone());
+        match &m.namespaces {
+            Namespaces::All => all = true,
+            Namespaces::Only(list) => names.extend(list.iter().cloned()),
+        }
+    }
+    let namespaces = if all {
+        Namespaces::All
+    } else if names.len() > MAX_NAMESPACES {
+        return Err(GrantError::TooManyNamespaces(names.len()));
+    } else {
+        Namespaces::Only(names.into_iter().collect())
+    };
+    Ok(Grant {
+        scope,
+        namespaces,
+        groups: from.into_iter().collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn mapping(group: &str, scope: Scope, namespaces: &[&str]) -> GroupMapping {
+        GroupMapping::new(group, scope, namespaces).unwrap()
+    }
+
+    #[test]
+    fn namespaces_are_every_one_or_a_valid_list() {
+        assert_eq!(Namespaces::parse(&["*"]), Ok(Namespaces::All));
+        assert_eq!(Namespaces::parse(&["*", "*"]), Ok(Namespaces::All));
+        let list = Namespaces::parse(&["B", "a", "b", "Team_X"]).unwrap();
+        assert_eq!(
+            list,
+            Namespaces::Only(vec!["a".into(), "b".into(), "team_x".into()])
+        );
+        assert!(list.covers("team_x") && !list.covers("c") && !list.covers("B"));
+        assert!(Namespaces::All.covers("anything"));
+        assert_eq!(list.for_token(), ["a", "b", "team_x"]);
+        assert!(Namespaces::All.for_token().is_empty());
+        assert_eq!(
+            Namespaces::parse(&[] as &[&str]),
+            Err(MappingError::NoNamespaces)
+        );
+        assert_eq!(
+            Namespaces::parse(&["*", "a"]),
+            Err(MappingError::StarWithNames)
+        );
+        assert!(matches!(
+            Namespaces::parse(&["bad/ns"]),
+            Err(MappingError::Namespace(_))
+        ));
+        assert!(matches!(
+            Namespaces::parse(&["a*"]),
+            Err(MappingError::Namespace(_))
+        ));
+        let names: Vec<String> = (0..101).map(|i| format!("ns{i:03}")).collect();
+        assert!(Namespaces::parse(&names[..100]).is_ok());
+        assert_eq!(
+            Namespaces::parse(&names),
+            Err(MappingError::TooManyNamespaces(101))
+        );
+        // Counted once normalised.
+        let mut twice = names[..100].to_vec();
+        twice.push("NS000".into());
+        assert!(Namespaces::parse(&twice).is_ok());
+    }
+
+    #[test]
+    fn group_mappings_are_checked() {
+        let m = mapping("acme-publishers", Scope::Publish, &["Acme"]);
+        assert_eq!(m.group(), "acme-publishers");
+        assert_eq!(m.scope(), Scope::Publish);
+        assert_eq!(m.namespaces(), &Namespaces::Only(vec!["acme".into()]));
+        // Ids and paths as providers send them are fine.
+        for group in [
+            "3f2a7c1e-5b6d-4e8f-9a0b-1c2d3e4f5a6b",
+            "/org/team",
+            "Registry Admins",
+        ] {
+            assert!(GroupMapping::new(group, Scope::Read, &["*"]).is_ok());
+        }
+        assert_eq!(
+            GroupMapping::new("", Scope::Read, &["*"]),
+            Err(MappingError::NoGroup)
+        );
+        let long = "g".repeat(MAX_GROUP_CHARS + 1);
+        for bad in [" admins", "admins ", "a\nb", "a\u{202e}b", long.as_str()] {
+            assert!(
+                matches!(
+                    GroupMapping::new(bad, Scope::Read, &["*"]),
+                    Err(MappingError::BadGroup(_))
+                ),
+                "{bad:?}"
+            );
+        }
+        assert!(GroupMapping::new(&"g".repeat(MAX_GROUP_CHARS), Scope::Read, &["*"]).is_ok());
+    }
+
+    #[test]
+    fn group_mappings_read_and_write_json() {
+        let m: GroupMapping = serde_json::from_value(json!({
+            "group": "acme-publishers", "scope": "publish", "namespaces": ["acme", "Infra"]
+        }))
+        .unwrap();
+        assert_eq!(
+            m,
+            mapping("acme-publishers", Scope::Publish, &["acme", "infra"])
+        );
+        let back = serde_json::to_value(&m).unwrap();
+        assert_eq!(
+            back,
+            json!({"group": "acme-publishers", "scope": "publish", "namespaces": ["acme", "infra"]})
+        );
+        assert_eq!(serde_json::from_value::<GroupMapping>(back).unwrap(), m);
+        let all = mapping("ops", Scope::Admin, &["*"]);
+        assert_eq!(
+            serde_json::to_value(&all).unwrap()["namespaces"],
+            json!(["*"])
+        );
+        for (bad, says) in [
+            (
+                json!({"group": "g", "scope": "owner", "namespaces": ["*"]}),
+                "unknown variant",
+            ),
+            (json!({"group": "g", "scope": "read"}), "missing field"),
+            (
+                json!({"group": "g", "scope": "read", "namespaces": []}),
+                "needs namespaces",
+            ),
+            (
+                json!({"group": "g", "scope": "read", "namespaces": ["*", "a"]}),
+                "give it alone",
+            ),
+            (
+                json!({"group": "g", "scope": "read", "namespaces": ["*"], "admin": true}),
+                "unknown field",
+            ),
+        ] {
+            let err = serde_json::from_value::<GroupMapping>(bad.clone()).unwrap_err();
+            assert!(err.to_string().contains(says), "{bad}: {err}");
+        }
+        let invalid: Invalid = MappingError::NoNamespaces.into();
+        assert!(invalid.0.contains("[\"*\"]"));
+    }
+
+    #[test]
+    fn no_matching_group_no_grant() {
+        let mappings = [mapping("acme-publishers", Scope::Publish, &["acme"])];
+        assert_eq!(grant(&[], &["acme-publishers"]), Err(GrantError::NoMatch));
+        assert_eq!(grant(&mappings, &[] as &[&str]), Err(GrantError::NoMatch));
+        // Exact, case-sensitive, whole names.
+        for groups in [["Acme-Publishers"], ["acme-publishers "], ["acme"]] {
+            assert_eq!(grant(&mappings, &groups), Err(GrantError::NoMatch));
+        }
+    }
+
+    #[test]
+    fn the_highest_scope_wins_over_its_own_namespaces_only() {
+        let mappings = [
+            mapping("acme-publishers", Scope::Publish, &["acme"]),
+            mapping("infra-publishers", Scope::Publish, &["infra", "acme"]),
+            mapping("everyone", Scope::Read, &["*"]),
+            mapping("ops", Scope::Admin, &["*"]),
+        ];
+        let got = grant(
+            &mappings,
+            &["everyone", "acme-publishers", "infra-publishers"],
+        )
+        .unwrap();
+        assert_eq!(
+            got,
+            Grant {
+                scope: Scope::Publish,
+                namespaces: Namespaces::Only(vec!["acme".into(), "infra".into()]),
+                groups: vec!["acme-publishers".into(), "infra-publishers".into()],
+            }
+        );
+        // "read everywhere" does not widen "publish on acme" to everywhere.
+        let got = grant(&mappings, &["everyone", "acme-publishers"]).unwrap();
+        assert_eq!(got.scope, Scope::Publish);
+        assert_eq!(got.namespaces.for_token(), ["acme"]);
+        let got = grant(&mappings, &["everyone", "unknown"]).unwrap();
+        assert_eq!((got.scope, got.namespaces), (Scope::Read, Namespaces::All));
+        // Admin only from a mapping that says admin.
+        let got = grant(&mappings, &["ops", "everyone"]).unwrap();
+        assert_eq!((got.scope, got.namespaces), (Scope::Admin, Namespaces::All));
+        assert_eq!(got.groups, ["ops"]);
+    }
+
+    #[test]
+    fn every_namespace_in_the_top_scope_wins_over_a_list() {
+        let mappings = [
+            mapping("a", Scope::Publish, &["acme"]),
+            mapping("b", Scope::Publish, &["*"]),
+        ];
+        let got = grant(&mappings, &["a", "b"]).unwrap();
+        assert_eq!(got.namespaces, Namespaces::All);
+        assert_eq!(got.groups, ["a", "b"]);
+    }
+
+    #[test]
+    fn a_grant_over_100_namespaces_is_refused_not_cut() {
+        let names: Vec<String> = (0..120).map(|i| format!("ns{i:03}")).collect();
+        let mappings = [
+            GroupMapping::new("a", Scope::Publish, &names[..60]).unwrap(),
+            GroupMapping::new("b", Scope::Publish, &names[60..]).unwrap(),
+            GroupMapping::new("c", Scope::Publish, &names[..100]).unwrap(),
+        ];
+        assert_eq!(
+            grant(&mappings, &["a", "b"]),
+            Err(GrantError::TooManyNamespaces(120))
+        );
+        // Overlaps count once.
+        let got = grant(&mappings, &["a", "c"]).unwrap();
+        assert_eq!(got.namespaces.for_token().len(), 100);
+        assert!(
+            GrantError::TooManyNamespaces(120)
+                .to_string()
+                .contains("100")
+        );
+    }
+
+    fn config() -> ProptestConfig {
+        ProptestConfig {
+            cases: 256,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        }
+    }
+
+    fn scope() -> impl Strategy<Value = Scope> {
+        prop_oneof![Just(Scope::Read), Just(Scope::Publish), Just(Scope::Admin)]
+    }
+
+    fn mapping_value() -> impl Strategy<Value = GroupMapping> {
+        let namespaces = prop_oneof![
+            1 => Just(vec!["*".to_string()]),
+            4 => proptest::collection::vec("[a-e]", 1..4),
+        ];
+        ("g[0-4]", scope(), namespaces).prop_map(|(g, s, n)| GroupMapping::new(&g, s, &n).unwrap())
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        /// A grant never gives more than one matching mapping gives for each
+        /// namespace it covers, admin only from an admin mapping, and exists
+        /// exactly when a mapping matches; more groups never lower the scope.
+        #[test]
+        fn grants_are_sound(
+            mappings in proptest::collection::vec(mapping_value(), 0..6),
+            groups in proptest::collection::vec("g[0-5]", 0..4),
+            extra in "g[0-5]",
+        ) {
+            let matching: Vec<&GroupMapping> =
+                mappings.iter().filter(|m| groups.contains(&m.group)).collect();
+            match grant(&mappings, &groups) {
+                Err(e) => {
+                    prop_assert_eq!(e, GrantError::NoMatch);
+                    prop_assert!(matching.is_empty());
+                }
+                Ok(g) => {
+                    prop_assert!(!matching.is_empty());
+                    let backed = |ns: &str| matching
+                        .iter()
+                        .any(|m| m.scope >= g.scope && m.namespaces.covers(ns));
+                    match &g.namespaces {
+                        Namespaces::All => prop_assert!(matching
+                            .iter()
+                            .any(|m| m.scope >= g.scope && m.namespaces == Namespaces::All)),
+                        Namespaces::Only(list) => {
+                            prop_assert!(!list.is_empty());
+                            for ns in list {
+                                prop_assert!(backed(ns), "{} not backed", ns);
+                            }
+                        }
+                    }
+                    prop_assert_eq!(Some(g.scope), matching.iter().map(|m| m.scope).max());
+                    let mut more = groups.clone();
+                    more.push(extra);
+                    let wider = grant(&mappings, &more).unwrap();
+                    prop_assert!(wider.scope >= g.scope);
+                }
+            }
+        }
+
+        /// Valid mappings print and parse back to themselves.
+        #[test]
+        fn mappings_round_trip(m in mapping_value()) {
+            let text = serde_json::to_string(&m).unwrap();
+            prop_assert_eq!(serde_json::from_str::<GroupMapping>(&text).unwrap(), m);
+        }
+    }
+}
