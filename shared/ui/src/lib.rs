@@ -143,7 +143,7 @@ async fn handle(
             })
         }
         UiRoute::SignOut => {
-            same_site(req.headers)?;
+            same_site(registry, req.headers)?;
             let mut resp = redirect(&format!("{}?signed-out", UiRoute::SignIn.path()));
             resp.headers_mut()
                 .insert(header::SET_COOKIE, header_value(&session::clear_cookie())?);
@@ -300,13 +300,55 @@ async fn provider_page(
 
 /// A POST from another site's page is refused (the session cookie is
 /// `SameSite=Strict` anyway; this also stops a sign-in forced from elsewhere).
-fn same_site(headers: &HeaderMap) -> Result<(), Error> {
+/// Browsers that send no `Sec-Fetch-Site` (Safari before 16.4, Firefox
+/// before 90) still send `Origin` with a form's POST: it must then be this
+/// registry's own ([`own_origins`]). Neither header: not a browser's form.
+fn same_site(registry: &Registry, headers: &HeaderMap) -> Result<(), Error> {
     match headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
-        None | Some("same-origin") | Some("none") => Ok(()),
+        Some("same-origin") | Some("none") => Ok(()),
         Some(other) => Err(Error::Forbidden(format!(
             "a form of this registry must be sent from its own pages (Sec-Fetch-Site: {other})"
         ))),
+        None => match headers.get(header::ORIGIN) {
+            None => Ok(()),
+            Some(origin) => {
+                let own = own_origins(registry, headers);
+                match origin.to_str().ok().and_then(origin_of) {
+                    Some(origin) if own.contains(&origin) => Ok(()),
+                    _ => Err(Error::Forbidden(
+                        "a form of this registry must be sent from its own pages (Origin: another site)"
+                            .into(),
+                    )),
+                }
+            }
+        },
     }
+}
+
+/// The origins this registry's pages are served from: its public URL, its
+/// hostname over https, and the `Host` the request was sent to (a UI reached
+/// by another of the server's names, or API Gateway's own domain).
+fn own_origins(registry: &Registry, headers: &HeaderMap) -> Vec<String> {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(|h| format!("https://{h}"));
+    [
+        Some(registry.config.public_url.clone()),
+        Some(format!("https://{}", registry.config.hostname)),
+        host,
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|url| origin_of(&url))
+    .collect()
+}
+
+/// `scheme://host[:port]` of a URL or an `Origin` value, normalised (case,
+/// default port); none for `null` or what does not parse as one.
+fn origin_of(url: &str) -> Option<String> {
+    let origin = url::Url::parse(url).ok()?.origin();
+    origin.is_tuple().then(|| origin.ascii_serialization())
 }
 
 async fn sign_in(
@@ -315,7 +357,7 @@ async fn sign_in(
     body: Body,
     layout: Layout,
 ) -> Result<Response, Error> {
-    same_site(headers)?;
+    same_site(registry, headers)?;
     let form = read_body(headers, body, MAX_FORM_BYTES).await?;
     let fields: std::collections::HashMap<String, String> =
         url::form_urlencoded::parse(&form).into_owned().collect();

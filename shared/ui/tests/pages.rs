@@ -204,6 +204,48 @@ async fn sign_in_opens_a_session_that_sign_out_and_revocation_end() {
         StatusCode::FORBIDDEN,
         "a form posted from another site"
     );
+    // A browser that sends no Sec-Fetch-Site still sends Origin: another
+    // site's (or an opaque one) is refused, the registry's own is not.
+    let own = reg.registry.config.public_url.clone();
+    for origin in [
+        "https://evil.example",
+        "null",
+        "https://registry.example.com.evil.example",
+        "http://evil.example:443",
+    ] {
+        let forced = post(
+            &reg,
+            "/ui/sign-in",
+            &format!("token={admin}"),
+            &[("origin", origin)],
+        )
+        .await;
+        assert_eq!(forced.status, StatusCode::FORBIDDEN, "Origin: {origin}");
+        assert!(forced.headers.get(header::SET_COOKIE).is_none());
+    }
+    let ours = post(
+        &reg,
+        "/ui/sign-in",
+        &format!("token={admin}&next=%2Fui%2Fsearch"),
+        &[("origin", own.to_uppercase().as_str())],
+    )
+    .await;
+    assert_eq!(ours.status, StatusCode::SEE_OTHER, "Origin: {own}");
+    let by_host = post(
+        &reg,
+        "/ui/sign-in",
+        &format!("token={admin}"),
+        &[
+            ("origin", "https://ui.example.net:8443"),
+            ("host", "ui.example.net:8443"),
+        ],
+    )
+    .await;
+    assert_eq!(
+        by_host.status,
+        StatusCode::SEE_OTHER,
+        "the Host it was sent to"
+    );
 
     let reader = reg.token(Scope::Read, None).await;
     let cookie = sign_in(&reg, &reader).await;
@@ -211,6 +253,18 @@ async fn sign_in_opens_a_session_that_sign_out_and_revocation_end() {
     home.expect(StatusCode::OK, "signed in");
     assert!(home.text().contains("team/vpc/aws") && home.text().contains("Sign out"));
 
+    let forced_out = post(
+        &reg,
+        "/ui/sign-out",
+        "",
+        &[("cookie", &cookie), ("origin", "https://evil.example")],
+    )
+    .await;
+    assert_eq!(
+        forced_out.status,
+        StatusCode::FORBIDDEN,
+        "a sign-out forced from elsewhere"
+    );
     let out = post(&reg, "/ui/sign-out", "", &[("cookie", &cookie)]).await;
     assert_eq!(out.status, StatusCode::SEE_OTHER);
     assert!(
