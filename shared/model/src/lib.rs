@@ -35,6 +35,17 @@ pub mod token;
 pub mod trust;
 pub mod version;
 
+/// The property tests' configuration: 256 cases, no failure files written
+/// into the source tree.
+#[cfg(test)]
+pub(crate) fn property_config() -> proptest::prelude::ProptestConfig {
+    proptest::prelude::ProptestConfig {
+        cases: 256,
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    }
+}
+
 pub use error::{Invalid, RouteError};
 
 /// Unix seconds now (the registry's clock; tests replace it where they need).

@@ -472,20 +472,12 @@ mod tests {
         }
     }
 
-    fn config() -> ProptestConfig {
-        ProptestConfig {
-            cases: 256,
-            failure_persistence: None,
-            ..ProptestConfig::default()
-        }
-    }
-
     fn small_time() -> impl Strategy<Value = u64> {
         prop_oneof![0..2_000u64, any::<u64>(), (u64::MAX - 200)..=u64::MAX]
     }
 
     proptest! {
-        #![proptest_config(config())]
+        #![proptest_config(crate::property_config())]
 
         /// `check_times` accepts exactly what its documentation says.
         #[test]

@@ -434,14 +434,6 @@ mod tests {
         );
     }
 
-    fn config() -> ProptestConfig {
-        ProptestConfig {
-            cases: 256,
-            failure_persistence: None,
-            ..ProptestConfig::default()
-        }
-    }
-
     fn scope() -> impl Strategy<Value = Scope> {
         prop_oneof![Just(Scope::Read), Just(Scope::Publish), Just(Scope::Admin)]
     }
@@ -455,7 +447,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(config())]
+        #![proptest_config(crate::property_config())]
 
         /// A grant never gives more than one matching mapping gives for each
         /// namespace it covers, admin only from an admin mapping, and exists

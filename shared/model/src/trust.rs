@@ -870,16 +870,8 @@ mod tests {
         }
     }
 
-    fn config() -> ProptestConfig {
-        ProptestConfig {
-            cases: 256,
-            failure_persistence: None,
-            ..ProptestConfig::default()
-        }
-    }
-
     proptest! {
-        #![proptest_config(config())]
+        #![proptest_config(crate::property_config())]
 
         /// Any text parses to a pattern or an error, never a panic; a pattern
         /// matches exactly its value, or its literal prefix plus something.
