@@ -96,17 +96,35 @@ enum MirrorCommand {
 /// Logs go to stderr: `info` for the server, `warn` for the other commands
 /// (whose local admin requests would otherwise log a line each); TFREG_LOG,
 /// else RUST_LOG, overrides (`off`: nothing).
-fn init_logging(default: &str) {
+///
+/// The server's lines are formatted on the request's thread and written by
+/// one logging thread (`tracing-appender`), which writes what has queued up
+/// with one `write` and flushes as soon as the queue is empty: under load a
+/// request no longer waits for a `write(2)` of its own, and an idle server's
+/// lines still appear at once. Not lossy: a full queue (128k lines) makes
+/// requests wait rather than drop their line. The returned guard flushes what
+/// is queued when `main` returns. The other commands write directly, so their
+/// warnings come before their error message.
+fn init_logging(server: bool) -> Option<tracing_appender::non_blocking::WorkerGuard> {
     use tracing_subscriber::EnvFilter;
+    let default = if server { "info" } else { "warn" };
     let directives = tfreg_http::log_directives(|name| std::env::var(name).ok(), default);
     let filter = EnvFilter::try_new(&directives).unwrap_or_else(|_| EnvFilter::new(default));
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
         .with_target(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .compact()
-        .init();
+        .compact();
+    if !server {
+        logs.with_writer(std::io::stderr).init();
+        return None;
+    }
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .thread_name("tfreg-log")
+        .finish(std::io::BufWriter::new(std::io::stderr()));
+    logs.with_writer(writer).init();
+    Some(guard)
 }
 
 fn dev_cert(args: DevCertArgs) -> cli_error::Result<()> {
@@ -151,10 +169,7 @@ mod cli_error {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let _ = rustls::crypto::ring::default_provider().install_default();
-    init_logging(match cli.command {
-        Command::Serve(_) => "info",
-        _ => "warn",
-    });
+    let _log = init_logging(matches!(cli.command, Command::Serve(_)));
     let result = match cli.command {
         Command::Serve(args) => serve::run(args).await,
         Command::Publish(PublishCommand::Provider(args)) => publish::provider(args).await,

@@ -3,8 +3,9 @@
 //! in-process on its data directory (the operator) and through its admin API
 //! with an admin token. Both leave the same state and the same audit trail.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -240,6 +241,66 @@ fn walkdir(dir: &Path) -> usize {
         .sum()
 }
 
+/// `tfreg serve` on `dir` with `env` set (TFREG_LOG and RUST_LOG removed
+/// first), its stderr in `dir/serve.log`; returns once it says it serves.
+fn serve_logging(dir: &Path, env: &[(&str, &str)]) -> (std::process::Child, String, PathBuf) {
+    let listen = format!("127.0.0.1:{}", crate::support::server::free_port());
+    let log = dir.join("serve.log");
+    let mut command = Command::new(tfreg_bin());
+    command
+        .args(["serve", "--data-dir"])
+        .arg(dir.join("data"))
+        .args(["--listen", &listen])
+        .env_remove("TFREG_LOG")
+        .env_remove("RUST_LOG")
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let child = command.spawn().unwrap();
+    wait_for_log(&log, "tfreg is serving", Duration::from_secs(30));
+    (child, listen, log)
+}
+
+/// Polls `log` until it contains `text`; panics after `limit`.
+fn wait_for_log(log: &Path, text: &str, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while !std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .contains(text)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no {text:?} in {}",
+            log.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `curl` for `count` discovery requests to the server at `listen`, over
+/// one connection.
+fn discover(dir: &Path, listen: &str, count: usize) {
+    let mut curl = Command::new("curl");
+    curl.args(["-sS", "--fail", "--cacert"])
+        .arg(dir.join("data/tls/ca.pem"));
+    for _ in 0..count {
+        curl.args(["-o", "/dev/null"])
+            .arg(format!("https://{listen}/.well-known/terraform.json"));
+    }
+    let out = curl.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn stop(child: &mut std::process::Child) -> std::process::ExitStatus {
+    // SAFETY: kill(2) on the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.wait().unwrap()
+}
+
 /// `TFREG_LOG=off`, or `RUST_LOG=off` alone, silences every log line of
 /// `tfreg serve` (its start, its warnings, one line per request); what it
 /// prints for the user to paste stays.
@@ -247,42 +308,9 @@ fn walkdir(dir: &Path) -> usize {
 fn log_off_silences_the_server() {
     for var in ["TFREG_LOG", "RUST_LOG"] {
         let tmp = tempfile::tempdir().unwrap();
-        let listen = format!("127.0.0.1:{}", crate::support::server::free_port());
-        let log = tmp.path().join("serve.log");
-        let mut child = Command::new(tfreg_bin())
-            .args(["serve", "--data-dir"])
-            .arg(tmp.path().join("data"))
-            .args(["--listen", &listen])
-            .env_remove("TFREG_LOG")
-            .env_remove("RUST_LOG")
-            .env(var, "off")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while !std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .contains("tfreg is serving")
-        {
-            assert!(std::time::Instant::now() < deadline, "serve did not start");
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        // One request, which would log a line.
-        let out = Command::new("curl")
-            .args(["-sS", "-o", "/dev/null", "--cacert"])
-            .arg(tmp.path().join("data/tls/ca.pem"))
-            .arg(format!("https://{listen}/.well-known/terraform.json"))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        // SAFETY: kill(2) on the child this test started.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        child.wait().unwrap();
+        let (mut child, listen, log) = serve_logging(tmp.path(), &[(var, "off")]);
+        discover(tmp.path(), &listen, 1); // would log a line
+        stop(&mut child);
         let text = std::fs::read_to_string(&log).unwrap();
         for line in text.lines() {
             assert!(
@@ -292,6 +320,27 @@ fn log_off_silences_the_server() {
         }
         assert!(text.contains("Paste into the shell"), "the welcome stays");
     }
+}
+
+/// The server's request lines are written by a logging thread, off the
+/// requests' threads, yet each appears while the server runs (an idle
+/// server's log is not held back in a buffer), and a burst of 300 requests
+/// gives 300 lines, the last ones still there after SIGTERM.
+#[test]
+fn the_server_logs_every_request_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut child, listen, log) = serve_logging(tmp.path(), &[]);
+    discover(tmp.path(), &listen, 1);
+    wait_for_log(&log, "request", Duration::from_secs(10));
+    let before = std::fs::read(&log).unwrap().len();
+    discover(tmp.path(), &listen, 300);
+    assert!(stop(&mut child).success());
+    let text = String::from_utf8(std::fs::read(&log).unwrap()[before..].to_vec()).unwrap();
+    let lines = text
+        .lines()
+        .filter(|l| l.contains("request") && l.contains("terraform.json"))
+        .count();
+    assert_eq!(lines, 300, "one line per request:\n{text}");
 }
 
 /// `tfreg key add` refuses a revoked or an expired key, saying so, and adds
