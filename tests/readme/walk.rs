@@ -1,5 +1,6 @@
 //! The README as a new user follows it: a fresh copy of the repository in a
-//! new directory (no `.tools/`, `target/` or `tfreg-data/`), a new home, a
+//! new directory (no `.tools/`, `target/` or `tfreg-data/`; it builds into
+//! the suite's target directory, see `user_env`), a new home, a
 //! project directory of their own, and each marked block run as pasted, in
 //! the README's order. What a reader fills in (their provider's `dist/`,
 //! their module, their stack's table, a token id they looked up) is made or
@@ -374,6 +375,19 @@ fn user_env(home: &Path, bin: &Path) -> Vec<(String, String)> {
     if let Ok(jobs) = std::env::var("CARGO_BUILD_JOBS") {
         env.push(("CARGO_BUILD_JOBS".to_string(), jobs));
     }
+    // The suite's own target directory: the copy resolves and builds its
+    // commands itself and compiles its own crates from its own files, but
+    // the dependencies `cargo test --workspace` built with the same features
+    // (tests/workspace-hack, tests/suite/shared_build.rs) are not compiled
+    // twice. Built earlier in this same run, never kept between runs: CI's
+    // clean clone starts it empty.
+    let suite_target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("CARGO_TARGET_TMPDIR is <target>/tmp");
+    env.push((
+        "CARGO_TARGET_DIR".to_string(),
+        suite_target.display().to_string(),
+    ));
     env
 }
 

@@ -71,5 +71,6 @@ mod oidc_fixture;
 mod probes;
 mod publish_attacks;
 mod scale;
+mod shared_build;
 mod support;
 mod template;

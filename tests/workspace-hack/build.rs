@@ -1,0 +1,2 @@
+// A build script, so that cargo resolves the [build-dependencies] above.
+fn main() {}

@@ -1,0 +1,1 @@
+//! No code: see this package's Cargo.toml.
