@@ -928,6 +928,93 @@ async fn expiry_is_exact() {
     assert_eq!(resp.headers["www-authenticate"], "Bearer");
 }
 
+/// Sign in to the web UI with `token`: the session's `cookie` header value.
+async fn ui_sign_in(r: &TestRegistry, token: &str) -> String {
+    let headers = [("content-type", "application/x-www-form-urlencoded")];
+    let body = format!("token={token}").into_bytes();
+    let resp = r
+        .request(Method::POST, "/ui/sign-in", None, &headers, body)
+        .await;
+    assert_eq!(resp.status, StatusCode::SEE_OTHER, "{}", resp.text());
+    let set = resp.headers[http::header::SET_COOKIE].to_str().unwrap();
+    set.split(';').next().unwrap().to_string()
+}
+
+async fn ui_home(r: &TestRegistry, cookie: &str) -> TestResponse {
+    r.request(
+        Method::GET,
+        "/ui/home",
+        None,
+        &[("cookie", cookie)],
+        Bytes::new(),
+    )
+    .await
+}
+
+/// A web UI session signed out of is refused from then on, by every process
+/// (another Lambda instance, with its own token cache, included): its cookie
+/// replayed is sent to sign in; other sessions of the token go on. The
+/// ended session is one item of `SIGNEDOUT`, kept until the cookie expires.
+async fn a_signed_out_session_is_refused_everywhere(r: TestRegistry) {
+    let one = private(&r);
+    let other = view(&r, true, Duration::from_secs(300));
+    let reader = named(&one, "browser", Scope::Read, None).await;
+    let first = ui_sign_in(&one, &reader).await;
+    let second = ui_sign_in(&one, &reader).await;
+    for (r, c) in [(&one, &first), (&other, &first), (&other, &second)] {
+        ui_home(r, c).await.expect(StatusCode::OK, "signed in");
+    }
+    let before = tfreg_store::query_all(
+        one.registry.items.as_ref(),
+        tfreg_store::catalog::schema::SIGNED_OUT_PK,
+        "",
+    )
+    .await
+    .unwrap();
+    assert!(before.is_empty());
+    let out = one
+        .request(
+            Method::POST,
+            "/ui/sign-out",
+            None,
+            &[("cookie", &first)],
+            Bytes::new(),
+        )
+        .await;
+    assert_eq!(out.status, StatusCode::SEE_OTHER, "{}", out.text());
+    for r in [&one, &other] {
+        let replayed = ui_home(r, &first).await;
+        assert_eq!(
+            replayed.status,
+            StatusCode::SEE_OTHER,
+            "{}",
+            replayed.text()
+        );
+        let to = replayed.headers[http::header::LOCATION].to_str().unwrap();
+        assert!(to.starts_with("/ui/sign-in?next="), "{to}");
+    }
+    ui_home(&other, &second)
+        .await
+        .expect(StatusCode::OK, "the token's other session goes on");
+    let third = ui_sign_in(&one, &reader).await;
+    ui_home(&other, &third)
+        .await
+        .expect(StatusCode::OK, "a session opened after the sign-out");
+    let ended = tfreg_store::query_all(
+        one.registry.items.as_ref(),
+        tfreg_store::catalog::schema::SIGNED_OUT_PK,
+        "",
+    )
+    .await
+    .unwrap();
+    assert_eq!(ended.len(), 1, "one item per ended session");
+    let expires = ended[0].expires_at.expect("kept until the cookie expires");
+    let now = one.registry.now();
+    let session = tfreg_http::session::SESSION_SECS;
+    assert!(expires > now && expires <= now + session, "{expires}");
+    assert!(!first.contains(&ended[0].sk), "the id is kept hashed");
+}
+
 // ---------------------------------------------------------------------------
 // Cost, last use
 // ---------------------------------------------------------------------------
@@ -1494,6 +1581,7 @@ async fn matrix_on_the_lambda_functions() {
 
 contract!(
     matrix_private,
+    a_signed_out_session_is_refused_everywhere,
     matrix_anonymous_reads,
     authorisation_cost,
     last_use_is_listed,

@@ -95,6 +95,10 @@ impl std::fmt::Display for Realm<'_> {
 pub enum Access<'a> {
     /// Anyone: discovery, and archives behind the registry's signed URLs.
     Public,
+    /// Anyone, never refused; a live web UI session names who asked (the
+    /// sign-out: it must work for any session, even one whose token is gone,
+    /// and its audit line names the token whose session ended).
+    Session,
     /// A token with `scope` covering `realm` (reads: none while anonymous
     /// reads are on).
     Token { scope: Scope, realm: Realm<'a> },
