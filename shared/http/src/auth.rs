@@ -186,16 +186,11 @@ async fn check(
         ));
         return Err((Some(record), e));
     }
-    if !record.covers(realm) {
+    if !record.allows(scope, realm) {
         let e = Error::Forbidden(format!(
-            "the token {} does not cover {realm} (it covers namespace{} {})",
+            "the token {} does not cover {realm} for {scope} (its grants: {})",
             record.name,
-            if record.namespaces.len() == 1 {
-                ""
-            } else {
-                "s"
-            },
-            record.namespaces.join(", ")
+            record.describe_grants()
         ));
         return Err((Some(record), e));
     }

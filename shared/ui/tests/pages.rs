@@ -335,7 +335,7 @@ async fn sign_in_opens_a_session_that_sign_out_and_revocation_end() {
         .await
         .unwrap()
         .into_iter()
-        .find(|t| t.record.scopes == [Scope::Read])
+        .find(|t| t.record.describe_grants() == "read:*")
         .unwrap()
         .record
         .id;
