@@ -54,6 +54,7 @@ async fn handle(
         css: Asset::Css.file_name(),
         js: Asset::Js.file_name(),
         signed_in: req.signed_in(),
+        signed_in_as: signed_in_as(req.signed_in(), req.principal),
         query: String::new(),
     };
     match route {
@@ -141,6 +142,16 @@ async fn handle(
             })
         }
         UiRoute::SignOut => sign::sign_out(registry, &req).await,
+    }
+}
+
+/// The page's "signed in as": the session's token name and its grants.
+fn signed_in_as(signed_in: bool, principal: &Principal) -> String {
+    match principal {
+        Principal::Token(record) if signed_in => {
+            format!("{} · {}", record.name, record.describe_grants())
+        }
+        _ => String::new(),
     }
 }
 
@@ -370,14 +381,13 @@ pub fn secure(headers: &mut HeaderMap) {
 pub fn error_page(
     err: &Error,
     request_id: &str,
-    method: &Method,
+    call: &Call<'_>,
     path: &str,
-    query: Option<&str>,
     hostname: &str,
-    signed_in: bool,
 ) -> Response {
+    let (method, signed_in) = (call.method, call.signed_in());
     if matches!(err, Error::Unauthorized(_)) && (method == Method::GET || method == Method::HEAD) {
-        let back = match query {
+        let back = match call.query {
             Some(q) => format!("{path}?{q}"),
             None => path.to_string(),
         };
@@ -408,6 +418,7 @@ pub fn error_page(
             css: Asset::Css.file_name(),
             js: Asset::Js.file_name(),
             signed_in,
+            signed_in_as: signed_in_as(signed_in, call.principal),
             query: String::new(),
         },
         status: status.as_u16(),
@@ -451,11 +462,9 @@ impl Pages for Ui {
         error_page(
             err,
             request_id,
-            call.method,
+            call,
             path,
-            call.query,
             registry.config.hostname.as_str(),
-            call.signed_in(),
         )
     }
 

@@ -539,3 +539,38 @@ async fn search_matches_every_word_and_filters_by_kind() {
     assert!(providers.contains("team/cloud") && !providers.contains("team/vpc/aws"));
     assert!(text("nothing-like-this").await.contains("0 of 3 match"));
 }
+
+#[tokio::test]
+async fn the_header_names_the_session_its_token_and_grants() {
+    use tfreg_model::grants::TokenGrant;
+    use tfreg_model::token::NewToken;
+    let (reg, _) = registry().await;
+    let grants = vec![
+        TokenGrant::parse("read").unwrap(),
+        TokenGrant::parse("publish:team").unwrap(),
+    ];
+    let token = reg
+        .token_with(NewToken::with_grants("alice<b>", grants))
+        .await;
+    let cookie = sign_in(&reg, &token).await;
+    for path in [
+        "/ui/home",
+        "/ui/modules/other/secret/aws",
+        "/ui/namespaces/nothing",
+    ] {
+        let page = get(&reg, path, Some(&cookie)).await;
+        let html = page.text();
+        assert!(html.contains("id=\"signed-in-as\""), "{path}: {html}");
+        assert!(
+            plain(&html).contains("alice<b> · read:*, publish:team"),
+            "{path}: {html}"
+        );
+        assert!(!html.contains("alice<b>"), "escaped: {html}");
+    }
+    // No session, no name (a bearer token is no session).
+    let by_header = reg
+        .request(Method::GET, "/ui/home", Some(&token), &[], Bytes::new())
+        .await;
+    by_header.expect(StatusCode::OK, "a bearer token reads the UI");
+    assert!(!by_header.text().contains("signed-in-as"));
+}
