@@ -19,6 +19,7 @@ use http::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 use tfreg_http::{Config, Registry};
 use tfreg_model::address::Hostname;
+use tfreg_model::grants::TokenGrant;
 use tfreg_model::protocol::{
     AddKeys, AuditList, CreatedToken, ErrorBody, KeyList, RemovedKey, RevokedToken, TokenList,
 };
@@ -200,7 +201,7 @@ fn expires_at(now: Duration, lasting: Duration) -> u64 {
 pub enum TokenCommand {
     /// Create a token; prints only the token (shown this once), details on stderr.
     Create(TokenCreateArgs),
-    /// List tokens: id, name, scopes, namespaces, created, expires, last used.
+    /// List tokens: id, name, grants (scope:namespaces), created, expires, last used.
     List(WhereArgs),
     /// Revoke a token by its id (as `tfreg token list` shows it).
     Revoke(TokenRevokeArgs),
@@ -218,11 +219,22 @@ pub struct TokenCreateArgs {
     #[arg(long)]
     name: String,
     /// read (download), publish (and download) or admin (everything); repeatable.
-    #[arg(long, value_enum, required = true)]
+    #[arg(
+        long,
+        value_enum,
+        required_unless_present = "grant",
+        conflicts_with = "grant"
+    )]
     scope: Vec<ScopeArg>,
     /// Limit the token to this namespace (repeatable); default: every namespace.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "grant")]
     namespace: Vec<String>,
+    /// A scope over namespaces, instead of --scope/--namespace; repeatable:
+    /// `--grant read --grant publish:acme,infra` reads every namespace and
+    /// publishes to acme and infra only. `SCOPE` alone (or `SCOPE:*`): every
+    /// namespace.
+    #[arg(long, value_parser = parse_grant)]
+    grant: Vec<TokenGrant>,
     /// Expire after this long, e.g. 90d, 12h, 1y; default: never.
     #[arg(long, value_parser = humantime::parse_duration)]
     expires_in: Option<Duration>,
@@ -255,20 +267,8 @@ pub struct TokenRevokeArgs {
     r#where: Where,
 }
 
-fn describe_namespaces(namespaces: &[String]) -> String {
-    if namespaces.is_empty() {
-        "*".into()
-    } else {
-        namespaces.join(",")
-    }
-}
-
-fn scopes(scopes: &[Scope]) -> String {
-    scopes
-        .iter()
-        .map(|s| s.as_str())
-        .collect::<Vec<_>>()
-        .join(",")
+fn parse_grant(text: &str) -> std::result::Result<TokenGrant, String> {
+    TokenGrant::parse(text).map_err(|e| e.0)
 }
 
 pub async fn token(cmd: TokenCommand) -> Result<()> {
@@ -278,6 +278,7 @@ pub async fn token(cmd: TokenCommand) -> Result<()> {
                 name: args.name,
                 scopes: args.scope.into_iter().map(Scope::from).collect(),
                 namespaces: args.namespace,
+                grants: args.grant,
                 expires_at: args.expires_in.map(|d| {
                     expires_at(
                         SystemTime::now()
@@ -291,11 +292,10 @@ pub async fn token(cmd: TokenCommand) -> Result<()> {
             let created: CreatedToken = api.send(AdminRoute::CreateToken, Some(&new)).await?;
             let r = &created.record;
             eprintln!(
-                "created token {} (id {}): scopes {}, namespaces {}, expires {}",
+                "created token {} (id {}): grants {}, expires {}",
                 escaped(&r.name),
                 r.id,
-                scopes(&r.scopes),
-                describe_namespaces(&r.namespaces),
+                r.describe_grants(),
                 when(r.expires_at)
             );
             println!("{}", created.token);
@@ -323,17 +323,16 @@ pub async fn token(cmd: TokenCommand) -> Result<()> {
 
 fn print_tokens(tokens: &[TokenInfo]) {
     println!(
-        "{:<12}  {:<20}  {:<13}  {:<16}  {:<20}  {:<20}  LAST USED",
-        "ID", "NAME", "SCOPES", "NAMESPACES", "CREATED", "EXPIRES"
+        "{:<12}  {:<20}  {:<30}  {:<20}  {:<20}  LAST USED",
+        "ID", "NAME", "GRANTS", "CREATED", "EXPIRES"
     );
     for t in tokens {
         let r = &t.record;
         println!(
-            "{:<12}  {:<20}  {:<13}  {:<16}  {:<20}  {:<20}  {}",
+            "{:<12}  {:<20}  {:<30}  {:<20}  {:<20}  {}",
             r.id,
             escaped(&r.name),
-            scopes(&r.scopes),
-            describe_namespaces(&r.namespaces),
+            r.describe_grants(),
             when(Some(r.created_at)),
             when(r.expires_at),
             when(t.last_used_at)

@@ -69,6 +69,7 @@ async fn named(r: &TestRegistry, name: &str, scope: Scope, ns: Option<&str>) -> 
         name: name.into(),
         scopes: vec![scope],
         namespaces: ns.map(str::to_string).into_iter().collect(),
+        grants: vec![],
         expires_at: None,
     })
     .await
@@ -544,6 +545,7 @@ async fn make_credential(r: &TestRegistry, cred: Cred) -> Option<String> {
                 name: "expired".into(),
                 scopes: vec![Scope::Admin],
                 namespaces: vec![],
+                grants: vec![],
                 expires_at: Some(2),
             };
             Some(
@@ -820,6 +822,141 @@ async fn namespace_limited_read_token() {
     assert!(resp.error().contains("does not cover namespace beta"));
 }
 
+/// A token of two grants (made through the admin API): reads every
+/// namespace, publishes to `alpha` only, is no admin; the listing shows its
+/// grants. Both backends.
+async fn a_token_of_two_grants_reads_everywhere_and_publishes_to_one(base: TestRegistry) {
+    let admin = base.token(Scope::Admin, None).await;
+    publish_module(&base, &admin, B, "1.0.0")
+        .await
+        .expect(StatusCode::CREATED, "beta's module");
+    let r = private(&base);
+    let grants = json!([
+        {"scope": "read", "namespaces": ["*"]},
+        {"scope": "publish", "namespaces": [A]},
+    ]);
+    let created = send(
+        &r,
+        Method::POST,
+        "/v1/admin/tokens",
+        &admin,
+        json!({"name": "alice", "grants": grants}),
+    )
+    .await;
+    created.expect(StatusCode::CREATED, "a token of two grants");
+    let token = created.json()["token"].as_str().unwrap().to_string();
+    // Reads another namespace.
+    r.get_with(&format!("/v1/modules/{B}/m/aws/versions"), &token)
+        .await
+        .expect(StatusCode::OK, "reads beta");
+    let path = format!("/v1/modules/{B}/m/aws/1.0.0/download");
+    assert_eq!(
+        r.get_with(&path, &token).await.status,
+        StatusCode::NO_CONTENT
+    );
+    // Publishes to alpha only.
+    publish_module(&r, &token, A, "1.0.0")
+        .await
+        .expect(StatusCode::CREATED, "publishes to alpha");
+    let elsewhere = publish_module(&r, &token, B, "2.0.0").await;
+    assert_eq!(
+        elsewhere.status,
+        StatusCode::FORBIDDEN,
+        "{}",
+        elsewhere.text()
+    );
+    assert!(
+        elsewhere
+            .error()
+            .contains("does not cover namespace beta for publish"),
+        "{}",
+        elsewhere.error()
+    );
+    assert!(elsewhere.error().contains("read:*, publish:alpha"));
+    // Not an admin, anywhere.
+    for (method, path) in [
+        (Method::GET, "/v1/admin/tokens".to_string()),
+        (
+            Method::POST,
+            format!("/v1/admin/modules/{A}/m/aws/1.0.0/yank"),
+        ),
+    ] {
+        let resp = send(&r, method, &path, &token, json!({})).await;
+        assert_eq!(
+            resp.status,
+            StatusCode::FORBIDDEN,
+            "{path}: {}",
+            resp.text()
+        );
+    }
+    // Listed with its grants (and no first-form scopes: it has two).
+    let listed = listed_token(&r, &admin, "alice").await;
+    assert_eq!(listed["grants"], grants, "{listed}");
+    assert!(listed.get("scopes").is_none(), "{listed}");
+    // Both ways at once is refused, as is a grant without namespaces.
+    for body in [
+        json!({"name": "x", "scopes": ["read"], "grants": grants}),
+        json!({"name": "x", "grants": [{"scope": "read"}]}),
+        json!({"name": "x", "grants": []}),
+    ] {
+        let resp = send(&r, Method::POST, "/v1/admin/tokens", &admin, body.clone()).await;
+        assert_eq!(
+            resp.status,
+            StatusCode::BAD_REQUEST,
+            "{body}: {}",
+            resp.text()
+        );
+    }
+}
+
+/// A token stored before grants existed (`scopes` and `namespaces`, no
+/// `grants`: the JSON the registry wrote then, put in the store as is) works
+/// exactly as it did, and is listed with its one grant. Both backends.
+async fn a_token_stored_before_grants_works_unchanged(base: TestRegistry) {
+    let admin = base.token(Scope::Admin, None).await;
+    let r = private(&base);
+    let token = "tfreg_aTokenMadeBeforeGrantsExisted0000000000000";
+    let hash = sha256_hex(token.as_bytes());
+    let old = json!({
+        "id": &hash[..12], "name": "old-ci", "scopes": ["publish"],
+        "namespaces": [A], "created_at": 1700000000, "created_by": "operator"
+    });
+    r.registry
+        .items
+        .put(
+            tfreg_store::Item::new("TOKENS", hash.clone(), old.to_string().into_bytes()),
+            tfreg_store::Condition::IfAbsent,
+        )
+        .await
+        .unwrap();
+    publish_module(&r, token, A, "1.0.0")
+        .await
+        .expect(StatusCode::CREATED, "publishes to alpha as before");
+    r.get_with(&format!("/v1/modules/{A}/m/aws/versions"), token)
+        .await
+        .expect(StatusCode::OK, "reads alpha");
+    for resp in [
+        publish_module(&r, token, B, "1.0.0").await,
+        r.get_with(&format!("/v1/modules/{B}/m/aws/versions"), token)
+            .await,
+        send(&r, Method::GET, "/v1/admin/tokens", token, Value::Null).await,
+    ] {
+        assert_eq!(resp.status, StatusCode::FORBIDDEN, "{}", resp.text());
+    }
+    let listed = listed_token(&r, &admin, "old-ci").await;
+    assert_eq!(
+        listed["grants"],
+        json!([{"scope": "publish", "namespaces": [A]}]),
+        "{listed}"
+    );
+    assert_eq!(
+        listed["scopes"],
+        json!(["publish"]),
+        "still the first form too"
+    );
+    assert_eq!(listed["namespaces"], json!([A]));
+}
+
 /// Revocation: immediate in the process that revokes (even with its 10 s
 /// cache warm); in another process (a second `Registry` on the same stores,
 /// cache 2 s) a revoked token keeps working at most the cache's ttl.
@@ -912,6 +1049,7 @@ async fn expiry_is_exact() {
             name: "short".into(),
             scopes: vec![Scope::Read],
             namespaces: vec![],
+            grants: vec![],
             expires_at: Some(t),
         })
         .await;
@@ -926,6 +1064,93 @@ async fn expiry_is_exact() {
     assert_eq!(resp.status, StatusCode::UNAUTHORIZED, "{}", resp.text());
     assert!(resp.error().contains("expired"), "{}", resp.error());
     assert_eq!(resp.headers["www-authenticate"], "Bearer");
+}
+
+/// Sign in to the web UI with `token`: the session's `cookie` header value.
+async fn ui_sign_in(r: &TestRegistry, token: &str) -> String {
+    let headers = [("content-type", "application/x-www-form-urlencoded")];
+    let body = format!("token={token}").into_bytes();
+    let resp = r
+        .request(Method::POST, "/ui/sign-in", None, &headers, body)
+        .await;
+    assert_eq!(resp.status, StatusCode::SEE_OTHER, "{}", resp.text());
+    let set = resp.headers[http::header::SET_COOKIE].to_str().unwrap();
+    set.split(';').next().unwrap().to_string()
+}
+
+async fn ui_home(r: &TestRegistry, cookie: &str) -> TestResponse {
+    r.request(
+        Method::GET,
+        "/ui/home",
+        None,
+        &[("cookie", cookie)],
+        Bytes::new(),
+    )
+    .await
+}
+
+/// A web UI session signed out of is refused from then on, by every process
+/// (another Lambda instance, with its own token cache, included): its cookie
+/// replayed is sent to sign in; other sessions of the token go on. The
+/// ended session is one item of `SIGNEDOUT`, kept until the cookie expires.
+async fn a_signed_out_session_is_refused_everywhere(r: TestRegistry) {
+    let one = private(&r);
+    let other = view(&r, true, Duration::from_secs(300));
+    let reader = named(&one, "browser", Scope::Read, None).await;
+    let first = ui_sign_in(&one, &reader).await;
+    let second = ui_sign_in(&one, &reader).await;
+    for (r, c) in [(&one, &first), (&other, &first), (&other, &second)] {
+        ui_home(r, c).await.expect(StatusCode::OK, "signed in");
+    }
+    let before = tfreg_store::query_all(
+        one.registry.items.as_ref(),
+        tfreg_store::catalog::schema::SIGNED_OUT_PK,
+        "",
+    )
+    .await
+    .unwrap();
+    assert!(before.is_empty());
+    let out = one
+        .request(
+            Method::POST,
+            "/ui/sign-out",
+            None,
+            &[("cookie", &first)],
+            Bytes::new(),
+        )
+        .await;
+    assert_eq!(out.status, StatusCode::SEE_OTHER, "{}", out.text());
+    for r in [&one, &other] {
+        let replayed = ui_home(r, &first).await;
+        assert_eq!(
+            replayed.status,
+            StatusCode::SEE_OTHER,
+            "{}",
+            replayed.text()
+        );
+        let to = replayed.headers[http::header::LOCATION].to_str().unwrap();
+        assert!(to.starts_with("/ui/sign-in?next="), "{to}");
+    }
+    ui_home(&other, &second)
+        .await
+        .expect(StatusCode::OK, "the token's other session goes on");
+    let third = ui_sign_in(&one, &reader).await;
+    ui_home(&other, &third)
+        .await
+        .expect(StatusCode::OK, "a session opened after the sign-out");
+    let ended = tfreg_store::query_all(
+        one.registry.items.as_ref(),
+        tfreg_store::catalog::schema::SIGNED_OUT_PK,
+        "",
+    )
+    .await
+    .unwrap();
+    assert_eq!(ended.len(), 1, "one item per ended session");
+    let expires = ended[0].expires_at.expect("kept until the cookie expires");
+    let now = one.registry.now();
+    let session = tfreg_http::session::SESSION_SECS;
+    assert!(expires > now && expires <= now + session, "{expires}");
+    assert!(!first.contains(&ended[0].sk), "the id is kept hashed");
 }
 
 // ---------------------------------------------------------------------------
@@ -1494,6 +1719,9 @@ async fn matrix_on_the_lambda_functions() {
 
 contract!(
     matrix_private,
+    a_signed_out_session_is_refused_everywhere,
+    a_token_of_two_grants_reads_everywhere_and_publishes_to_one,
+    a_token_stored_before_grants_works_unchanged,
     matrix_anonymous_reads,
     authorisation_cost,
     last_use_is_listed,

@@ -87,16 +87,50 @@ fn admin_commands_work_on_the_data_dir_and_through_the_api() {
         .expect("ci listed");
     assert_eq!(ci_entry["scopes"], serde_json::json!(["publish"]));
     assert_eq!(ci_entry["namespaces"], serde_json::json!([NS]));
+    assert_eq!(
+        ci_entry["grants"],
+        serde_json::json!([{"scope": "publish", "namespaces": [NS]}])
+    );
     assert!(ci_entry["expires_at"].as_u64().unwrap() > 29 * 86_400);
     assert!(
         !listed.to_string().contains(&ci) && !listed.to_string().contains(&admin),
         "no secret is ever listed"
     );
+    // Several grants at once: read everywhere, publish to NS only.
+    let out = server.tfreg(
+        &admin,
+        &[
+            "token",
+            "create",
+            "--name",
+            "alice",
+            "--grant",
+            "read",
+            "--grant",
+            &format!("publish:{NS}"),
+        ],
+    );
+    let made = ok(out, "token create --grant --grant");
+    assert!(
+        made.contains(&format!("grants read:*, publish:{NS}")),
+        "{made}"
+    );
+    let out = server.tfreg(
+        &admin,
+        &[
+            "token", "create", "--name", "x", "--scope", "read", "--grant", "read",
+        ],
+    );
+    let said = fails(out, "--scope with --grant");
+    assert!(said.contains("cannot be used with"), "{said}");
     let table = ok(
         server.tfreg(&admin, &["token", "list"]),
         "token list (table)",
     );
     assert!(table.contains("ci") && table.contains(NS), "{table}");
+    assert!(table.contains("GRANTS"), "{table}");
+    let alice = table.lines().find(|l| l.contains("alice")).expect(&table);
+    assert!(alice.contains(&format!("read:*, publish:{NS}")), "{table}");
 
     // A publish token may not administer: a clear refusal, exit 1.
     let out = fails(

@@ -507,6 +507,26 @@ Condition:
     serde_norway::from_str(&yaml).unwrap()
 }
 
+/// The one statement that lets the `ui` function end a session at sign-out
+/// (`catalog::sessions::end`) and keep its audit event: `PutItem` of items of
+/// the `SIGNEDOUT` and `AUDIT` partitions, never a token's.
+fn end_sessions() -> Value {
+    let yaml = format!(
+        r#"
+Sid: EndSessions
+Effect: Allow
+Action: dynamodb:PutItem
+Resource: !GetAtt Table.Arn
+Condition:
+  ForAllValues:StringEquals:
+    dynamodb:LeadingKeys: [{signed_out}, {audit}]
+"#,
+        signed_out = tfreg_store::catalog::schema::SIGNED_OUT_PK,
+        audit = tfreg_store::catalog::schema::AUDIT_PK,
+    );
+    serde_norway::from_str(&yaml).unwrap()
+}
+
 /// Whether the router asks a token for the routes of a function (its sample
 /// request, as [`sample`] builds it from its route key).
 fn needs_token(route_key: &str) -> bool {
@@ -539,18 +559,39 @@ fn only_publish_and_admin_write_and_reads_are_read_only() {
             .iter()
             .filter(|s| s["Sid"].as_str() == Some("RecordTokenUse"))
             .collect();
-        // Writes other than the last-use stamp.
+        // The ui's sign-out: exactly this statement, and only the ui's.
+        let end: Vec<&&Value> = statements
+            .iter()
+            .filter(|s| s["Sid"].as_str() == Some("EndSessions"))
+            .collect();
+        if binary == "ui" {
+            assert_eq!(end.len(), 1, "ui ends sessions: one EndSessions statement");
+            assert_eq!(
+                *end[0],
+                &end_sessions(),
+                "ui: EndSessions may put SIGNEDOUT and AUDIT items, nothing else"
+            );
+        } else {
+            assert!(end.is_empty(), "{binary} ends no session");
+        }
+        let conditioned = |s: &&&Value| {
+            matches!(
+                s["Sid"].as_str(),
+                Some("RecordTokenUse") | Some("EndSessions")
+            )
+        };
+        // Writes other than the last-use stamp and the ui's sign-out.
         let writes: Vec<String> = statements
             .iter()
-            .filter(|s| s["Sid"].as_str() != Some("RecordTokenUse"))
+            .filter(|s| !conditioned(s))
             .flat_map(|s| statement_actions(s))
             .filter(|a| WRITE_ACTIONS.contains(&a.as_str()))
             .collect();
         for s in &statements {
-            if s["Sid"].as_str() != Some("RecordTokenUse") {
+            if !conditioned(&s) {
                 assert!(
                     s["Condition"].is_null(),
-                    "{binary}: only RecordTokenUse has conditions: {s:?}"
+                    "{binary}: only RecordTokenUse and EndSessions have conditions: {s:?}"
                 );
             }
         }
@@ -603,8 +644,9 @@ fn only_publish_and_admin_write_and_reads_are_read_only() {
             _ => {
                 assert!(writes.is_empty(), "{binary} may not write: {writes:?}");
                 for forbidden in ["dynamodb:PutItem", "dynamodb:DeleteItem"] {
+                    let allowed = binary == "ui" && forbidden == "dynamodb:PutItem";
                     assert!(
-                        !actions.iter().any(|a| a == forbidden),
+                        allowed || !actions.iter().any(|a| a == forbidden),
                         "{binary} may not {forbidden}"
                     );
                 }

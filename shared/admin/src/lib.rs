@@ -85,20 +85,10 @@ async fn handle(
             let (token, record) =
                 tokens::create(items, new, registry.now(), &principal.actor()).await?;
             let note = format!(
-                "token {} ({}) with scopes {} for {}",
+                "token {} ({}) with grants {}",
                 record.name,
                 record.id,
-                record
-                    .scopes
-                    .iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(","),
-                if record.namespaces.is_empty() {
-                    "every namespace".to_string()
-                } else {
-                    format!("namespaces {}", record.namespaces.join(","))
-                }
+                record.describe_grants()
             );
             Ok(noted(
                 StatusCode::CREATED,

@@ -122,7 +122,7 @@ async fn handle(registry: &Registry, served: &Served, req: Request, caller: Call
                 Caller::Network => {
                     let access = r.access(&registry.config.hostname);
                     let credential = match &session {
-                        Some(hash) => Credential::Session(Some(hash)),
+                        Some(session) => Credential::Session(Some(session)),
                         None => Credential::Authorization(authorization(&parts.headers)),
                     };
                     auth::authorize(registry, credential, access).await
@@ -135,7 +135,7 @@ async fn handle(registry: &Registry, served: &Served, req: Request, caller: Call
                 query: parts.uri.query(),
                 headers: &parts.headers,
                 principal: &who,
-                signed_in: session.is_some(),
+                session: session.as_ref(),
             };
             let result = match verdict {
                 Ok(()) => guarded(dispatch(registry, served, r, call, body)).await,
@@ -155,7 +155,7 @@ async fn handle(registry: &Registry, served: &Served, req: Request, caller: Call
                 query: parts.uri.query(),
                 headers: &parts.headers,
                 principal: &who,
-                signed_in: session.is_some(),
+                session: session.as_ref(),
             };
             (
                 ui.error_page(registry, &e, &request_id, &call, path),
@@ -214,12 +214,13 @@ async fn handle(registry: &Registry, served: &Served, req: Request, caller: Call
     resp
 }
 
-/// The token hash of the request's UI session cookie, if it is valid (no
-/// signing secret yet: no session can exist).
-async fn ui_session(registry: &Registry, headers: &HeaderMap) -> Option<String> {
+/// The request's UI session, if its cookie is MAC'd by this registry and
+/// unexpired (no signing secret yet: no session can exist). Whether it was
+/// signed out of is `auth`'s to check.
+async fn ui_session(registry: &Registry, headers: &HeaderMap) -> Option<session::Session> {
     session::cookie(headers, session::COOKIE)?;
     let signer = registry.signer_if_ready().await.ok()??;
-    session::token_hash(signer, headers, registry.now())
+    session::read(signer, headers, registry.now())
 }
 
 /// The route's group, if this process serves it; discovery and the UI's

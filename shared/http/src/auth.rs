@@ -24,10 +24,11 @@ use std::sync::Arc;
 
 pub use tfreg_model::token::presented_hash;
 use tfreg_model::token::{Access, Principal, Scope, TokenRecord};
-use tfreg_store::catalog::tokens;
+use tfreg_store::catalog::{sessions, tokens};
 
 use crate::error::Error;
 use crate::registry::Registry;
+use crate::session::Session;
 
 /// A token's last use is recorded at most this often.
 pub const TOUCH_INTERVAL_SECS: u64 = 3600;
@@ -40,10 +41,11 @@ pub use crate::token_cache::{DEFAULT_TOKEN_CACHE_SECS, MAX_TOKEN_CACHE_SECS, Tok
 pub enum Credential<'a> {
     /// Its `Authorization` header, if any: the API's way.
     Authorization(Option<&'a str>),
-    /// The hash of the token a web UI session was opened with (its cookie
-    /// checked already), if any: the token is verified again on every request,
-    /// so a revoked or expired token ends its sessions.
-    Session(Option<&'a str>),
+    /// A web UI session (its cookie's MAC and expiry checked already), if
+    /// any: its token is verified again on every request, so a revoked or
+    /// expired token ends its sessions, and a session signed out of is
+    /// refused (one `GetItem`).
+    Session(Option<&'a Session>),
 }
 
 /// The bearer token of an `Authorization` header value: `None` without a
@@ -140,8 +142,10 @@ async fn check(
     access: Access<'_>,
 ) -> Result<Principal, (Option<Arc<TokenRecord>>, Error)> {
     let nobody = |e| (None, e);
-    let Access::Token { scope, realm } = access else {
-        return Ok(Principal::Anonymous);
+    let (scope, realm) = match access {
+        Access::Public => return Ok(Principal::Anonymous),
+        Access::Session => return identify(registry, credential).await.map_err(nobody),
+        Access::Token { scope, realm } => (scope, realm),
     };
     let anonymous_read = scope == Scope::Read && registry.config.anonymous_reads;
     let hash = match credential {
@@ -150,7 +154,11 @@ async fn check(
             .map(|token| presented_hash(token).ok_or_else(unknown_token))
             .transpose()
             .map_err(nobody)?,
-        Credential::Session(hash) => hash.map(str::to_string),
+        Credential::Session(None) => None,
+        Credential::Session(Some(session)) => {
+            live(registry, session).await.map_err(nobody)?;
+            Some(session.token_hash.clone())
+        }
     };
     let Some(hash) = hash else {
         if anonymous_read {
@@ -178,20 +186,43 @@ async fn check(
         ));
         return Err((Some(record), e));
     }
-    if !record.covers(realm) {
+    if !record.allows(scope, realm) {
         let e = Error::Forbidden(format!(
-            "the token {} does not cover {realm} (it covers namespace{} {})",
+            "the token {} does not cover {realm} for {scope} (its grants: {})",
             record.name,
-            if record.namespaces.len() == 1 {
-                ""
-            } else {
-                "s"
-            },
-            record.namespaces.join(", ")
+            record.describe_grants()
         ));
         return Err((Some(record), e));
     }
     Ok(Principal::Token(record))
+}
+
+/// Refuse a session that was signed out of.
+async fn live(registry: &Registry, session: &Session) -> Result<(), Error> {
+    if sessions::ended(registry.items.as_ref(), &session.id).await? {
+        return Err(Error::Unauthorized(
+            "this session was signed out of: sign in again".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Who a live session's token is, never refusing one that is not (signed
+/// out of, its token revoked or expired): [`Access::Session`]. The store
+/// failing is still an error.
+async fn identify(registry: &Registry, credential: Credential<'_>) -> Result<Principal, Error> {
+    let Credential::Session(Some(session)) = credential else {
+        return Ok(Principal::Anonymous);
+    };
+    let found = async {
+        live(registry, session).await?;
+        verify(registry, session.token_hash.clone()).await
+    };
+    match found.await {
+        Ok(record) => Ok(Principal::Token(record)),
+        Err(Error::Unauthorized(_)) => Ok(Principal::Anonymous),
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]

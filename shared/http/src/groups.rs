@@ -20,6 +20,7 @@ use tfreg_model::token::Principal;
 use crate::body::{Body, Response};
 use crate::error::Error;
 use crate::registry::Registry;
+use crate::session::Session;
 
 /// What a request brings to its handler besides its route and body.
 pub struct Call<'a> {
@@ -28,8 +29,15 @@ pub struct Call<'a> {
     pub headers: &'a HeaderMap,
     /// Who asked, already authorised for what the route needs.
     pub principal: &'a Principal,
+    /// The web UI session the credential came from, if it did.
+    pub session: Option<&'a Session>,
+}
+
+impl Call<'_> {
     /// The credential came from a web UI session cookie.
-    pub signed_in: bool,
+    pub fn signed_in(&self) -> bool {
+        self.session.is_some()
+    }
 }
 
 /// The handlers of one kind of route `R`.

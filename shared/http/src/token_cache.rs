@@ -91,8 +91,10 @@ mod tests {
             record: Arc::new(TokenRecord {
                 id: "0".repeat(TOKEN_ID_LEN),
                 name: "t".into(),
-                scopes: vec![Scope::Read],
-                namespaces: vec![],
+                grants: vec![tfreg_model::grants::TokenGrant::new(
+                    Scope::Read,
+                    tfreg_model::sso::Namespaces::All,
+                )],
                 created_at: 0,
                 expires_at: None,
                 created_by: "operator".into(),

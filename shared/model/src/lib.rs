@@ -22,6 +22,7 @@ pub mod blob_key;
 pub mod date;
 pub mod docs;
 pub mod error;
+pub mod grants;
 pub mod hashing;
 pub mod keys;
 pub mod login;

@@ -1,7 +1,7 @@
 //! What a person's groups give after signing in (issue 21): registry data
 //! an admin manages (CLI and admin API, audited), one [`GroupMapping`] per
-//! identity-provider group, and [`grant`], the one token scope and the
-//! namespaces they add up to. No matching mapping, no token. The ID token
+//! identity-provider group, and [`grant`], the grants (scope over
+//! namespaces, one per scope) they add up to. No matching mapping, no token. The ID token
 //! itself is checked first ([`crate::oidc`]); CI jobs are trusted through
 //! [`crate::trust`] instead.
 
@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Invalid;
+use crate::grants::{GrantsError, TokenGrant, normalise};
 use crate::token::{MAX_NAMESPACES, Scope};
 
 /// Longest group name or id a mapping names.
@@ -165,12 +166,11 @@ impl TryFrom<RawMapping> for GroupMapping {
     }
 }
 
-/// What a person's groups give: one token's scope and namespaces, and the
-/// groups whose mappings gave it (for the audit note).
+/// What a person's groups give: one token's grants, and the groups whose
+/// mappings gave them (for the audit note).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Grant {
-    pub scope: Scope,
-    pub namespaces: Namespaces,
+    pub grants: Vec<TokenGrant>,
     pub groups: Vec<String>,
 }
 
@@ -183,47 +183,30 @@ pub enum GrantError {
     TooManyNamespaces(usize),
 }
 
-/// What `groups` (the ID token's groups claim) get from `mappings`.
-///
-/// A token carries one scope over one list of namespaces, so grants cannot
-/// simply be added up: "publish on acme" and "read everywhere" added would be
-/// "publish everywhere", which no mapping gives. The rule: the highest scope
-/// among the matching mappings, over the union of the namespaces of the
-/// matching mappings *with that scope*; the weaker mappings add nothing.
-/// So every (scope, namespace) a grant allows is allowed by one mapping, and
-/// `admin` only ever comes from a mapping that says `admin`. No matching
-/// mapping: [`GrantError::NoMatch`]. A union over [`MAX_NAMESPACES`] names
-/// (each mapping is within it) is refused, never cut short.
+/// What `groups` (the ID token's groups claim) get from `mappings`: every
+/// matching mapping's scope over its namespaces, as one token's grants
+/// ([`crate::grants`], normalised), so "read everywhere" and "publish on
+/// acme" give exactly that (never "publish everywhere"), and `admin` only
+/// ever comes from a mapping that says `admin`. No matching mapping:
+/// [`GrantError::NoMatch`]. Grants over more than [`MAX_NAMESPACES`] names
+/// in all (each mapping is within it) are refused, never cut short.
 pub fn grant(mappings: &[GroupMapping], groups: &[impl AsRef<str>]) -> Result<Grant, GrantError> {
     let matching: Vec<&GroupMapping> = mappings
         .iter()
         .filter(|m| groups.iter().any(|g| g.as_ref() == m.group))
         .collect();
-    let scope = matching
-        .iter()
-        .map(|m| m.scope)
-        .max()
-        .ok_or(GrantError::NoMatch)?;
-    let mut all = false;
-    let mut names = BTreeSet::new();
-    let mut from = BTreeSet::new();
-    for m in matching.into_iter().filter(|m| m.scope == scope) {
-        from.insert(m.group.clone());
-        match &m.namespaces {
-            Namespaces::All => all = true,
-            Namespaces::Only(list) => names.extend(list.iter().cloned()),
-        }
-    }
-    let namespaces = if all {
-        Namespaces::All
-    } else if names.len() > MAX_NAMESPACES {
-        return Err(GrantError::TooManyNamespaces(names.len()));
-    } else {
-        Namespaces::Only(names.into_iter().collect())
-    };
+    let grants = normalise(
+        matching
+            .iter()
+            .map(|m| TokenGrant::new(m.scope, m.namespaces.clone())),
+    )
+    .map_err(|e| match e {
+        GrantsError::None => GrantError::NoMatch,
+        GrantsError::TooManyNamespaces(n) => GrantError::TooManyNamespaces(n),
+    })?;
+    let from: BTreeSet<String> = matching.iter().map(|m| m.group.clone()).collect();
     Ok(Grant {
-        scope,
-        namespaces,
+        grants,
         groups: from.into_iter().collect(),
     })
 }
@@ -368,8 +351,14 @@ mod tests {
         }
     }
 
+    fn grants(list: &[(Scope, &[&str])]) -> Vec<TokenGrant> {
+        list.iter()
+            .map(|(s, n)| TokenGrant::new(*s, Namespaces::parse(n).unwrap()))
+            .collect()
+    }
+
     #[test]
-    fn the_highest_scope_wins_over_its_own_namespaces_only() {
+    fn every_matching_mapping_gives_its_scope_over_its_namespaces() {
         let mappings = [
             mapping("acme-publishers", Scope::Publish, &["acme"]),
             mapping("infra-publishers", Scope::Publish, &["infra", "acme"]),
@@ -384,32 +373,50 @@ mod tests {
         assert_eq!(
             got,
             Grant {
-                scope: Scope::Publish,
-                namespaces: Namespaces::Only(vec!["acme".into(), "infra".into()]),
-                groups: vec!["acme-publishers".into(), "infra-publishers".into()],
+                grants: grants(&[(Scope::Read, &["*"]), (Scope::Publish, &["acme", "infra"])]),
+                groups: vec![
+                    "acme-publishers".into(),
+                    "everyone".into(),
+                    "infra-publishers".into()
+                ],
             }
         );
-        // "read everywhere" does not widen "publish on acme" to everywhere.
+        // "engineering" reads everything, "platform" publishes on acme: one
+        // token does both, and publishes nowhere else.
         let got = grant(&mappings, &["everyone", "acme-publishers"]).unwrap();
-        assert_eq!(got.scope, Scope::Publish);
-        assert_eq!(got.namespaces.for_token(), ["acme"]);
+        assert_eq!(
+            got.grants,
+            grants(&[(Scope::Read, &["*"]), (Scope::Publish, &["acme"])])
+        );
+        assert!(!crate::grants::allows(
+            &got.grants,
+            Scope::Publish,
+            crate::token::Realm::Namespace("infra")
+        ));
         let got = grant(&mappings, &["everyone", "unknown"]).unwrap();
-        assert_eq!((got.scope, got.namespaces), (Scope::Read, Namespaces::All));
-        // Admin only from a mapping that says admin.
+        assert_eq!(got.grants, grants(&[(Scope::Read, &["*"])]));
+        assert_eq!(got.groups, ["everyone"]);
+        // Admin only from a mapping that says admin; it includes the rest.
         let got = grant(&mappings, &["ops", "everyone"]).unwrap();
-        assert_eq!((got.scope, got.namespaces), (Scope::Admin, Namespaces::All));
-        assert_eq!(got.groups, ["ops"]);
+        assert_eq!(got.grants, grants(&[(Scope::Admin, &["*"])]));
+        let got = grant(&mappings, &["acme-publishers"]).unwrap();
+        assert!(!crate::grants::allows(
+            &got.grants,
+            Scope::Admin,
+            crate::token::Realm::Namespace("acme")
+        ));
     }
 
     #[test]
-    fn every_namespace_in_the_top_scope_wins_over_a_list() {
+    fn every_namespace_in_a_scope_wins_over_a_list() {
         let mappings = [
             mapping("a", Scope::Publish, &["acme"]),
             mapping("b", Scope::Publish, &["*"]),
+            mapping("c", Scope::Read, &["acme", "web"]),
         ];
-        let got = grant(&mappings, &["a", "b"]).unwrap();
-        assert_eq!(got.namespaces, Namespaces::All);
-        assert_eq!(got.groups, ["a", "b"]);
+        let got = grant(&mappings, &["a", "b", "c"]).unwrap();
+        assert_eq!(got.grants, grants(&[(Scope::Publish, &["*"])]));
+        assert_eq!(got.groups, ["a", "b", "c"]);
     }
 
     #[test]
@@ -419,14 +426,20 @@ mod tests {
             GroupMapping::new("a", Scope::Publish, &names[..60]).unwrap(),
             GroupMapping::new("b", Scope::Publish, &names[60..]).unwrap(),
             GroupMapping::new("c", Scope::Publish, &names[..100]).unwrap(),
+            GroupMapping::new("d", Scope::Read, &names[100..]).unwrap(),
         ];
         assert_eq!(
             grant(&mappings, &["a", "b"]),
             Err(GrantError::TooManyNamespaces(120))
         );
+        // Over every scope together.
+        assert_eq!(
+            grant(&mappings, &["c", "d"]),
+            Err(GrantError::TooManyNamespaces(120))
+        );
         // Overlaps count once.
         let got = grant(&mappings, &["a", "c"]).unwrap();
-        assert_eq!(got.namespaces.for_token().len(), 100);
+        assert_eq!(got.grants[0].namespaces.for_token().len(), 100);
         assert!(
             GrantError::TooManyNamespaces(120)
                 .to_string()
@@ -449,15 +462,17 @@ mod tests {
     proptest! {
         #![proptest_config(crate::property_config())]
 
-        /// A grant never gives more than one matching mapping gives for each
-        /// namespace it covers, admin only from an admin mapping, and exists
-        /// exactly when a mapping matches; more groups never lower the scope.
+        /// A grant allows exactly what some matching mapping allows (for
+        /// every scope and namespace: never more, never less), admin only
+        /// from an admin mapping, and exists exactly when a mapping matches;
+        /// more groups never take a right away.
         #[test]
         fn grants_are_sound(
             mappings in proptest::collection::vec(mapping_value(), 0..6),
             groups in proptest::collection::vec("g[0-5]", 0..4),
             extra in "g[0-5]",
         ) {
+            use crate::token::Realm;
             let matching: Vec<&GroupMapping> =
                 mappings.iter().filter(|m| groups.contains(&m.group)).collect();
             match grant(&mappings, &groups) {
@@ -467,25 +482,30 @@ mod tests {
                 }
                 Ok(g) => {
                     prop_assert!(!matching.is_empty());
-                    let backed = |ns: &str| matching
-                        .iter()
-                        .any(|m| m.scope >= g.scope && m.namespaces.covers(ns));
-                    match &g.namespaces {
-                        Namespaces::All => prop_assert!(matching
-                            .iter()
-                            .any(|m| m.scope >= g.scope && m.namespaces == Namespaces::All)),
-                        Namespaces::Only(list) => {
-                            prop_assert!(!list.is_empty());
-                            for ns in list {
-                                prop_assert!(backed(ns), "{} not backed", ns);
-                            }
-                        }
-                    }
-                    prop_assert_eq!(Some(g.scope), matching.iter().map(|m| m.scope).max());
                     let mut more = groups.clone();
                     more.push(extra);
                     let wider = grant(&mappings, &more).unwrap();
-                    prop_assert!(wider.scope >= g.scope);
+                    for s in [Scope::Read, Scope::Publish, Scope::Admin] {
+                        for ns in ["a", "b", "c", "d", "e", "f"] {
+                            let backed = matching
+                                .iter()
+                                .any(|m| m.scope >= s && m.namespaces.covers(ns));
+                            let given = crate::grants::allows(&g.grants, s, Realm::Namespace(ns));
+                            prop_assert_eq!(given, backed, "{} on {}", s, ns);
+                            if given {
+                                prop_assert!(crate::grants::allows(
+                                    &wider.grants, s, Realm::Namespace(ns)
+                                ));
+                            }
+                        }
+                        let everywhere = matching
+                            .iter()
+                            .any(|m| m.scope >= s && m.namespaces == Namespaces::All);
+                        prop_assert_eq!(
+                            crate::grants::allows(&g.grants, s, Realm::Registry),
+                            everywhere
+                        );
+                    }
                 }
             }
         }

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Invalid;
+use crate::grants::{GrantsError, TokenGrant};
+use crate::sso::Namespaces;
 
 /// Prefix of every token, so a leaked one is easy to recognise and scan for.
 pub const TOKEN_PREFIX: &str = "tfreg_";
@@ -95,43 +97,125 @@ impl std::fmt::Display for Realm<'_> {
 pub enum Access<'a> {
     /// Anyone: discovery, and archives behind the registry's signed URLs.
     Public,
+    /// Anyone, never refused; a live web UI session names who asked (the
+    /// sign-out: it must work for any session, even one whose token is gone,
+    /// and its audit line names the token whose session ended).
+    Session,
     /// A token with `scope` covering `realm` (reads: none while anonymous
     /// reads are on).
     Token { scope: Scope, realm: Realm<'a> },
 }
 
 /// What the store keeps about a token (never the token itself).
+///
+/// Stored and listed as JSON with `grants`; a token with one grant also
+/// carries it the first way tokens were written (`scopes`, and `namespaces`
+/// with none for every one), so an older reader (a rollback, an older
+/// `tfreg token list`) sees the same token, and a record of that first form
+/// (no `grants`) reads as that one grant. An older reader refuses a token of
+/// several grants (it finds no `scopes`): never more rights than given.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "StoredRecord", into = "StoredRecord")]
 pub struct TokenRecord {
     /// Public id: the first hex digits of the token's sha256.
     pub id: String,
     pub name: String,
-    pub scopes: Vec<Scope>,
-    /// Namespaces the token covers; empty: every namespace.
-    #[serde(default)]
-    pub namespaces: Vec<String>,
+    /// What it may do ([`crate::grants`]), normalised.
+    pub grants: Vec<TokenGrant>,
     pub created_at: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
     /// Who made it ([`Actor::describe`]).
     pub created_by: String,
 }
 
+/// [`TokenRecord`] as JSON, both forms.
+#[derive(Serialize, Deserialize)]
+struct StoredRecord {
+    id: String,
+    name: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    grants: Vec<TokenGrant>,
+    /// The first form: scopes (each including the ones below it) ...
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    scopes: Vec<Scope>,
+    /// ... over these namespaces (none: every namespace).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    namespaces: Vec<String>,
+    created_at: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_at: Option<u64>,
+    created_by: String,
+}
+
+impl From<StoredRecord> for TokenRecord {
+    fn from(r: StoredRecord) -> Self {
+        let grants = if !r.grants.is_empty() {
+            r.grants
+        } else {
+            // The highest scope includes the others; the list as stored
+            // (validated when the token was made).
+            r.scopes
+                .iter()
+                .max()
+                .map(|&scope| {
+                    let namespaces = match r.namespaces.is_empty() {
+                        true => Namespaces::All,
+                        false => Namespaces::Only(r.namespaces.clone()),
+                    };
+                    vec![TokenGrant::new(scope, namespaces)]
+                })
+                .unwrap_or_default()
+        };
+        TokenRecord {
+            id: r.id,
+            name: r.name,
+            grants,
+            created_at: r.created_at,
+            expires_at: r.expires_at,
+            created_by: r.created_by,
+        }
+    }
+}
+
+impl From<TokenRecord> for StoredRecord {
+    fn from(r: TokenRecord) -> Self {
+        let (scopes, namespaces) = match r.grants.as_slice() {
+            [one] => (vec![one.scope], one.namespaces.for_token()),
+            _ => (Vec::new(), Vec::new()),
+        };
+        StoredRecord {
+            id: r.id,
+            name: r.name,
+            grants: r.grants,
+            scopes,
+            namespaces,
+            created_at: r.created_at,
+            expires_at: r.expires_at,
+            created_by: r.created_by,
+        }
+    }
+}
+
 impl TokenRecord {
-    /// Does any of its scopes include `scope`?
+    /// Does some grant include `scope` (over whatever namespaces)?
     pub fn has(&self, scope: Scope) -> bool {
-        self.scopes.iter().any(|s| *s >= scope)
+        self.grants.iter().any(|g| g.scope >= scope)
     }
 
-    /// Does it cover `realm`?
+    /// May it do what needs `scope` in `realm`: does some grant of at least
+    /// `scope` cover it?
+    pub fn allows(&self, scope: Scope, realm: Realm<'_>) -> bool {
+        crate::grants::allows(&self.grants, scope, realm)
+    }
+
+    /// Does it cover `realm` for reading (every grant includes read)?
     pub fn covers(&self, realm: Realm<'_>) -> bool {
-        match realm {
-            Realm::Namespace(ns) => {
-                self.namespaces.is_empty() || self.namespaces.iter().any(|n| n == ns)
-            }
-            Realm::Registry => self.namespaces.is_empty(),
-            Realm::AnyNamespace => true,
-        }
+        self.allows(Scope::Read, realm)
+    }
+
+    /// Its grants as one line: `read:*, publish:acme`.
+    pub fn describe_grants(&self) -> String {
+        crate::grants::describe(&self.grants)
     }
 
     /// Expired at `now`?
@@ -149,45 +233,77 @@ pub struct TokenInfo {
     pub last_used_at: Option<u64>,
 }
 
-/// What a new token should be (validated by [`NewToken::check`]).
+/// What a new token should be (validated by [`NewToken::check`]): its
+/// grants, or (the first form, still accepted) scopes over namespaces, which
+/// is one grant.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NewToken {
     pub name: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scopes: Vec<Scope>,
-    #[serde(default)]
+    /// With `scopes`: the namespaces; none: every namespace.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub namespaces: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grants: Vec<TokenGrant>,
     /// Unix seconds; none: never expires.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
 }
 
 impl NewToken {
+    /// A token of `grants`, never expiring.
+    pub fn with_grants(name: &str, grants: Vec<TokenGrant>) -> Self {
+        Self {
+            name: name.to_string(),
+            scopes: Vec::new(),
+            namespaces: Vec::new(),
+            grants,
+            expires_at: None,
+        }
+    }
+
     /// Normalise and validate: a name of 1..=64 printable characters (no
-    /// control or invisible ones: names show in lists and the audit), at least
-    /// one scope, valid namespaces (lowercased, deduplicated, at most
-    /// [`MAX_NAMESPACES`]), an expiry in the future.
+    /// control or invisible ones: names show in lists and the audit); grants
+    /// or scopes (not both), normalised ([`crate::grants::normalise`]: at
+    /// least one, valid namespaces, at most [`MAX_NAMESPACES`] in all); an
+    /// expiry in the future. Afterwards `grants` says it all (`scopes` and
+    /// `namespaces` are emptied).
     pub fn check(mut self, now: u64) -> Result<Self, Invalid> {
         self.name = crate::text::readable("a token's name", &self.name, MAX_NAME_LEN)?;
-        self.scopes.sort();
-        self.scopes.dedup();
-        if self.scopes.is_empty() {
+        let first_form = !self.scopes.is_empty() || !self.namespaces.is_empty();
+        if first_form && !self.grants.is_empty() {
             return Err(Invalid::bad(
-                "a token needs a scope: read, publish or admin",
+                "give a token grants, or scopes (and namespaces), not both",
             ));
         }
-        self.namespaces = self
-            .namespaces
-            .iter()
-            .map(|ns| crate::address::module_namespace(ns))
-            .collect::<Result<_, _>>()?;
-        self.namespaces.sort();
-        self.namespaces.dedup();
-        if self.namespaces.len() > MAX_NAMESPACES {
-            return Err(Invalid::bad(format!(
-                "a token may be limited to at most {MAX_NAMESPACES} namespaces, not {}: leave the limit out for one that covers every namespace",
-                self.namespaces.len()
-            )));
+        if first_form {
+            let namespaces = match self.namespaces.is_empty() {
+                true => Namespaces::All,
+                false => {
+                    let names = std::mem::take(&mut self.namespaces);
+                    let unique: std::collections::BTreeSet<String> = names
+                        .iter()
+                        .map(|ns| crate::address::module_namespace(ns))
+                        .collect::<Result<_, _>>()?;
+                    if unique.len() > MAX_NAMESPACES {
+                        return Err(GrantsError::TooManyNamespaces(unique.len()).into());
+                    }
+                    Namespaces::parse(&unique.into_iter().collect::<Vec<_>>())?
+                }
+            };
+            let scopes = std::mem::take(&mut self.scopes);
+            self.grants = scopes
+                .into_iter()
+                .map(|scope| TokenGrant::new(scope, namespaces.clone()))
+                .collect();
+            if self.grants.is_empty() {
+                return Err(Invalid::bad(
+                    "a token needs a scope: read, publish or admin",
+                ));
+            }
         }
+        self.grants = crate::grants::normalise(std::mem::take(&mut self.grants))?;
         if let Some(at) = self.expires_at
             && at <= now
         {
@@ -275,30 +391,38 @@ pub fn presented_hash(token: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn new(scopes: &[Scope], namespaces: &[&str]) -> NewToken {
         NewToken {
             name: "ci".into(),
             scopes: scopes.to_vec(),
             namespaces: namespaces.iter().map(|s| s.to_string()).collect(),
+            grants: Vec::new(),
             expires_at: None,
+        }
+    }
+
+    fn grant(scope: Scope, names: &[&str]) -> TokenGrant {
+        TokenGrant::new(scope, Namespaces::parse(names).unwrap())
+    }
+
+    fn record(grants: Vec<TokenGrant>) -> TokenRecord {
+        TokenRecord {
+            id: "0".repeat(TOKEN_ID_LEN),
+            name: "t".into(),
+            grants,
+            created_at: 0,
+            expires_at: Some(100),
+            created_by: "operator".into(),
         }
     }
 
     #[test]
     fn scopes_include_the_lesser_ones_and_namespaces_limit_them() {
-        let record = |scopes: &[Scope], namespaces: &[&str]| TokenRecord {
-            id: "0".repeat(TOKEN_ID_LEN),
-            name: "t".into(),
-            scopes: scopes.to_vec(),
-            namespaces: namespaces.iter().map(|s| s.to_string()).collect(),
-            created_at: 0,
-            expires_at: Some(100),
-            created_by: "operator".into(),
-        };
-        let admin = record(&[Scope::Admin], &[]);
+        let admin = record(vec![grant(Scope::Admin, &["*"])]);
         assert!(admin.has(Scope::Read) && admin.has(Scope::Publish) && admin.has(Scope::Admin));
-        let reader = record(&[Scope::Read], &["a"]);
+        let reader = record(vec![grant(Scope::Read, &["a"])]);
         assert!(reader.has(Scope::Read) && !reader.has(Scope::Publish));
         assert!(reader.covers(Realm::Namespace("a")));
         assert!(!reader.covers(Realm::Namespace("b")));
@@ -309,12 +433,93 @@ mod tests {
     }
 
     #[test]
+    fn a_token_of_two_grants_reads_everywhere_and_publishes_to_acme_only() {
+        let t = record(vec![
+            grant(Scope::Read, &["*"]),
+            grant(Scope::Publish, &["acme"]),
+        ]);
+        assert!(t.allows(Scope::Read, Realm::Namespace("other")));
+        assert!(t.allows(Scope::Read, Realm::Registry));
+        assert!(t.allows(Scope::Publish, Realm::Namespace("acme")));
+        assert!(!t.allows(Scope::Publish, Realm::Namespace("other")));
+        assert!(!t.allows(Scope::Admin, Realm::Namespace("acme")));
+        assert!(t.has(Scope::Publish) && !t.has(Scope::Admin));
+        assert_eq!(t.describe_grants(), "read:*, publish:acme");
+    }
+
+    /// Records stored before grants (scopes and namespaces) read as one
+    /// grant, exactly as they were allowed; one-grant records are written
+    /// both ways, several grants only as grants.
+    #[test]
+    fn records_of_the_first_form_read_as_one_grant() {
+        let old = json!({
+            "id": "3f2a7c1e5b6d", "name": "ci-acme", "scopes": ["publish"],
+            "namespaces": ["acme", "infra"], "created_at": 1700000000,
+            "created_by": "operator"
+        });
+        let r: TokenRecord = serde_json::from_value(old.clone()).unwrap();
+        assert_eq!(r.grants, [grant(Scope::Publish, &["acme", "infra"])]);
+        assert!(r.allows(Scope::Publish, Realm::Namespace("infra")));
+        assert!(!r.allows(Scope::Read, Realm::Namespace("other")));
+        assert_eq!(r.expires_at, None);
+        // Every namespace, several scopes (the highest includes the rest).
+        let all: TokenRecord = serde_json::from_value(json!({
+            "id": "0", "name": "n", "scopes": ["read", "admin"], "created_at": 1,
+            "expires_at": 9, "created_by": "operator"
+        }))
+        .unwrap();
+        assert_eq!(all.grants, [grant(Scope::Admin, &["*"])]);
+        assert_eq!(all.expires_at, Some(9));
+        // Written back: the old fields too, for an older reader.
+        let back = serde_json::to_value(&r).unwrap();
+        assert_eq!(back["scopes"], json!(["publish"]));
+        assert_eq!(back["namespaces"], json!(["acme", "infra"]));
+        assert_eq!(
+            back["grants"],
+            json!([{"scope": "publish", "namespaces": ["acme", "infra"]}])
+        );
+        assert_eq!(serde_json::from_value::<TokenRecord>(back).unwrap(), r);
+        let every = serde_json::to_value(&all).unwrap();
+        assert_eq!(every["scopes"], json!(["admin"]));
+        assert!(every.get("namespaces").is_none(), "none: every namespace");
+        let two = record(vec![
+            grant(Scope::Read, &["*"]),
+            grant(Scope::Publish, &["acme"]),
+        ]);
+        let json = serde_json::to_value(&two).unwrap();
+        assert!(json.get("scopes").is_none() && json.get("namespaces").is_none());
+        assert_eq!(serde_json::from_value::<TokenRecord>(json).unwrap(), two);
+        // A record with no rights at all allows nothing.
+        let none: TokenRecord = serde_json::from_value(json!({
+            "id": "0", "name": "n", "scopes": [], "created_at": 1, "created_by": "o"
+        }))
+        .unwrap();
+        assert!(none.grants.is_empty() && !none.has(Scope::Read));
+    }
+
+    #[test]
     fn new_tokens_are_checked() {
         let ok = new(&[Scope::Read, Scope::Read], &["b", "A", "a"])
             .check(5)
             .unwrap();
-        assert_eq!(ok.scopes, [Scope::Read]);
-        assert_eq!(ok.namespaces, ["a", "b"]);
+        assert_eq!(ok.grants, [grant(Scope::Read, &["a", "b"])]);
+        assert!(ok.scopes.is_empty() && ok.namespaces.is_empty());
+        let every = new(&[Scope::Publish, Scope::Read], &[]).check(5).unwrap();
+        assert_eq!(every.grants, [grant(Scope::Publish, &["*"])]);
+        let two = NewToken::with_grants(
+            "alice",
+            vec![grant(Scope::Publish, &["acme"]), grant(Scope::Read, &["*"])],
+        )
+        .check(5)
+        .unwrap();
+        assert_eq!(
+            two.grants,
+            [grant(Scope::Read, &["*"]), grant(Scope::Publish, &["acme"])]
+        );
+        let both = NewToken {
+            grants: vec![grant(Scope::Read, &["*"])],
+            ..new(&[Scope::Admin], &[])
+        };
         for bad in [
             NewToken {
                 name: " ".into(),
@@ -329,14 +534,25 @@ mod tests {
                 ..new(&[Scope::Read], &[])
             },
             new(&[], &[]),
+            new(&[], &["a"]),
             new(&[Scope::Read], &["bad/ns"]),
             NewToken {
                 expires_at: Some(5),
                 ..new(&[Scope::Read], &[])
             },
+            both,
+            NewToken::with_grants("none", vec![]),
         ] {
-            assert!(matches!(bad.check(5), Err(Invalid(_))));
+            assert!(matches!(bad.clone().check(5), Err(Invalid(_))), "{bad:?}");
         }
+        // The API's body: grants as JSON.
+        let body: NewToken = serde_json::from_value(json!({
+            "name": "alice",
+            "grants": [{"scope": "read", "namespaces": ["*"]},
+                       {"scope": "publish", "namespaces": ["acme"]}]
+        }))
+        .unwrap();
+        assert_eq!(body.check(0).unwrap().grants, two.grants);
     }
 
     #[test]
@@ -344,13 +560,13 @@ mod tests {
         let names: Vec<String> = (0..101).map(|i| format!("ns{i:03}")).collect();
         let refs = |n: usize| names[..n].iter().map(String::as_str).collect::<Vec<_>>();
         let ok = new(&[Scope::Read], &refs(100)).check(0).unwrap();
-        assert_eq!(ok.namespaces.len(), 100);
+        assert_eq!(ok.grants[0].namespaces.for_token().len(), 100);
         let err = new(&[Scope::Read], &refs(101)).check(0).unwrap_err();
         assert!(
             err.0.contains(&format!("{MAX_NAMESPACES} namespaces")),
             "{err}"
         );
-        // Counted once normalised: the same namespace twice is one.
+        // Counted once normalised.
         let mut twice = refs(100);
         twice.push("NS000");
         assert!(new(&[Scope::Read], &twice).check(0).is_ok());

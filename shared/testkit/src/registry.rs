@@ -252,6 +252,7 @@ impl TestRegistry {
             name: format!("test-{scope}"),
             scopes: vec![scope],
             namespaces: namespace.map(str::to_string).into_iter().collect(),
+            grants: vec![],
             expires_at: None,
         })
         .await

@@ -13,17 +13,17 @@
 
 pub mod assets;
 pub mod pages;
+mod sign;
 pub mod snippets;
 
 use askama::Template;
 use async_trait::async_trait;
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
-use tfreg_http::auth::{self, Credential};
-use tfreg_http::body::{Body, Response, header_value, read_body, redirect};
+use tfreg_http::body::{Body, Response, redirect};
 use tfreg_http::{Call, Error, Handler, Pages, Registry, session};
 use tfreg_model::address::{ModuleName, ProviderName};
 use tfreg_model::router::UiRoute;
-use tfreg_model::token::{Access, Principal, Realm, Scope, TOKEN_PREFIX};
+use tfreg_model::token::{Principal, Realm};
 use tfreg_model::version::Version;
 use tfreg_store::catalog::index::VersionIndex;
 use tfreg_store::catalog::listing::{self, Entry, Kind};
@@ -38,8 +38,6 @@ pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; 
 
 /// Longest search query used (longer ones are cut).
 const MAX_QUERY_CHARS: usize = 200;
-/// Largest sign-in form accepted.
-const MAX_FORM_BYTES: usize = 4096;
 /// How many recent changes the home page lists.
 const RECENT: usize = 10;
 
@@ -55,7 +53,8 @@ async fn handle(
         hostname: registry.config.hostname.to_string(),
         css: Asset::Css.file_name(),
         js: Asset::Js.file_name(),
-        signed_in: req.signed_in,
+        signed_in: req.signed_in(),
+        signed_in_as: signed_in_as(req.signed_in(), req.principal),
         query: String::new(),
     };
     match route {
@@ -131,24 +130,28 @@ async fn handle(
             provider_page(registry, &provider, version, layout(provider.to_string())).await
         }
         UiRoute::SignIn if req.method == Method::POST => {
-            sign_in(registry, req.headers, body, layout("Sign in".into())).await
+            sign::sign_in(registry, req.headers, body, layout("Sign in".into())).await
         }
         UiRoute::SignIn => {
             let params = params(req.query);
             page(&pages::SignIn {
                 layout: layout("Sign in".into()),
-                next: safe_next(params.get("next").map(String::as_str)),
+                next: sign::safe_next(params.get("next").map(String::as_str)),
                 error: String::new(),
                 signed_out: params.contains_key("signed-out"),
             })
         }
-        UiRoute::SignOut => {
-            same_site(registry, req.headers)?;
-            let mut resp = redirect(&format!("{}?signed-out", UiRoute::SignIn.path()));
-            resp.headers_mut()
-                .insert(header::SET_COOKIE, header_value(&session::clear_cookie())?);
-            Ok(resp)
+        UiRoute::SignOut => sign::sign_out(registry, &req).await,
+    }
+}
+
+/// The page's "signed in as": the session's token name and its grants.
+fn signed_in_as(signed_in: bool, principal: &Principal) -> String {
+    match principal {
+        Principal::Token(record) if signed_in => {
+            format!("{} · {}", record.name, record.describe_grants())
         }
+        _ => String::new(),
     }
 }
 
@@ -298,129 +301,6 @@ async fn provider_page(
     })
 }
 
-/// A POST from another site's page is refused (the session cookie is
-/// `SameSite=Strict` anyway; this also stops a sign-in forced from elsewhere).
-/// Browsers that send no `Sec-Fetch-Site` (Safari before 16.4, Firefox
-/// before 90) still send `Origin` with a form's POST: it must then be this
-/// registry's own ([`own_origins`]). Neither header: not a browser's form.
-fn same_site(registry: &Registry, headers: &HeaderMap) -> Result<(), Error> {
-    match headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
-        Some("same-origin") | Some("none") => Ok(()),
-        Some(other) => Err(Error::Forbidden(format!(
-            "a form of this registry must be sent from its own pages (Sec-Fetch-Site: {other})"
-        ))),
-        None => match headers.get(header::ORIGIN) {
-            None => Ok(()),
-            Some(origin) => {
-                let own = own_origins(registry, headers);
-                match origin.to_str().ok().and_then(origin_of) {
-                    Some(origin) if own.contains(&origin) => Ok(()),
-                    _ => Err(Error::Forbidden(
-                        "a form of this registry must be sent from its own pages (Origin: another site)"
-                            .into(),
-                    )),
-                }
-            }
-        },
-    }
-}
-
-/// The origins this registry's pages are served from: its public URL, its
-/// hostname over https, and the `Host` the request was sent to (a UI reached
-/// by another of the server's names, or API Gateway's own domain).
-fn own_origins(registry: &Registry, headers: &HeaderMap) -> Vec<String> {
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .map(|h| format!("https://{h}"));
-    [
-        Some(registry.config.public_url.clone()),
-        Some(format!("https://{}", registry.config.hostname)),
-        host,
-    ]
-    .into_iter()
-    .flatten()
-    .filter_map(|url| origin_of(&url))
-    .collect()
-}
-
-/// `scheme://host[:port]` of a URL or an `Origin` value, normalised (case,
-/// default port); none for `null` or what does not parse as one.
-fn origin_of(url: &str) -> Option<String> {
-    let origin = url::Url::parse(url).ok()?.origin();
-    origin.is_tuple().then(|| origin.ascii_serialization())
-}
-
-async fn sign_in(
-    registry: &Registry,
-    headers: &HeaderMap,
-    body: Body,
-    layout: Layout,
-) -> Result<Response, Error> {
-    same_site(registry, headers)?;
-    let form = read_body(headers, body, MAX_FORM_BYTES).await?;
-    let fields: std::collections::HashMap<String, String> =
-        url::form_urlencoded::parse(&form).into_owned().collect();
-    let next = safe_next(fields.get("next").map(String::as_str));
-    let token = fields.get("token").map(|t| t.trim()).unwrap_or_default();
-    let refused = |message: String, status: StatusCode| {
-        let mut resp = page(&pages::SignIn {
-            layout: layout.clone(),
-            next: next.clone(),
-            error: message,
-            signed_out: false,
-        })?;
-        *resp.status_mut() = status;
-        Ok(resp)
-    };
-    let Some(hash) = auth::presented_hash(token) else {
-        return refused(
-            format!(
-                "That is not a token of this registry: tokens start with {}.",
-                TOKEN_PREFIX
-            ),
-            StatusCode::UNAUTHORIZED,
-        );
-    };
-    let access = Access::Token {
-        scope: Scope::Read,
-        realm: Realm::AnyNamespace,
-    };
-    let (_, verdict) = auth::authorize(registry, Credential::Session(Some(&hash)), access).await;
-    match verdict {
-        Ok(()) => {}
-        Err(e @ (Error::Unauthorized(_) | Error::Forbidden(_))) => {
-            return refused(e.to_string(), e.status());
-        }
-        Err(e) => return Err(e),
-    }
-    let signer = registry.signer_if_ready().await?.ok_or_else(|| {
-        Error::Unavailable(
-            "the registry has no signing secret yet (publish once, or run `tfreg aws init`)".into(),
-        )
-    })?;
-    let expires = registry.now() + session::SESSION_SECS;
-    let cookie = session::set_cookie(&session::value(signer, &hash, expires));
-    tracing::info!(event = "ui.sign-in", "a session was opened");
-    let mut resp = redirect(&next);
-    resp.headers_mut()
-        .insert(header::SET_COOKIE, header_value(&cookie)?);
-    Ok(resp)
-}
-
-/// Where to go after signing in: a UI path of this registry only (never
-/// another site, nor `//host`), else the home page.
-fn safe_next(next: Option<&str>) -> String {
-    match next {
-        Some(n)
-            if n.starts_with("/ui/") && !n.starts_with("//") && !n.contains(['\\', '\r', '\n']) =>
-        {
-            n.to_string()
-        }
-        _ => UiRoute::Home.path(),
-    }
-}
-
 fn params(query: Option<&str>) -> std::collections::HashMap<String, String> {
     url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
         .into_owned()
@@ -501,19 +381,18 @@ pub fn secure(headers: &mut HeaderMap) {
 pub fn error_page(
     err: &Error,
     request_id: &str,
-    method: &Method,
+    call: &Call<'_>,
     path: &str,
-    query: Option<&str>,
     hostname: &str,
-    signed_in: bool,
 ) -> Response {
+    let (method, signed_in) = (call.method, call.signed_in());
     if matches!(err, Error::Unauthorized(_)) && (method == Method::GET || method == Method::HEAD) {
-        let back = match query {
+        let back = match call.query {
             Some(q) => format!("{path}?{q}"),
             None => path.to_string(),
         };
         let next: String =
-            url::form_urlencoded::byte_serialize(safe_next(Some(&back)).as_bytes()).collect();
+            url::form_urlencoded::byte_serialize(sign::safe_next(Some(&back)).as_bytes()).collect();
         let mut resp = redirect(&format!("{}?next={next}", UiRoute::SignIn.path()));
         if signed_in {
             // A session whose token no longer works: forget it.
@@ -539,6 +418,7 @@ pub fn error_page(
             css: Asset::Css.file_name(),
             js: Asset::Js.file_name(),
             signed_in,
+            signed_in_as: signed_in_as(signed_in, call.principal),
             query: String::new(),
         },
         status: status.as_u16(),
@@ -582,11 +462,9 @@ impl Pages for Ui {
         error_page(
             err,
             request_id,
-            call.method,
+            call,
             path,
-            call.query,
             registry.config.hostname.as_str(),
-            call.signed_in,
         )
     }
 

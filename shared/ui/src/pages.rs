@@ -17,6 +17,9 @@ pub struct Layout {
     pub js: &'static str,
     /// A session is open (show sign-out).
     pub signed_in: bool,
+    /// Whose session, and what it may do: `alice · read:*, publish:acme`
+    /// (empty: not known).
+    pub signed_in_as: String,
     /// The search box's text.
     pub query: String,
 }

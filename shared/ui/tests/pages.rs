@@ -248,6 +248,7 @@ async fn sign_in_opens_a_session_that_sign_out_and_revocation_end() {
     );
 
     let reader = reg.token(Scope::Read, None).await;
+    let reader_id = tfreg_model::token::id_of(&tfreg_model::token::hash_of(&reader));
     let cookie = sign_in(&reg, &reader).await;
     let home = get(&reg, "/ui/home", Some(&cookie)).await;
     home.expect(StatusCode::OK, "signed in");
@@ -273,6 +274,55 @@ async fn sign_in_opens_a_session_that_sign_out_and_revocation_end() {
             .unwrap()
             .contains("Max-Age=0")
     );
+    // Signed out on the server too: the cookie replayed is refused (to the
+    // sign-in page, the cookie cleared), even where anyone may read.
+    for anonymous_reads in [false, true] {
+        let view = reg.reconfigure(|mut r| {
+            r.config.anonymous_reads = anonymous_reads;
+            r
+        });
+        let replayed = get(&view, "/ui/home", Some(&cookie)).await;
+        assert_eq!(
+            replayed.status,
+            StatusCode::SEE_OTHER,
+            "replayed after sign-out (anonymous reads {anonymous_reads})"
+        );
+        assert!(location(&replayed).starts_with("/ui/sign-in?next="));
+        assert!(!replayed.text().contains("team/vpc/aws"));
+        assert!(
+            replayed.headers[header::SET_COOKIE]
+                .to_str()
+                .unwrap()
+                .contains("Max-Age=0")
+        );
+    }
+    // Signing out again changes nothing; the sign-out was audited once,
+    // under the token whose session ended (and the forced one as refused).
+    let again = post(&reg, "/ui/sign-out", "", &[("cookie", &cookie)]).await;
+    assert_eq!(again.status, StatusCode::SEE_OTHER);
+    let events = tfreg_store::catalog::audit::recent(reg.registry.items.as_ref(), 100)
+        .await
+        .unwrap();
+    let ended: Vec<(u16, &str)> = events
+        .iter()
+        .filter(|e| e.action == "session.end")
+        .map(|e| (e.status, e.actor.token_id.as_deref().unwrap_or("")))
+        .collect();
+    assert_eq!(ended, [(303, &reader_id[..]), (403, &reader_id[..])]);
+    // A new session of the same token works; so does another one opened
+    // before that sign-out, on another browser.
+    let other = sign_in(&reg, &reader).await;
+    let cookie = sign_in(&reg, &reader).await;
+    get(&reg, "/ui/home", Some(&cookie))
+        .await
+        .expect(StatusCode::OK, "signed in again");
+    let out = post(&reg, "/ui/sign-out", "", &[("cookie", &other)]).await;
+    assert_eq!(out.status, StatusCode::SEE_OTHER);
+    get(&reg, "/ui/home", Some(&cookie)).await.expect(
+        StatusCode::OK,
+        "another session's sign-out ends only that one",
+    );
+
     // A tampered cookie is no session.
     let forged = cookie.replacen('.', ".9", 1);
     assert_eq!(
@@ -285,7 +335,7 @@ async fn sign_in_opens_a_session_that_sign_out_and_revocation_end() {
         .await
         .unwrap()
         .into_iter()
-        .find(|t| t.record.scopes == [Scope::Read])
+        .find(|t| t.record.describe_grants() == "read:*")
         .unwrap()
         .record
         .id;
@@ -488,4 +538,39 @@ async fn search_matches_every_word_and_filters_by_kind() {
     let providers = text("team&kind=provider").await;
     assert!(providers.contains("team/cloud") && !providers.contains("team/vpc/aws"));
     assert!(text("nothing-like-this").await.contains("0 of 3 match"));
+}
+
+#[tokio::test]
+async fn the_header_names_the_session_its_token_and_grants() {
+    use tfreg_model::grants::TokenGrant;
+    use tfreg_model::token::NewToken;
+    let (reg, _) = registry().await;
+    let grants = vec![
+        TokenGrant::parse("read").unwrap(),
+        TokenGrant::parse("publish:team").unwrap(),
+    ];
+    let token = reg
+        .token_with(NewToken::with_grants("alice<b>", grants))
+        .await;
+    let cookie = sign_in(&reg, &token).await;
+    for path in [
+        "/ui/home",
+        "/ui/modules/other/secret/aws",
+        "/ui/namespaces/nothing",
+    ] {
+        let page = get(&reg, path, Some(&cookie)).await;
+        let html = page.text();
+        assert!(html.contains("id=\"signed-in-as\""), "{path}: {html}");
+        assert!(
+            plain(&html).contains("alice<b> · read:*, publish:team"),
+            "{path}: {html}"
+        );
+        assert!(!html.contains("alice<b>"), "escaped: {html}");
+    }
+    // No session, no name (a bearer token is no session).
+    let by_header = reg
+        .request(Method::GET, "/ui/home", Some(&token), &[], Bytes::new())
+        .await;
+    by_header.expect(StatusCode::OK, "a bearer token reads the UI");
+    assert!(!by_header.text().contains("signed-in-as"));
 }

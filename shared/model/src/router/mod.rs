@@ -88,6 +88,7 @@ impl Route {
             Route::Read(read) => token(Scope::Read, read.realm(own_host)),
             Route::Publish(publish) => token(Scope::Publish, publish.target.realm()),
             Route::Admin(admin) => token(Scope::Admin, admin.realm()),
+            Route::Ui(UiRoute::SignOut) => Access::Session,
             Route::Ui(ui) => match ui.realm() {
                 Some(realm) => token(Scope::Read, realm),
                 None => Access::Public,
@@ -99,6 +100,7 @@ impl Route {
     /// lists and a publish's `begin`, which changes nothing visible).
     pub fn audit_action(&self) -> Option<&'static str> {
         match self {
+            Route::Ui(UiRoute::SignOut) => Some("session.end"),
             Route::Discovery | Route::Read(_) | Route::Blob(_) | Route::Ui(_) => None,
             Route::Publish(p) => (p.step == PublishStep::Complete).then_some("publish"),
             Route::Admin(admin) => match admin {
@@ -136,6 +138,7 @@ impl Route {
                 AdminRoute::ListTokens | AdminRoute::CreateToken => "tokens".into(),
                 AdminRoute::Audit => "audit".into(),
             },
+            Route::Ui(UiRoute::SignOut) => "web UI session".into(),
             other => other.path(),
         }
     }

@@ -26,6 +26,7 @@ pub mod places;
 pub mod releases;
 pub mod schema;
 pub mod secret;
+pub mod sessions;
 pub mod tokens;
 pub mod uploads;
 

@@ -13,6 +13,7 @@
 //! | API token (its hash only)          | `TOKENS`                         | `<sha256 of the token>`             |
 //! | namespace signing key              | `KEYS#<ns>`                      | `KEY#<key id>`                      |
 //! | audit event                        | `AUDIT`                          | `<inverted time>#<random>`          |
+//! | web UI session signed out of       | `SIGNEDOUT`                      | `<sha256 of the session id>`        |
 //! | publish in progress                | `UPLOAD#<upload id>`             | `UPLOAD`                            |
 //! | a token's place for a publish      | `PUBLISHING#token/<token id>`    | `PLACE#<n>` (`n` below the bound)   |
 //! | a namespace's place for a publish  | `PUBLISHING#ns/<ns>` (mirror: `PUBLISHING#mirror/<hostname>/<ns>`) | `PLACE#<n>` (`n` below the bound) |
@@ -41,6 +42,8 @@ pub const TOKENS_PK: &str = "TOKENS";
 pub const KEY_PREFIX: &str = "KEY#";
 /// The partition of audit events.
 pub const AUDIT_PK: &str = "AUDIT";
+/// The partition of web UI sessions signed out of before their expiry.
+pub const SIGNED_OUT_PK: &str = "SIGNEDOUT";
 /// The sort key of a publish in progress.
 pub const UPLOAD_SK: &str = "UPLOAD";
 /// Sort keys of places (of publishes in progress) start with this.

@@ -32,8 +32,7 @@ pub async fn create(
     let record = TokenRecord {
         id: id_of(&hash),
         name: new.name,
-        scopes: new.scopes,
-        namespaces: new.namespaces,
+        grants: new.grants,
         created_at: now,
         expires_at: new.expires_at,
         created_by: created_by.describe(),
@@ -122,6 +121,7 @@ mod tests {
             name: "ci".into(),
             scopes: scopes.to_vec(),
             namespaces: namespaces.iter().map(|s| s.to_string()).collect(),
+            grants: Vec::new(),
             expires_at: None,
         }
     }
@@ -134,7 +134,7 @@ mod tests {
             .await
             .unwrap();
         assert!(token.starts_with(TOKEN_PREFIX));
-        assert_eq!(record.namespaces, ["team"]);
+        assert_eq!(record.describe_grants(), "publish:team");
         assert_eq!(record.created_by, "operator");
         let items = query_all(&store, TOKENS_PK, "").await.unwrap();
         assert_eq!(items.len(), 1);
