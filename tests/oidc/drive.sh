@@ -105,7 +105,11 @@ sign_in() {
     while [[ "$url" != "$REDIRECT_URI"* ]]; do
         case "$url" in
         */interaction/*)
-            if grep -q 'name="prompt" value="login"' <("${CURL[@]}" -b "$JAR" -c "$JAR" "$url"); then
+            # The page to a file first: `grep -q <(curl ...)` let the next hop read
+            # the jar while this curl, cut off by grep's early exit, still wrote it
+            # (seen as the OP's "interaction session id cookie not found" under load).
+            "${CURL[@]}" -b "$JAR" -c "$JAR" -o "$WORK/page" "$url"
+            if grep -q 'name="prompt" value="login"' "$WORK/page"; then
                 out="$(hop "$url" --data-urlencode prompt=login --data-urlencode "login=$user" \
                     --data-urlencode "password=$password")"
                 echo "POST ${url#"$ISSUER"} login=$user -> $out"
