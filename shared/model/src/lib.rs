@@ -14,6 +14,8 @@
 //! - Sign-in: [`oidc`] (a verified token's times and audience, claims as
 //!   text), [`sso`] (identity-provider groups mapped to a token's scope and
 //!   namespaces), [`trust`] (which CI jobs' tokens may publish where).
+//! - [`upstream`]: other registries the pull-through cache reads from, and
+//!   which addresses and URLs an origin may never make it connect to.
 //! - [`error`]: why a value is refused; the HTTP pipeline maps it.
 
 pub mod address;
@@ -34,6 +36,7 @@ pub mod sso;
 pub mod text;
 pub mod token;
 pub mod trust;
+pub mod upstream;
 pub mod version;
 
 /// The property tests' configuration: 256 cases, no failure files written
