@@ -13,7 +13,8 @@
 //!   URIs checked (the registry as the CLI's OAuth server).
 //! - Sign-in: [`oidc`] (a verified token's times and audience, claims as
 //!   text), [`sso`] (identity-provider groups mapped to a token's scope and
-//!   namespaces), [`trust`] (which CI jobs' tokens may publish where).
+//!   namespaces), [`trust`] (which CI jobs' tokens may publish where),
+//!   [`signin`] (a sign-in's state between its steps, the token it issues).
 //! - [`error`]: why a value is refused; the HTTP pipeline maps it.
 
 pub mod address;
@@ -29,6 +30,7 @@ pub mod oidc;
 pub mod protocol;
 pub mod release;
 pub mod router;
+pub mod signin;
 pub mod sso;
 pub mod text;
 pub mod token;

@@ -36,6 +36,35 @@ pub struct Discovery {
     /// tfreg's publish API.
     #[serde(rename = "tfreg.publish.v1")]
     pub publish_v1: String,
+    /// `terraform login`'s service, only where an identity provider is
+    /// configured.
+    #[serde(rename = "login.v1", default, skip_serializing_if = "Option::is_none")]
+    pub login_v1: Option<LoginV1>,
+}
+
+/// login.v1 as Terraform reads it (terraform-svchost's disco): the public
+/// client id, the grant, the two endpoints and the loopback ports.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LoginV1 {
+    pub client: String,
+    pub grant_types: Vec<String>,
+    pub authz: String,
+    pub token: String,
+    pub ports: [u16; 2],
+}
+
+impl LoginV1 {
+    /// The login.v1 of this registry: `client` over the `ports` Terraform
+    /// may listen on.
+    pub fn new(client: &str, ports: crate::login::PortRange) -> Self {
+        Self {
+            client: client.to_string(),
+            grant_types: vec![crate::login::GRANT_AUTHZ_CODE.to_string()],
+            authz: crate::router::AUTHORIZE_PATH.to_string(),
+            token: crate::router::TOKEN_PATH.to_string(),
+            ports: ports.advertised(),
+        }
+    }
 }
 
 impl Default for Discovery {
@@ -45,6 +74,7 @@ impl Default for Discovery {
             providers_v1: PROVIDERS_V1.into(),
             mirror_v1: MIRROR_V1.into(),
             publish_v1: PUBLISH_V1.into(),
+            login_v1: None,
         }
     }
 }

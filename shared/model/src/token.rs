@@ -115,6 +115,10 @@ pub struct TokenRecord {
     pub expires_at: Option<u64>,
     /// Who made it ([`Actor::describe`]).
     pub created_by: String,
+    /// The identity-provider account a sign-in issued it to (none: made by
+    /// an admin).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued_to: Option<crate::signin::Subject>,
 }
 
 impl TokenRecord {
@@ -295,6 +299,7 @@ mod tests {
             created_at: 0,
             expires_at: Some(100),
             created_by: "operator".into(),
+            issued_to: None,
         };
         let admin = record(&[Scope::Admin], &[]);
         assert!(admin.has(Scope::Read) && admin.has(Scope::Publish) && admin.has(Scope::Admin));

@@ -160,6 +160,7 @@ fn paths_built_from_routes_route_back_to_them() {
         })
     });
     let admin = AdminRoute::examples(&targets).into_iter().map(Route::Admin);
+    let admin = admin.chain(AuthRoute::ALL.map(Route::Auth));
     let mut endpoints = std::collections::HashSet::new();
     for r in routes.into_iter().chain(publishes).chain(admin) {
         let path = r.path();
@@ -279,4 +280,32 @@ fn status_of(err: &RouteError) -> u16 {
         RouteError::NotFound(_) => 404,
         RouteError::MethodNotAllowed { .. } => 405,
     }
+}
+
+#[test]
+fn sign_in_routes_are_public_and_only_the_token_step_is_audited() {
+    let host = Hostname::parse("registry.test").unwrap();
+    for step in AuthRoute::ALL {
+        let r = route(&step.method()[0], step.path()).unwrap();
+        assert_eq!(r, Route::Auth(step));
+        assert_eq!(r.access(&host), Access::Public, "{step:?}");
+        assert_eq!(r.endpoint(), Endpoint::Auth);
+    }
+    assert_eq!(
+        Route::Auth(AuthRoute::Token).audit_action(),
+        Some("token.login")
+    );
+    assert_eq!(Route::Auth(AuthRoute::Callback).audit_action(), None);
+    assert!(matches!(
+        route(&Method::GET, "/oauth/token"),
+        Err(RouteError::MethodNotAllowed { .. })
+    ));
+    assert!(matches!(
+        route(&Method::POST, "/oauth/authorize"),
+        Err(RouteError::MethodNotAllowed { .. })
+    ));
+    assert!(matches!(
+        route(&Method::GET, "/oauth/authorize/x"),
+        Err(RouteError::NotFound(_))
+    ));
 }
