@@ -363,3 +363,45 @@ pub struct DeleteResult {
 pub struct AuditList {
     pub events: Vec<crate::audit::Event>,
 }
+
+/// Answer to `GET /v1/admin/sso`: every identity-provider group mapping.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MappingList {
+    pub mappings: Vec<crate::sso::GroupMapping>,
+}
+
+/// Answer to `POST /v1/admin/sso/map` (body: a [`crate::sso::GroupMapping`]).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MappedGroup {
+    pub mapping: crate::sso::GroupMapping,
+    /// The group's mapping it replaced, if it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced: Option<crate::sso::GroupMapping>,
+}
+
+/// Answer to `POST /v1/admin/sso/unmap` (body: a [`crate::sso::Unmap`]).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct UnmappedGroup {
+    pub removed: crate::sso::GroupMapping,
+}
+
+/// Answer to `GET /v1/admin/trust[/{namespace}]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TrustList {
+    pub policies: Vec<crate::trust::TrustRecord>,
+}
+
+/// Answer to `POST /v1/admin/trust/{namespace}` (body: a
+/// [`crate::trust::TrustPolicy`]).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AddedTrust {
+    pub policy: crate::trust::TrustRecord,
+    /// False when the namespace already had this very policy (kept as it was).
+    pub added: bool,
+}
+
+/// Answer to `DELETE /v1/admin/trust/{namespace}/{id}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RemovedTrust {
+    pub removed: crate::trust::TrustRecord,
+}

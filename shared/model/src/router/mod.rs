@@ -110,7 +110,15 @@ impl Route {
             Route::Auth(auth) => (auth == &AuthRoute::Token).then_some("token.login"),
             Route::Publish(p) => (p.step == PublishStep::Complete).then_some("publish"),
             Route::Admin(admin) => match admin {
-                AdminRoute::ListTokens | AdminRoute::ListKeys { .. } | AdminRoute::Audit => None,
+                AdminRoute::ListTokens
+                | AdminRoute::ListKeys { .. }
+                | AdminRoute::Audit
+                | AdminRoute::ListMappings
+                | AdminRoute::ListTrust { .. } => None,
+                AdminRoute::MapGroup => Some("sso.map"),
+                AdminRoute::UnmapGroup => Some("sso.unmap"),
+                AdminRoute::AddTrust { .. } => Some("trust.add"),
+                AdminRoute::RemoveTrust { .. } => Some("trust.remove"),
                 AdminRoute::CreateToken => Some("token.create"),
                 AdminRoute::RevokeToken { .. } => Some("token.revoke"),
                 AdminRoute::AddKeys { .. } => Some("key.add"),
@@ -143,6 +151,17 @@ impl Route {
                 }
                 AdminRoute::ListTokens | AdminRoute::CreateToken => "tokens".into(),
                 AdminRoute::Audit => "audit".into(),
+                AdminRoute::ListMappings | AdminRoute::MapGroup | AdminRoute::UnmapGroup => {
+                    "group mappings".into()
+                }
+                AdminRoute::ListTrust { namespace: None } => "trust policies".into(),
+                AdminRoute::ListTrust {
+                    namespace: Some(namespace),
+                }
+                | AdminRoute::AddTrust { namespace } => format!("trust policies of {namespace}"),
+                AdminRoute::RemoveTrust { namespace, id } => {
+                    format!("trust policy {id} of {namespace}")
+                }
             },
             Route::Auth(AuthRoute::Token) => "tokens".into(),
             other => other.path(),

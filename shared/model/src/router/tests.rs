@@ -309,3 +309,71 @@ fn sign_in_routes_are_public_and_only_the_token_step_is_audited() {
         Err(RouteError::NotFound(_))
     ));
 }
+
+#[test]
+fn group_mappings_and_trust_policies_are_admin_routes() {
+    use crate::token::Realm;
+    let admin = |m: &Method, p: &str| match route(m, p) {
+        Ok(Route::Admin(a)) => a,
+        other => panic!("{m} {p}: {other:?}"),
+    };
+    assert_eq!(
+        admin(&Method::GET, "/v1/admin/sso"),
+        AdminRoute::ListMappings
+    );
+    assert_eq!(
+        admin(&Method::POST, "/v1/admin/sso/map"),
+        AdminRoute::MapGroup
+    );
+    assert_eq!(
+        admin(&Method::POST, "/v1/admin/sso/unmap"),
+        AdminRoute::UnmapGroup
+    );
+    // The group is in the body, never the path.
+    assert!(route(&Method::POST, "/v1/admin/sso/map/platform").is_err());
+    assert!(matches!(
+        route(&Method::DELETE, "/v1/admin/sso/map"),
+        Err(RouteError::MethodNotAllowed { .. })
+    ));
+    assert_eq!(
+        admin(&Method::GET, "/v1/admin/trust"),
+        AdminRoute::ListTrust { namespace: None }
+    );
+    let add = admin(&Method::POST, "/v1/admin/trust/Acme");
+    assert_eq!(
+        add,
+        AdminRoute::AddTrust {
+            namespace: "acme".into()
+        }
+    );
+    assert_eq!(add.realm(), Realm::Namespace("acme"));
+    let remove = admin(&Method::DELETE, "/v1/admin/trust/acme/0123456789AB");
+    assert_eq!(
+        remove,
+        AdminRoute::RemoveTrust {
+            namespace: "acme".into(),
+            id: "0123456789ab".into()
+        }
+    );
+    assert!(matches!(
+        route(&Method::DELETE, "/v1/admin/trust/acme/xyz"),
+        Err(RouteError::BadRequest(_))
+    ));
+    assert!(route(&Method::POST, "/v1/admin/trust/-bad-").is_err());
+    for (r, action) in [
+        (AdminRoute::MapGroup, Some("sso.map")),
+        (AdminRoute::UnmapGroup, Some("sso.unmap")),
+        (AdminRoute::ListMappings, None),
+        (add, Some("trust.add")),
+        (remove, Some("trust.remove")),
+        (AdminRoute::ListTrust { namespace: None }, None),
+    ] {
+        let realm = r.realm();
+        let scoped = matches!(
+            r,
+            AdminRoute::AddTrust { .. } | AdminRoute::RemoveTrust { .. }
+        );
+        assert_eq!(realm == Realm::Registry, !scoped, "{r:?}");
+        assert_eq!(Route::Admin(r).audit_action(), action);
+    }
+}
