@@ -71,5 +71,6 @@ mod oidc_fixture;
 mod probes;
 mod publish_attacks;
 mod scale;
+mod sso_admin;
 mod support;
 mod template;

@@ -12,7 +12,6 @@ use tfreg_model::protocol::{
 };
 use tfreg_model::router::AdminRoute;
 use tfreg_model::sso::{GroupMapping, Namespaces, Unmap};
-use tfreg_model::text::escaped;
 use tfreg_model::trust::{TrustPolicy, TrustRecord};
 use tfreg_store::catalog::sso;
 
@@ -46,11 +45,7 @@ pub(crate) async fn handle(
         AdminRoute::MapGroup => {
             let mapping: GroupMapping = body(headers, req_body).await?;
             let replaced = sso::put_mapping(items, &mapping).await?;
-            let mut note = format!(
-                "group {} gives {}",
-                escaped(mapping.group()),
-                grants(&mapping)
-            );
+            let mut note = format!("group {} gives {}", mapping.group(), grants(&mapping));
             if let Some(old) = &replaced {
                 note.push_str(&format!(" (was {})", grants(old)));
             }
@@ -62,14 +57,10 @@ pub(crate) async fn handle(
         }
         AdminRoute::UnmapGroup => {
             let Unmap { group } = body(headers, req_body).await?;
-            let removed = sso::remove_mapping(items, &group).await?.ok_or_else(|| {
-                Error::not_found(format!("group {} has no mapping", escaped(&group)))
-            })?;
-            let note = format!(
-                "group {} no longer gives {}",
-                escaped(&group),
-                grants(&removed)
-            );
+            let removed = sso::remove_mapping(items, &group)
+                .await?
+                .ok_or_else(|| Error::not_found(format!("group {group} has no mapping")))?;
+            let note = format!("group {} no longer gives {}", group, grants(&removed));
             Ok(noted(StatusCode::OK, &UnmappedGroup { removed }, note))
         }
         AdminRoute::ListTrust { namespace } => Ok(json(
@@ -113,7 +104,8 @@ pub(crate) async fn handle(
     }
 }
 
-/// A policy as a note names it: id, issuer and required claims.
+/// A policy as a note names it: id, issuer and required claims (the
+/// audit trail escapes notes itself).
 fn describe(record: &TrustRecord) -> String {
     let p = &record.policy;
     let claims: Vec<String> = p
@@ -121,11 +113,10 @@ fn describe(record: &TrustRecord) -> String {
         .iter()
         .map(|(k, v)| format!("{k}={}", v.as_str()))
         .collect();
-    escaped(&format!(
+    format!(
         "policy {}: {} with {}",
         record.id,
         p.issuer(),
         claims.join(" ")
-    ))
-    .into_owned()
+    )
 }
