@@ -131,7 +131,7 @@ mod tests {
         let b = GroupMapping::new("platform", Scope::Publish, &["acme"]).unwrap();
         assert_eq!(put_mapping(&store, &a).await.unwrap(), None);
         assert_eq!(put_mapping(&store, &b).await.unwrap(), Some(a));
-        assert_eq!(mappings(&store).await.unwrap(), [b.clone()]);
+        assert_eq!(mappings(&store).await.unwrap(), std::slice::from_ref(&b));
         assert_eq!(remove_mapping(&store, "nobody").await.unwrap(), None);
         assert_eq!(remove_mapping(&store, "platform").await.unwrap(), Some(b));
         assert!(mappings(&store).await.unwrap().is_empty());
