@@ -1,4 +1,4 @@
-//! `tfreg token|key|deprecate|yank|delete|audit`: the admin API, spoken two
+//! `tfreg token|key|deprecate|yank|delete|audit|sso|trust`: the admin API, spoken two
 //! ways with the same requests and answers:
 //! - to a registry's URL with an admin token (`--registry`, `--token`), as
 //!   any client would;
@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 mod releases;
+mod sso;
 
 use clap::{Args, Subcommand, ValueEnum};
 use http::{Method, StatusCode};
@@ -32,6 +33,7 @@ use crate::client::PublishClient;
 use crate::data_dir::{self, DataDir};
 
 pub use releases::{DeleteArgs, DeprecateArgs, YankArgs, delete, deprecate, yank};
+pub use sso::{SsoCommand, TrustCommand, sso, trust};
 
 /// Which registry an admin command works on.
 #[derive(Args, Clone)]

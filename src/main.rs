@@ -48,6 +48,14 @@ enum Command {
     /// Namespace signing keys: add, list, remove.
     #[command(subcommand)]
     Key(admin::KeyCommand),
+    /// Sign-in: which identity-provider groups get which scope on which
+    /// namespaces: map, unmap, list.
+    #[command(subcommand)]
+    Sso(admin::SsoCommand),
+    /// CI trust policies: which CI jobs (by their OIDC token's issuer and
+    /// claims) may publish to a namespace: add, list, remove.
+    #[command(subcommand)]
+    Trust(admin::TrustCommand),
     /// Mark a provider or module version deprecated (still installable;
     /// `terraform init` warns), or undo it with --undo.
     Deprecate(admin::DeprecateArgs),
@@ -177,6 +185,8 @@ async fn main() -> ExitCode {
         Command::Mirror(MirrorCommand::Import(args)) => publish::mirror_import(args).await,
         Command::Token(cmd) => admin::token(cmd).await,
         Command::Key(cmd) => admin::key(cmd).await,
+        Command::Sso(cmd) => admin::sso(cmd).await,
+        Command::Trust(cmd) => admin::trust(cmd).await,
         Command::Deprecate(args) => admin::deprecate(args).await,
         Command::Yank(args) => admin::yank(args).await,
         Command::Delete(args) => admin::delete(args).await,

@@ -496,6 +496,57 @@ fn endpoints(blob_path: &str, own_host: &str) -> Vec<Endpoint> {
             Value::Null,
             Need::Token(Scope::Admin, Some(A)),
         ),
+        // Sign-in data (issue 21): group mappings are registry-wide, a
+        // namespace's trust policies in its namespace.
+        ep(
+            "admin list group mappings",
+            Method::GET,
+            "/v1/admin/sso".into(),
+            Value::Null,
+            Need::Token(Scope::Admin, None),
+        ),
+        ep(
+            "admin map group",
+            Method::POST,
+            "/v1/admin/sso/map".into(),
+            json!({"group": "g", "scope": "admin", "namespaces": []}),
+            Need::Token(Scope::Admin, None),
+        ),
+        ep(
+            "admin unmap group",
+            Method::POST,
+            "/v1/admin/sso/unmap".into(),
+            json!({"group": "nobody"}),
+            Need::Token(Scope::Admin, None),
+        ),
+        ep(
+            "admin list every trust policy",
+            Method::GET,
+            "/v1/admin/trust".into(),
+            Value::Null,
+            Need::Token(Scope::Admin, None),
+        ),
+        ep(
+            "admin list trust of A",
+            Method::GET,
+            format!("/v1/admin/trust/{A}"),
+            Value::Null,
+            Need::Token(Scope::Admin, Some(A)),
+        ),
+        ep(
+            "admin add trust to A",
+            Method::POST,
+            format!("/v1/admin/trust/{A}"),
+            json!({"issuer": "https://token.actions.githubusercontent.com", "claims": {}}),
+            Need::Token(Scope::Admin, Some(A)),
+        ),
+        ep(
+            "admin remove trust of A",
+            Method::DELETE,
+            format!("/v1/admin/trust/{A}/000000000000"),
+            Value::Null,
+            Need::Token(Scope::Admin, Some(A)),
+        ),
         ep(
             "admin delete mirrored (other host)",
             Method::DELETE,

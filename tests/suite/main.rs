@@ -72,5 +72,6 @@ mod probes;
 mod publish_attacks;
 mod scale;
 mod shared_build;
+mod sso_admin;
 mod support;
 mod template;

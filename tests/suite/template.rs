@@ -63,8 +63,13 @@ fn package_of(route: &Route) -> &'static str {
         Route::Admin(_) => "admin",
         // The redirect to the home page is answered by every function.
         Route::Ui(_) => "ui",
+        Route::Auth(_) => "auth",
     }
 }
+
+/// Endpoints `tfreg serve` answers whose Lambda function has not landed
+/// yet (issue 21: `functions/auth` and its template entry come next).
+const NOT_YET_IN_LAMBDA: [Endpoint; 1] = [Endpoint::Auth];
 
 /// logical id → the binary it runs. Each function is built from its
 /// package (`CodeUri: functions/<binary>`, `Binary: <binary>`) and nothing
@@ -204,6 +209,7 @@ fn sample_path(pattern: &str) -> (Method, String) {
 fn endpoint_names() -> BTreeSet<String> {
     Endpoint::all()
         .iter()
+        .filter(|e| !NOT_YET_IN_LAMBDA.contains(e))
         .map(|e| e.name().to_string())
         .collect()
 }
@@ -677,10 +683,11 @@ fn only_publish_and_admin_write_and_reads_are_read_only() {
             assert!(s3.is_empty(), "{binary} needs no bucket access: {s3:?}");
         }
     }
-    // The router's own view: every endpoint but discovery and blob needs a token.
+    // The router's own view: every endpoint but discovery, blob and
+    // sign-in needs a token.
     let expected: BTreeSet<String> = Endpoint::all()
         .iter()
-        .filter(|e| !matches!(e, Endpoint::Discovery | Endpoint::Blob))
+        .filter(|e| !matches!(e, Endpoint::Discovery | Endpoint::Blob | Endpoint::Auth))
         .map(|e| e.name().to_string())
         .collect();
     assert_eq!(token_checkers, expected, "functions that check tokens");

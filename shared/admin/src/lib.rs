@@ -1,5 +1,6 @@
 //! The admin API (`/v1/admin/...`): tokens, namespace signing keys, release
-//! lifecycle (deprecate, yank, delete) and the audit trail. The pipeline
+//! lifecycle (deprecate, yank, delete), the audit trail, and sign-in data
+//! ([`sso`]: group mappings, CI trust policies). The pipeline
 //! has already checked the caller holds an admin token covering the
 //! route's realm (or is the operator, for the CLI on a local data dir);
 //! every change is audited there too, with the [`Note`] left here.
@@ -20,6 +21,8 @@ use tfreg_model::text::{MAX_MESSAGE_CHARS, readable};
 use tfreg_model::token::{NewToken, Principal};
 use tfreg_store::catalog::{self, audit, keys, tokens};
 use tfreg_verify::signing::PublicKey;
+
+mod sso;
 
 /// The admin API.
 pub struct Admin;
@@ -50,13 +53,13 @@ pub const MAX_BODY: usize = 256 * 1024;
 /// Events `GET /v1/admin/audit` returns without `?limit=`.
 pub const DEFAULT_AUDIT_LIMIT: usize = 100;
 
-async fn body<T: DeserializeOwned>(headers: &HeaderMap, body: Body) -> Result<T, Error> {
+pub(crate) async fn body<T: DeserializeOwned>(headers: &HeaderMap, body: Body) -> Result<T, Error> {
     let bytes = read_body(headers, body, MAX_BODY).await?;
     serde_json::from_slice(&bytes).map_err(|e| Error::bad(format!("invalid request body: {e}")))
 }
 
 /// A response that leaves `note` for the audit trail.
-fn noted<T: serde::Serialize>(status: StatusCode, value: &T, note: String) -> Response {
+pub(crate) fn noted<T: serde::Serialize>(status: StatusCode, value: &T, note: String) -> Response {
     let mut resp = json(status, value);
     resp.extensions_mut().insert(Note(note));
     resp
@@ -215,6 +218,14 @@ async fn handle(
                 },
                 note,
             ))
+        }
+        AdminRoute::ListMappings
+        | AdminRoute::MapGroup
+        | AdminRoute::UnmapGroup
+        | AdminRoute::ListTrust { .. }
+        | AdminRoute::AddTrust { .. }
+        | AdminRoute::RemoveTrust { .. } => {
+            sso::handle(registry, &by, route, headers, req_body).await
         }
         AdminRoute::Audit => {
             let limit = audit_limit(query)?;

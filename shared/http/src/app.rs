@@ -16,9 +16,11 @@ use tfreg_model::token::Principal;
 use tfreg_store::catalog::audit;
 
 use crate::auth::{self, Credential};
-use crate::body::{Body, Request, Response, authorization, error_response, json, redirect};
+use crate::body::{
+    Body, Request, Response, authorization, error_response, error_text, json, redirect,
+};
 use crate::error::Error;
-use crate::groups::{Call, Note, Served};
+use crate::groups::{Call, Identified, Note, Served};
 use crate::registry::Registry;
 use crate::session;
 
@@ -102,6 +104,8 @@ async fn handle(registry: &Registry, served: &Served, req: Request, caller: Call
     let routed = check_headers(&parts.headers)
         .and_then(|()| route(&parts.method, path).map_err(Error::from));
     let endpoint = routed.as_ref().ok().map(Route::endpoint);
+    // A sign-in's browser steps answer errors as a plain page.
+    let plain = matches!(&routed, Ok(Route::Auth(a)) if a.in_browser());
     let audited = routed
         .as_ref()
         .ok()
@@ -162,6 +166,7 @@ async fn handle(registry: &Registry, served: &Served, req: Request, caller: Call
                 Some(e),
             )
         }
+        (Err(e), None) if plain => (error_text(&e, &request_id), Some(e)),
         (Err(e), None) => (error_response(&e, &request_id), Some(e)),
     };
     if let Some(ui) = pages {
@@ -188,9 +193,11 @@ async fn handle(registry: &Registry, served: &Served, req: Request, caller: Call
         }
         .map(|d| tfreg_model::text::escaped(&d).into_owned());
         let principal = principal.unwrap_or(Principal::Anonymous);
+        let identified = resp.extensions().get::<Identified>().map(|i| i.0.clone());
+        let keep = principal.identified() || identified.is_some();
         let event = Event {
             at: registry.now(),
-            actor: principal.actor(),
+            actor: identified.unwrap_or_else(|| principal.actor()),
             action: action.to_string(),
             target,
             outcome: Outcome::of_status(status),
@@ -198,7 +205,7 @@ async fn handle(registry: &Registry, served: &Served, req: Request, caller: Call
             detail,
             request_id: request_id.clone(),
         };
-        audit::record(registry.items.as_ref(), &event, principal.identified()).await;
+        audit::record(registry.items.as_ref(), &event, keep).await;
     }
     // To the microsecond: full precision would print 16 digits on every line.
     let latency_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1000.0;
@@ -240,7 +247,7 @@ async fn dispatch(
         ))
     };
     match route {
-        Route::Discovery => Ok(discovery()),
+        Route::Discovery => Ok(discovery_of(&registry.config)),
         Route::Ui(UiRoute::Root) => Ok(redirect(&UiRoute::Home.path())),
         Route::Read(read) => {
             let group = served.read.as_ref().ok_or_else(missing)?;
@@ -261,6 +268,10 @@ async fn dispatch(
         Route::Ui(page) => {
             let group = served.ui.as_ref().ok_or_else(missing)?;
             group.handle(registry, page, call, body).await
+        }
+        Route::Auth(step) => {
+            let group = served.auth.as_ref().ok_or_else(missing)?;
+            group.handle(registry, step, call, body).await
         }
     }
 }
@@ -287,9 +298,14 @@ async fn guarded(
         })
 }
 
-/// `/.well-known/terraform.json`: the services this registry offers.
-pub fn discovery() -> Response {
-    json(StatusCode::OK, &Discovery::default())
+/// `/.well-known/terraform.json`: the services this registry offers, with
+/// login.v1 where an identity provider is configured.
+pub fn discovery_of(config: &crate::Config) -> Response {
+    let services = Discovery {
+        login_v1: config.login_v1.clone(),
+        ..Discovery::default()
+    };
+    json(StatusCode::OK, &services)
 }
 
 #[cfg(test)]

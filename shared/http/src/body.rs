@@ -48,13 +48,43 @@ pub fn header_value(text: &str) -> Result<HeaderValue, Error> {
 /// plus `WWW-Authenticate` on 401, `Allow` on 405 and `Retry-After` on 429 and 503.
 /// `request_id` names the request's log line in what a 5xx tells the client.
 pub fn error_response(err: &Error, request_id: &str) -> Response {
-    let mut resp = json(
-        err.status(),
-        &ErrorBody {
-            errors: vec![err.public_message(request_id)],
-        },
-    );
+    let errors = vec![err.public_message(request_id)];
+    let mut resp = match err {
+        // OAuth clients (Terraform's) read RFC 6749's fields; ours are kept.
+        Error::OAuth(oauth) => json(
+            err.status(),
+            &serde_json::json!({
+                "errors": errors,
+                "error": oauth.code,
+                "error_description": oauth.description,
+            }),
+        ),
+        _ => json(err.status(), &ErrorBody { errors }),
+    };
     error_headers(err, resp.headers_mut());
+    resp
+}
+
+/// An error as a short plain-text page, for the steps of a sign-in a
+/// browser shows (never HTML: nothing in it can run).
+pub fn error_text(err: &Error, request_id: &str) -> Response {
+    let text = format!(
+        "Sign-in failed: {}\n\nRequest id {request_id}.\n",
+        err.public_message(request_id)
+    );
+    let mut resp = http::Response::new(Body::from(text));
+    *resp.status_mut() = err.status();
+    let headers = resp.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    error_headers(err, headers);
     resp
 }
 

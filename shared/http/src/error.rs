@@ -13,6 +13,7 @@
 
 use http::{Method, StatusCode};
 
+use tfreg_model::login::OAuthError;
 use tfreg_model::{Invalid, RouteError};
 use tfreg_store::StoreError;
 
@@ -64,6 +65,14 @@ pub enum Error {
     /// The client stopped sending its request body.
     #[error("{0}")]
     Timeout(String),
+    /// A step of login.v1 refused as OAuth 2.0 says (RFC 6749 5.2): 400,
+    /// the body also carries `error` and `error_description`.
+    #[error(transparent)]
+    OAuth(OAuthError),
+    /// A service the registry relies on (the identity provider) did not
+    /// answer as it must: 502, the detail logged.
+    #[error("upstream: {0}")]
+    BadGateway(String),
     /// A store is unavailable or throttled; the request may be retried.
     #[error("store unavailable: {0}")]
     Unavailable(String),
@@ -91,6 +100,8 @@ impl Error {
             Error::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Error::Timeout(_) => StatusCode::REQUEST_TIMEOUT,
+            Error::OAuth(_) => StatusCode::BAD_REQUEST,
+            Error::BadGateway(_) => StatusCode::BAD_GATEWAY,
             Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -103,6 +114,9 @@ impl Error {
         match self {
             Error::Unavailable(_) => format!(
                 "the registry's storage is unavailable or throttled; retry later (request id {request_id})"
+            ),
+            Error::BadGateway(_) => format!(
+                "the identity provider did not answer as expected; try again later (request id {request_id})"
             ),
             Error::Internal(_) => {
                 format!("internal error (request id {request_id}); the registry logged the details")

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use http::{HeaderMap, Method};
 use tfreg_model::blob_key::BlobKey;
-use tfreg_model::router::{AdminRoute, PublishRoute, ReadRoute, UiRoute};
-use tfreg_model::token::Principal;
+use tfreg_model::router::{AdminRoute, AuthRoute, PublishRoute, ReadRoute, UiRoute};
+use tfreg_model::token::{Actor, Principal};
 
 use crate::body::{Body, Response};
 use crate::error::Error;
@@ -73,6 +73,12 @@ pub trait Pages: Handler<UiRoute> {
 #[derive(Debug, Clone)]
 pub struct Note(pub String);
 
+/// Who a public route's handler found the caller to be (a sign-in, which
+/// ends by issuing a token): carried in the response's extensions, named by
+/// the audit record instead of "anonymous", and the record kept.
+#[derive(Debug, Clone)]
+pub struct Identified(pub Actor);
+
 /// The groups one process serves. Discovery and the UI's root redirect need
 /// no group: every process answers them.
 #[derive(Clone, Default)]
@@ -84,6 +90,8 @@ pub struct Served {
     pub publish: Option<Arc<dyn Handler<PublishRoute>>>,
     pub admin: Option<Arc<dyn Handler<AdminRoute>>>,
     pub ui: Option<Arc<dyn Pages>>,
+    /// Sign-in (login.v1, the identity provider's callback).
+    pub auth: Option<Arc<dyn Handler<AuthRoute>>>,
 }
 
 impl Served {
@@ -114,6 +122,11 @@ impl Served {
 
     pub fn ui(mut self, pages: impl Pages + 'static) -> Self {
         self.ui = Some(Arc::new(pages));
+        self
+    }
+
+    pub fn auth(mut self, handler: impl Handler<AuthRoute> + 'static) -> Self {
+        self.auth = Some(Arc::new(handler));
         self
     }
 }

@@ -42,6 +42,9 @@ pub struct Config {
     pub token_cache_secs: u64,
     /// Largest archive accepted at publish.
     pub max_archive_bytes: u64,
+    /// `terraform login`'s service, advertised by discovery where an
+    /// identity provider is configured (none: no login.v1).
+    pub login_v1: Option<tfreg_model::protocol::LoginV1>,
 }
 
 impl Config {
@@ -55,6 +58,7 @@ impl Config {
             require_namespace_keys: false,
             token_cache_secs: crate::token_cache::DEFAULT_TOKEN_CACHE_SECS,
             max_archive_bytes: 2 * 1024 * 1024 * 1024,
+            login_v1: None,
         }
     }
 }

@@ -98,6 +98,7 @@ mod tests {
                 created_at: 0,
                 expires_at: None,
                 created_by: "operator".into(),
+                issued_to: None,
             }),
             touched_at: None,
         };

@@ -13,7 +13,8 @@
 //!   URIs checked (the registry as the CLI's OAuth server).
 //! - Sign-in: [`oidc`] (a verified token's times and audience, claims as
 //!   text), [`sso`] (identity-provider groups mapped to a token's scope and
-//!   namespaces), [`trust`] (which CI jobs' tokens may publish where).
+//!   namespaces), [`trust`] (which CI jobs' tokens may publish where),
+//!   [`signin`] (a sign-in's state between its steps, the token it issues).
 //! - [`upstream`]: other registries the pull-through cache reads from, and
 //!   which addresses and URLs an origin may never make it connect to.
 //! - [`error`]: why a value is refused; the HTTP pipeline maps it.
@@ -32,6 +33,7 @@ pub mod oidc;
 pub mod protocol;
 pub mod release;
 pub mod router;
+pub mod signin;
 pub mod sso;
 pub mod text;
 pub mod token;

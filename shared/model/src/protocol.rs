@@ -36,6 +36,35 @@ pub struct Discovery {
     /// tfreg's publish API.
     #[serde(rename = "tfreg.publish.v1")]
     pub publish_v1: String,
+    /// `terraform login`'s service, only where an identity provider is
+    /// configured.
+    #[serde(rename = "login.v1", default, skip_serializing_if = "Option::is_none")]
+    pub login_v1: Option<LoginV1>,
+}
+
+/// login.v1 as Terraform reads it (terraform-svchost's disco): the public
+/// client id, the grant, the two endpoints and the loopback ports.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LoginV1 {
+    pub client: String,
+    pub grant_types: Vec<String>,
+    pub authz: String,
+    pub token: String,
+    pub ports: [u16; 2],
+}
+
+impl LoginV1 {
+    /// The login.v1 of this registry: `client` over the `ports` Terraform
+    /// may listen on.
+    pub fn new(client: &str, ports: crate::login::PortRange) -> Self {
+        Self {
+            client: client.to_string(),
+            grant_types: vec![crate::login::GRANT_AUTHZ_CODE.to_string()],
+            authz: crate::router::AUTHORIZE_PATH.to_string(),
+            token: crate::router::TOKEN_PATH.to_string(),
+            ports: ports.advertised(),
+        }
+    }
 }
 
 impl Default for Discovery {
@@ -45,6 +74,7 @@ impl Default for Discovery {
             providers_v1: PROVIDERS_V1.into(),
             mirror_v1: MIRROR_V1.into(),
             publish_v1: PUBLISH_V1.into(),
+            login_v1: None,
         }
     }
 }
@@ -332,4 +362,46 @@ pub struct DeleteResult {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct AuditList {
     pub events: Vec<crate::audit::Event>,
+}
+
+/// Answer to `GET /v1/admin/sso`: every identity-provider group mapping.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MappingList {
+    pub mappings: Vec<crate::sso::GroupMapping>,
+}
+
+/// Answer to `POST /v1/admin/sso/map` (body: a [`crate::sso::GroupMapping`]).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MappedGroup {
+    pub mapping: crate::sso::GroupMapping,
+    /// The group's mapping it replaced, if it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced: Option<crate::sso::GroupMapping>,
+}
+
+/// Answer to `POST /v1/admin/sso/unmap` (body: a [`crate::sso::Unmap`]).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct UnmappedGroup {
+    pub removed: crate::sso::GroupMapping,
+}
+
+/// Answer to `GET /v1/admin/trust[/{namespace}]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TrustList {
+    pub policies: Vec<crate::trust::TrustRecord>,
+}
+
+/// Answer to `POST /v1/admin/trust/{namespace}` (body: a
+/// [`crate::trust::TrustPolicy`]).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AddedTrust {
+    pub policy: crate::trust::TrustRecord,
+    /// False when the namespace already had this very policy (kept as it was).
+    pub added: bool,
+}
+
+/// Answer to `DELETE /v1/admin/trust/{namespace}/{id}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RemovedTrust {
+    pub removed: crate::trust::TrustRecord,
 }

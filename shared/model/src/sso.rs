@@ -133,14 +133,8 @@ impl GroupMapping {
         scope: Scope,
         namespaces: &[impl AsRef<str>],
     ) -> Result<Self, MappingError> {
-        if group.is_empty() {
-            return Err(MappingError::NoGroup);
-        }
-        if !crate::text::verbatim(group, MAX_GROUP_CHARS) {
-            return Err(MappingError::BadGroup(group.to_string()));
-        }
         Ok(Self {
-            group: group.to_string(),
+            group: check_group(group)?.to_string(),
             scope,
             namespaces: Namespaces::parse(namespaces)?,
         })
@@ -156,6 +150,41 @@ impl GroupMapping {
 
     pub fn namespaces(&self) -> &Namespaces {
         &self.namespaces
+    }
+}
+
+/// A group as a mapping names it (and as `tfreg sso unmap` gives it):
+/// 1 to [`MAX_GROUP_CHARS`] printable characters, kept byte for byte
+/// (Keycloak's group paths contain `/`).
+pub fn check_group(group: &str) -> Result<&str, MappingError> {
+    if group.is_empty() {
+        return Err(MappingError::NoGroup);
+    }
+    if !crate::text::verbatim(group, MAX_GROUP_CHARS) {
+        return Err(MappingError::BadGroup(group.to_string()));
+    }
+    Ok(group)
+}
+
+/// The body of `POST /v1/admin/sso/unmap`: the group whose mapping goes,
+/// validated as [`check_group`] does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RawUnmap")]
+pub struct Unmap {
+    pub group: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawUnmap {
+    group: String,
+}
+
+impl TryFrom<RawUnmap> for Unmap {
+    type Error = MappingError;
+    fn try_from(raw: RawUnmap) -> Result<Self, MappingError> {
+        check_group(&raw.group)?;
+        Ok(Unmap { group: raw.group })
     }
 }
 
@@ -219,6 +248,25 @@ mod tests {
 
     fn mapping(group: &str, scope: Scope, namespaces: &[&str]) -> GroupMapping {
         GroupMapping::new(group, scope, namespaces).unwrap()
+    }
+
+    #[test]
+    fn an_unmap_names_a_valid_group() {
+        let unmap: Unmap = serde_json::from_value(json!({"group": "/acme/platform"})).unwrap();
+        assert_eq!(unmap.group, "/acme/platform");
+        for (bad, says) in [
+            (json!({"group": ""}), "needs a group"),
+            (json!({"group": "a\nb"}), "invalid group"),
+            (
+                json!({"group": "x".repeat(MAX_GROUP_CHARS + 1)}),
+                "invalid group",
+            ),
+            (json!({"group": "a", "scope": "read"}), "unknown field"),
+            (json!({}), "missing field"),
+        ] {
+            let err = serde_json::from_value::<Unmap>(bad.clone()).unwrap_err();
+            assert!(err.to_string().contains(says), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -126,6 +126,10 @@ pub struct TokenRecord {
     pub expires_at: Option<u64>,
     /// Who made it ([`Actor::describe`]).
     pub created_by: String,
+    /// The identity-provider account a sign-in issued it to (none: made by
+    /// an admin).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued_to: Option<crate::signin::Subject>,
 }
 
 /// [`TokenRecord`] as JSON, both forms.
@@ -145,6 +149,8 @@ struct StoredRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     expires_at: Option<u64>,
     created_by: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    issued_to: Option<crate::signin::Subject>,
 }
 
 impl From<StoredRecord> for TokenRecord {
@@ -173,6 +179,7 @@ impl From<StoredRecord> for TokenRecord {
             created_at: r.created_at,
             expires_at: r.expires_at,
             created_by: r.created_by,
+            issued_to: r.issued_to,
         }
     }
 }
@@ -192,6 +199,7 @@ impl From<TokenRecord> for StoredRecord {
             created_at: r.created_at,
             expires_at: r.expires_at,
             created_by: r.created_by,
+            issued_to: r.issued_to,
         }
     }
 }
@@ -415,6 +423,7 @@ mod tests {
             created_at: 0,
             expires_at: Some(100),
             created_by: "operator".into(),
+            issued_to: None,
         }
     }
 

@@ -403,6 +403,44 @@ impl TryFrom<RawPolicy> for TrustPolicy {
     }
 }
 
+/// Most trust policies one namespace may have.
+pub const MAX_POLICIES: usize = 20;
+/// Hex digits of a policy's id.
+pub const POLICY_ID_LEN: usize = 12;
+
+/// A namespace's trust policy as the registry keeps it: its id (derived
+/// from the policy, so adding the same policy twice keeps one), who added it
+/// and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrustRecord {
+    pub id: String,
+    pub namespace: String,
+    pub policy: TrustPolicy,
+    pub added_at: u64,
+    pub added_by: String,
+}
+
+impl TrustPolicy {
+    /// Its id: the first [`POLICY_ID_LEN`] hex digits of the sha256 of its
+    /// JSON (claims sorted, so one policy has one id).
+    pub fn id(&self) -> String {
+        let json = serde_json::to_vec(self).expect("a policy serialises");
+        crate::hashing::sha256_hex(&json)[..POLICY_ID_LEN].to_string()
+    }
+}
+
+/// A policy id as a path segment or a CLI argument gives it.
+pub fn check_policy_id(id: &str) -> Result<String, Invalid> {
+    if id.len() == POLICY_ID_LEN && id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(id.to_ascii_lowercase())
+    } else {
+        Err(Invalid(format!(
+            "invalid trust policy id {:?}: {POLICY_ID_LEN} hex digits, as `tfreg trust list` shows",
+            id.chars().take(40).collect::<String>()
+        )))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -819,6 +857,26 @@ mod tests {
         let mut other = token.clone();
         other.insert("namespace_id".into(), json!("73"));
         assert!(!policy.matches(own, &other));
+    }
+
+    #[test]
+    fn a_policy_id_is_its_content() {
+        let a = github(&[("repository_id", "1"), ("ref", "refs/tags/*")]).unwrap();
+        let same = github(&[("ref", "refs/tags/*"), ("repository_id", "1")]).unwrap();
+        let other = github(&[("repository_id", "2"), ("ref", "refs/tags/*")]).unwrap();
+        assert_eq!(a.id(), same.id());
+        assert_ne!(a.id(), other.id());
+        assert_eq!(a.id().len(), POLICY_ID_LEN);
+        assert_eq!(check_policy_id(&a.id().to_uppercase()), Ok(a.id()));
+        for bad in [
+            "",
+            "0123456789a",
+            "0123456789abc",
+            "0123456789ag",
+            "../../x/y/z",
+        ] {
+            assert!(check_policy_id(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

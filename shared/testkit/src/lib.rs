@@ -19,6 +19,7 @@
 pub mod alloc;
 pub mod counting;
 mod files;
+pub mod oidc;
 pub mod panics;
 mod registry;
 pub mod scale;

@@ -37,6 +37,19 @@ pub enum AdminRoute {
     Delete { release: PublishTarget },
     /// `GET /v1/admin/audit[?limit=N]`.
     Audit,
+    /// `GET /v1/admin/sso`: every identity-provider group mapping.
+    ListMappings,
+    /// `POST /v1/admin/sso/map` with a [`crate::sso::GroupMapping`] (the
+    /// group is in the body: group paths contain `/`).
+    MapGroup,
+    /// `POST /v1/admin/sso/unmap` with a [`crate::sso::Unmap`].
+    UnmapGroup,
+    /// `GET /v1/admin/trust` (every namespace's) or `/v1/admin/trust/{namespace}`.
+    ListTrust { namespace: Option<String> },
+    /// `POST /v1/admin/trust/{namespace}` with a [`crate::trust::TrustPolicy`].
+    AddTrust { namespace: String },
+    /// `DELETE /v1/admin/trust/{namespace}/{id}`.
+    RemoveTrust { namespace: String, id: String },
 }
 
 impl AdminRoute {
@@ -60,6 +73,20 @@ impl AdminRoute {
                 key_id: "0123456789ABCDEF".into(),
             },
             AdminRoute::Audit,
+            AdminRoute::ListMappings,
+            AdminRoute::MapGroup,
+            AdminRoute::UnmapGroup,
+            AdminRoute::ListTrust { namespace: None },
+            AdminRoute::ListTrust {
+                namespace: Some("team".into()),
+            },
+            AdminRoute::AddTrust {
+                namespace: "team".into(),
+            },
+            AdminRoute::RemoveTrust {
+                namespace: "team".into(),
+                id: "0123456789ab".into(),
+            },
         ];
         for release in targets {
             all.push(AdminRoute::Delete {
@@ -78,27 +105,45 @@ impl AdminRoute {
     /// The one method of this operation.
     pub fn method(&self) -> &'static [Method] {
         match self {
-            AdminRoute::ListTokens | AdminRoute::ListKeys { .. } | AdminRoute::Audit => GET,
-            AdminRoute::CreateToken | AdminRoute::AddKeys { .. } | AdminRoute::Lifecycle { .. } => {
-                POST
-            }
+            AdminRoute::ListTokens
+            | AdminRoute::ListKeys { .. }
+            | AdminRoute::Audit
+            | AdminRoute::ListMappings
+            | AdminRoute::ListTrust { .. } => GET,
+            AdminRoute::CreateToken
+            | AdminRoute::AddKeys { .. }
+            | AdminRoute::Lifecycle { .. }
+            | AdminRoute::MapGroup
+            | AdminRoute::UnmapGroup
+            | AdminRoute::AddTrust { .. } => POST,
             AdminRoute::RevokeToken { .. }
             | AdminRoute::RemoveKey { .. }
-            | AdminRoute::Delete { .. } => DELETE,
+            | AdminRoute::Delete { .. }
+            | AdminRoute::RemoveTrust { .. } => DELETE,
         }
     }
 
-    /// Token management and the audit trail are registry-wide; keys and
-    /// releases are in their namespace.
+    /// Token management, group mappings (which grant any namespace), every
+    /// namespace's trust policies and the audit trail are registry-wide;
+    /// keys, a namespace's trust policies and releases are in their namespace.
     pub fn realm(&self) -> Realm<'_> {
         match self {
             AdminRoute::ListTokens
             | AdminRoute::CreateToken
             | AdminRoute::RevokeToken { .. }
-            | AdminRoute::Audit => Realm::Registry,
+            | AdminRoute::Audit
+            | AdminRoute::ListMappings
+            | AdminRoute::MapGroup
+            | AdminRoute::UnmapGroup
+            | AdminRoute::ListTrust { namespace: None } => Realm::Registry,
             AdminRoute::ListKeys { namespace }
             | AdminRoute::AddKeys { namespace }
-            | AdminRoute::RemoveKey { namespace, .. } => Realm::Namespace(namespace),
+            | AdminRoute::RemoveKey { namespace, .. }
+            | AdminRoute::ListTrust {
+                namespace: Some(namespace),
+            }
+            | AdminRoute::AddTrust { namespace }
+            | AdminRoute::RemoveTrust { namespace, .. } => Realm::Namespace(namespace),
             AdminRoute::Lifecycle { release, .. } | AdminRoute::Delete { release } => {
                 release.realm()
             }
@@ -120,6 +165,17 @@ impl AdminRoute {
             }
             AdminRoute::Delete { release } => format!("{ADMIN_V1}{}", release.segments()),
             AdminRoute::Audit => format!("{ADMIN_V1}audit"),
+            AdminRoute::ListMappings => format!("{ADMIN_V1}sso"),
+            AdminRoute::MapGroup => format!("{ADMIN_V1}sso/map"),
+            AdminRoute::UnmapGroup => format!("{ADMIN_V1}sso/unmap"),
+            AdminRoute::ListTrust { namespace: None } => format!("{ADMIN_V1}trust"),
+            AdminRoute::ListTrust {
+                namespace: Some(namespace),
+            }
+            | AdminRoute::AddTrust { namespace } => format!("{ADMIN_V1}trust/{namespace}"),
+            AdminRoute::RemoveTrust { namespace, id } => {
+                format!("{ADMIN_V1}trust/{namespace}/{id}")
+            }
         }
     }
 }
@@ -204,6 +260,33 @@ pub(crate) fn admin_route(
             action.first().copied(),
         ),
         ["audit"] => pick(&[(Method::GET, A::Audit)], GET),
+        ["sso"] => pick(&[(Method::GET, A::ListMappings)], GET),
+        ["sso", "map"] => pick(&[(Method::POST, A::MapGroup)], POST),
+        ["sso", "unmap"] => pick(&[(Method::POST, A::UnmapGroup)], POST),
+        ["trust"] => pick(&[(Method::GET, A::ListTrust { namespace: None })], GET),
+        ["trust", ns] => {
+            let namespace = crate::address::namespace(ns)?;
+            pick(
+                &[
+                    (
+                        Method::GET,
+                        A::ListTrust {
+                            namespace: Some(namespace.clone()),
+                        },
+                    ),
+                    (Method::POST, A::AddTrust { namespace }),
+                ],
+                GET_POST,
+            )
+        }
+        ["trust", ns, id] => {
+            let namespace = crate::address::namespace(ns)?;
+            let id = crate::trust::check_policy_id(id)?;
+            pick(
+                &[(Method::DELETE, A::RemoveTrust { namespace, id })],
+                DELETE,
+            )
+        }
         _ => Err(not_found(path)),
     }
 }

@@ -14,6 +14,8 @@ pub enum Endpoint {
     Publish,
     Admin,
     Ui,
+    /// Sign-in: login.v1 and the identity provider's callback.
+    Auth,
 }
 
 impl Endpoint {
@@ -26,6 +28,7 @@ impl Endpoint {
             Endpoint::Publish,
             Endpoint::Admin,
             Endpoint::Ui,
+            Endpoint::Auth,
         ]);
         all
     }
@@ -39,6 +42,7 @@ impl Endpoint {
             Endpoint::Publish => "publish",
             Endpoint::Admin => "admin",
             Endpoint::Ui => "ui",
+            Endpoint::Auth => "auth",
         }
     }
 }

@@ -9,6 +9,7 @@
 //! through [`route`], so nobody relies on API Gateway path parameters.
 
 mod admin;
+mod auth;
 mod endpoint;
 mod publish;
 mod read;
@@ -19,6 +20,7 @@ use http::Method;
 
 pub use crate::release::LifecycleAction;
 pub use admin::AdminRoute;
+pub use auth::{AUTHORIZE_PATH, AuthRoute, CALLBACK_PATH, TOKEN_PATH};
 pub use endpoint::Endpoint;
 pub use publish::{PublishRoute, PublishStep, PublishTarget};
 pub use read::{ReadEndpoint, ReadRoute};
@@ -50,6 +52,8 @@ pub enum Route {
     Admin(AdminRoute),
     /// The web UI: HTML pages, sign-in and its static assets.
     Ui(UiRoute),
+    /// Sign-in through the identity provider (`terraform login`).
+    Auth(AuthRoute),
 }
 
 impl Route {
@@ -63,6 +67,7 @@ impl Route {
             Route::Admin(_) => Endpoint::Admin,
             Route::Ui(UiRoute::Root) => Endpoint::Discovery,
             Route::Ui(_) => Endpoint::Ui,
+            Route::Auth(_) => Endpoint::Auth,
         }
     }
 
@@ -75,6 +80,7 @@ impl Route {
             Route::Publish(_) => PUBLISH_METHODS,
             Route::Admin(admin) => admin.method(),
             Route::Ui(ui) => ui.methods(),
+            Route::Auth(auth) => auth.method(),
         }
     }
 
@@ -84,7 +90,8 @@ impl Route {
     pub fn access(&self, own_host: &Hostname) -> Access<'_> {
         let token = |scope, realm| Access::Token { scope, realm };
         match self {
-            Route::Discovery | Route::Blob(_) => Access::Public,
+            // A login never looks at a token: a stale one must not block it.
+            Route::Discovery | Route::Blob(_) | Route::Auth(_) => Access::Public,
             Route::Read(read) => token(Scope::Read, read.realm(own_host)),
             Route::Publish(publish) => token(Scope::Publish, publish.target.realm()),
             Route::Admin(admin) => token(Scope::Admin, admin.realm()),
@@ -102,9 +109,18 @@ impl Route {
         match self {
             Route::Ui(UiRoute::SignOut) => Some("session.end"),
             Route::Discovery | Route::Read(_) | Route::Blob(_) | Route::Ui(_) => None,
+            Route::Auth(auth) => (auth == &AuthRoute::Token).then_some("token.login"),
             Route::Publish(p) => (p.step == PublishStep::Complete).then_some("publish"),
             Route::Admin(admin) => match admin {
-                AdminRoute::ListTokens | AdminRoute::ListKeys { .. } | AdminRoute::Audit => None,
+                AdminRoute::ListTokens
+                | AdminRoute::ListKeys { .. }
+                | AdminRoute::Audit
+                | AdminRoute::ListMappings
+                | AdminRoute::ListTrust { .. } => None,
+                AdminRoute::MapGroup => Some("sso.map"),
+                AdminRoute::UnmapGroup => Some("sso.unmap"),
+                AdminRoute::AddTrust { .. } => Some("trust.add"),
+                AdminRoute::RemoveTrust { .. } => Some("trust.remove"),
                 AdminRoute::CreateToken => Some("token.create"),
                 AdminRoute::RevokeToken { .. } => Some("token.revoke"),
                 AdminRoute::AddKeys { .. } => Some("key.add"),
@@ -137,8 +153,20 @@ impl Route {
                 }
                 AdminRoute::ListTokens | AdminRoute::CreateToken => "tokens".into(),
                 AdminRoute::Audit => "audit".into(),
+                AdminRoute::ListMappings | AdminRoute::MapGroup | AdminRoute::UnmapGroup => {
+                    "group mappings".into()
+                }
+                AdminRoute::ListTrust { namespace: None } => "trust policies".into(),
+                AdminRoute::ListTrust {
+                    namespace: Some(namespace),
+                }
+                | AdminRoute::AddTrust { namespace } => format!("trust policies of {namespace}"),
+                AdminRoute::RemoveTrust { namespace, id } => {
+                    format!("trust policy {id} of {namespace}")
+                }
             },
             Route::Ui(UiRoute::SignOut) => "web UI session".into(),
+            Route::Auth(AuthRoute::Token) => "tokens".into(),
             other => other.path(),
         }
     }
@@ -152,6 +180,7 @@ impl Route {
             Route::Publish(publish) => publish.path(),
             Route::Admin(admin) => admin.path(),
             Route::Ui(ui) => ui.path(),
+            Route::Auth(auth) => auth.path().to_string(),
         }
     }
 }
@@ -178,6 +207,9 @@ pub fn route(method: &Method, path: &str) -> Result<Route, RouteError> {
 fn match_path(method: &Method, path: &str) -> Result<Route, RouteError> {
     if path == DISCOVERY_PATH {
         return Ok(Route::Discovery);
+    }
+    if let Some(auth) = AuthRoute::of_path(path) {
+        return Ok(Route::Auth(auth));
     }
     if is_ui_path(path) {
         return ui_route(path).map(Route::Ui);

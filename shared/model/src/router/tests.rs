@@ -160,6 +160,7 @@ fn paths_built_from_routes_route_back_to_them() {
         })
     });
     let admin = AdminRoute::examples(&targets).into_iter().map(Route::Admin);
+    let admin = admin.chain(AuthRoute::ALL.map(Route::Auth));
     let mut endpoints = std::collections::HashSet::new();
     for r in routes.into_iter().chain(publishes).chain(admin) {
         let path = r.path();
@@ -278,5 +279,101 @@ fn status_of(err: &RouteError) -> u16 {
         RouteError::BadRequest(_) => 400,
         RouteError::NotFound(_) => 404,
         RouteError::MethodNotAllowed { .. } => 405,
+    }
+}
+
+#[test]
+fn sign_in_routes_are_public_and_only_the_token_step_is_audited() {
+    let host = Hostname::parse("registry.test").unwrap();
+    for step in AuthRoute::ALL {
+        let r = route(&step.method()[0], step.path()).unwrap();
+        assert_eq!(r, Route::Auth(step));
+        assert_eq!(r.access(&host), Access::Public, "{step:?}");
+        assert_eq!(r.endpoint(), Endpoint::Auth);
+    }
+    assert_eq!(
+        Route::Auth(AuthRoute::Token).audit_action(),
+        Some("token.login")
+    );
+    assert_eq!(Route::Auth(AuthRoute::Callback).audit_action(), None);
+    assert!(matches!(
+        route(&Method::GET, "/oauth/token"),
+        Err(RouteError::MethodNotAllowed { .. })
+    ));
+    assert!(matches!(
+        route(&Method::POST, "/oauth/authorize"),
+        Err(RouteError::MethodNotAllowed { .. })
+    ));
+    assert!(matches!(
+        route(&Method::GET, "/oauth/authorize/x"),
+        Err(RouteError::NotFound(_))
+    ));
+}
+
+#[test]
+fn group_mappings_and_trust_policies_are_admin_routes() {
+    use crate::token::Realm;
+    let admin = |m: &Method, p: &str| match route(m, p) {
+        Ok(Route::Admin(a)) => a,
+        other => panic!("{m} {p}: {other:?}"),
+    };
+    assert_eq!(
+        admin(&Method::GET, "/v1/admin/sso"),
+        AdminRoute::ListMappings
+    );
+    assert_eq!(
+        admin(&Method::POST, "/v1/admin/sso/map"),
+        AdminRoute::MapGroup
+    );
+    assert_eq!(
+        admin(&Method::POST, "/v1/admin/sso/unmap"),
+        AdminRoute::UnmapGroup
+    );
+    // The group is in the body, never the path.
+    assert!(route(&Method::POST, "/v1/admin/sso/map/platform").is_err());
+    assert!(matches!(
+        route(&Method::DELETE, "/v1/admin/sso/map"),
+        Err(RouteError::MethodNotAllowed { .. })
+    ));
+    assert_eq!(
+        admin(&Method::GET, "/v1/admin/trust"),
+        AdminRoute::ListTrust { namespace: None }
+    );
+    let add = admin(&Method::POST, "/v1/admin/trust/Acme");
+    assert_eq!(
+        add,
+        AdminRoute::AddTrust {
+            namespace: "acme".into()
+        }
+    );
+    assert_eq!(add.realm(), Realm::Namespace("acme"));
+    let remove = admin(&Method::DELETE, "/v1/admin/trust/acme/0123456789AB");
+    assert_eq!(
+        remove,
+        AdminRoute::RemoveTrust {
+            namespace: "acme".into(),
+            id: "0123456789ab".into()
+        }
+    );
+    assert!(matches!(
+        route(&Method::DELETE, "/v1/admin/trust/acme/xyz"),
+        Err(RouteError::BadRequest(_))
+    ));
+    assert!(route(&Method::POST, "/v1/admin/trust/-bad-").is_err());
+    for (r, action) in [
+        (AdminRoute::MapGroup, Some("sso.map")),
+        (AdminRoute::UnmapGroup, Some("sso.unmap")),
+        (AdminRoute::ListMappings, None),
+        (add, Some("trust.add")),
+        (remove, Some("trust.remove")),
+        (AdminRoute::ListTrust { namespace: None }, None),
+    ] {
+        let realm = r.realm();
+        let scoped = matches!(
+            r,
+            AdminRoute::AddTrust { .. } | AdminRoute::RemoveTrust { .. }
+        );
+        assert_eq!(realm == Realm::Registry, !scoped, "{r:?}");
+        assert_eq!(Route::Admin(r).audit_action(), action);
     }
 }

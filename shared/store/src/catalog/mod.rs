@@ -7,7 +7,8 @@
 //!   one entry per provider and module for the UI's lists.
 //! - [`tokens`], [`keys`] (namespace signing keys), [`uploads`] (publishes
 //!   in progress, bounded with [`places`]), [`audit`] (the trail),
-//!   [`secret`] (the URL signing secret).
+//!   [`secret`] (the URL signing secret), [`login`] (sign-ins between
+//!   their steps: pending logins, codes, used nonces), [`sso`] (group mappings).
 //! - [`releases`], [`docs`], [`indexing`], [`import`]: releases, module docs,
 //!   keeping indexes in step, bulk writes; [`cas`]: the one compare-and-swap
 //!   loop; [`codec`]: item bodies as JSON.
@@ -22,11 +23,13 @@ pub mod indexing;
 mod items;
 pub mod keys;
 pub mod listing;
+pub mod login;
 pub mod places;
 pub mod releases;
 pub mod schema;
 pub mod secret;
 pub mod sessions;
+pub mod sso;
 pub mod tokens;
 pub mod uploads;
 

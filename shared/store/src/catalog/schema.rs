@@ -18,6 +18,11 @@
 //! | a token's place for a publish      | `PUBLISHING#token/<token id>`    | `PLACE#<n>` (`n` below the bound)   |
 //! | a namespace's place for a publish  | `PUBLISHING#ns/<ns>` (mirror: `PUBLISHING#mirror/<hostname>/<ns>`) | `PLACE#<n>` (`n` below the bound) |
 //! | the URL signing secret             | `CONFIG#url-signing-secret`      | `CONFIG`                            |
+//! | sign-in in progress (10 min)       | `LOGIN`                          | `<sha256 of the state sent to the identity provider>` |
+//! | login.v1 code (60 s, used once)    | `LOGINCODE`                      | `<sha256 of the code>`              |
+//! | used ID token nonce                | `NONCE`                          | `<sha256 of the nonce>`             |
+//! | identity-provider group mapping    | `SSOMAP`                         | `<group>`                           |
+//! | CI trust policy of a namespace     | `TRUST`                          | `<ns>#<policy id>`                  |
 //!
 //! One release is one item holding every platform, so a download is one
 //! `GetItem`; a versions list is one `GetItem` of the partition's index.
@@ -51,6 +56,29 @@ pub const PLACE_PREFIX: &str = "PLACE#";
 /// The URL signing secret's keys.
 pub const SECRET_PK: &str = "CONFIG#url-signing-secret";
 pub const SECRET_SK: &str = "CONFIG";
+/// The partition of sign-ins in progress (expiring).
+pub const LOGIN_PK: &str = "LOGIN";
+/// The partition of login.v1 codes (expiring, used once).
+pub const LOGINCODE_PK: &str = "LOGINCODE";
+/// The partition of used ID token nonces (expiring).
+pub const NONCE_PK: &str = "NONCE";
+/// The partition of identity-provider group mappings.
+pub const SSOMAP_PK: &str = "SSOMAP";
+/// The partition of every namespace's CI trust policies (one constant
+/// partition, not one per namespace: the exchange's role is granted it by
+/// exact `LeadingKeys`, and `tfreg trust list` reads every namespace's in
+/// one query).
+pub const TRUST_PK: &str = "TRUST";
+
+/// The sort-key prefix of a namespace's trust policies (a namespace has no `#`).
+pub fn trust_prefix(namespace: &str) -> String {
+    format!("{namespace}#")
+}
+
+/// The sort key of one trust policy.
+pub fn trust_sk(namespace: &str, id: &str) -> String {
+    format!("{namespace}#{id}")
+}
 
 /// The partition of a provider's releases.
 pub fn provider_pk(origin: &Origin, provider: &ProviderName) -> String {

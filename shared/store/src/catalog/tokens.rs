@@ -6,6 +6,7 @@
 //! change what a token may do.
 
 use base64::Engine as _;
+use tfreg_model::signin::Subject;
 use tfreg_model::token::{
     Actor, NewToken, TOKEN_ID_LEN, TOKEN_PREFIX, TokenInfo, TokenRecord, hash_of, id_of,
 };
@@ -22,6 +23,18 @@ pub async fn create(
     now: u64,
     created_by: &Actor,
 ) -> Result<(String, TokenRecord), StoreError> {
+    create_issued(store, new, now, created_by, None).await
+}
+
+/// [`create`], for a sign-in: the token records the identity-provider
+/// account it was `issued_to`.
+pub async fn create_issued(
+    store: &dyn ItemStore,
+    new: NewToken,
+    now: u64,
+    created_by: &Actor,
+    issued_to: Option<Subject>,
+) -> Result<(String, TokenRecord), StoreError> {
     let new = new.check(now)?;
     let bytes: [u8; 32] = rand::random();
     let token = format!(
@@ -36,6 +49,7 @@ pub async fn create(
         created_at: now,
         expires_at: new.expires_at,
         created_by: created_by.describe(),
+        issued_to,
     };
     store
         .put(

@@ -1,0 +1,99 @@
+//! What can go wrong in a sign-in, as one type, and how each becomes HTTP
+//! (the pipeline's [`tfreg_http::Error`], whose `status` is the one mapping
+//! to a status code).
+
+use tfreg_model::login::OAuthError;
+use tfreg_model::oidc::ClaimError;
+use tfreg_model::sso::GrantError;
+use tfreg_store::StoreError;
+
+/// Why a sign-in step failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    /// The identity provider could not be reached or answered nonsense
+    /// (discovery, JWKS, token endpoint): not the user's mistake.
+    #[error("the identity provider: {0}")]
+    Upstream(String),
+    /// The provider's discovery document names another issuer than the one
+    /// configured (OpenID Connect Discovery 4.3: byte for byte).
+    #[error("the identity provider's discovery names issuer {found:?}, not {expected:?}")]
+    IssuerMismatch { expected: String, found: String },
+    /// The provider refused to redeem the code (`invalid_grant` and the like).
+    #[error("the identity provider refused the sign-in ({0}): start it again")]
+    CodeRefused(String),
+    /// The ID token is not a JWT we can read.
+    #[error("the ID token is malformed: {0}")]
+    Malformed(String),
+    /// An algorithm other than RS256/ES256 (`none` and HS256 included), or
+    /// one the key was not published for.
+    #[error("the ID token's algorithm {0} is not accepted (RS256 or ES256 only)")]
+    BadAlg(String),
+    /// No `kid` in the header: the key is never taken from the token itself.
+    #[error("the ID token names no key (kid)")]
+    NoKid,
+    /// No published key has this `kid`, even after fetching the keys again.
+    #[error("the ID token is signed by an unknown key {0:?}")]
+    UnknownKey(String),
+    /// The signature does not verify with the provider's key.
+    #[error("the ID token's signature does not verify")]
+    BadSignature,
+    /// `iss` is not the configured issuer.
+    #[error("the ID token is from another issuer")]
+    WrongIssuer,
+    /// Times or audience (`tfreg_model::oidc`).
+    #[error("the ID token is refused: {0}")]
+    Claim(#[from] ClaimError),
+    /// The nonce is not the one this sign-in sent.
+    #[error("the ID token's nonce is not this sign-in's")]
+    BadNonce,
+    /// The nonce was seen before: a replayed ID token.
+    #[error("the ID token was already used")]
+    NonceReused,
+    /// A login.v1 step's OAuth error (`invalid_request`, `invalid_grant`, ...).
+    #[error(transparent)]
+    OAuth(#[from] OAuthError),
+    /// The callback's `state` names no sign-in in progress (unknown, used or expired).
+    #[error("this sign-in is unknown, already finished or expired: start it again")]
+    UnknownLogin,
+    /// The callback came to another browser than the one that started the sign-in.
+    #[error(
+        "this sign-in was started in another browser (or its cookie is missing): start it again"
+    )]
+    OtherBrowser,
+    /// The provider said no at its own page (`error=access_denied`, ...).
+    #[error("the identity provider did not sign you in: {0}")]
+    ProviderSaidNo(String),
+    /// The person's groups give nothing here: deny by default.
+    #[error(transparent)]
+    Grant(#[from] GrantError),
+    /// The item store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<AuthError> for tfreg_http::Error {
+    fn from(e: AuthError) -> Self {
+        use tfreg_http::Error as H;
+        match e {
+            AuthError::Upstream(_) | AuthError::IssuerMismatch { .. } => {
+                H::BadGateway(e.to_string())
+            }
+            AuthError::OAuth(oauth) => H::OAuth(oauth),
+            AuthError::Grant(_) => H::Forbidden(e.to_string()),
+            AuthError::Store(store) => store.into(),
+            AuthError::CodeRefused(_)
+            | AuthError::Malformed(_)
+            | AuthError::BadAlg(_)
+            | AuthError::NoKid
+            | AuthError::UnknownKey(_)
+            | AuthError::BadSignature
+            | AuthError::WrongIssuer
+            | AuthError::Claim(_)
+            | AuthError::BadNonce
+            | AuthError::NonceReused
+            | AuthError::UnknownLogin
+            | AuthError::OtherBrowser
+            | AuthError::ProviderSaidNo(_) => H::BadRequest(e.to_string()),
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! The pure parts of a sign-in's steps: the settings, the request to the
+//! provider, the callback's parameters, the redirect back to Terraform and
+//! the cookie that binds a sign-in to its browser. No I/O.
+
+use tfreg_model::hashing::sha256_hex;
+use tfreg_model::login::{AuthorizeRequest, OAuthError, PortRange, pkce_challenge};
+use tfreg_model::protocol::LoginV1;
+use tfreg_model::signin::{DEFAULT_LOGIN_TOKEN_TTL_SECS, PENDING_TTL_SECS, PendingLogin};
+
+/// The client id Terraform (and OpenTofu, `tfreg login`) use: public, no secret.
+pub const CLI_CLIENT_ID: &str = "terraform-cli";
+/// The cookie that binds a sign-in to the browser that started it
+/// (`SameSite=Lax`: the provider's redirect back is a cross-site top-level GET).
+pub const LOGIN_COOKIE: &str = "__Host-tfreg_login";
+/// The scopes asked of the provider (the groups claim included).
+pub const SCOPES: &str = "openid email profile groups";
+
+/// How this registry runs login.v1.
+#[derive(Debug, Clone)]
+pub struct LoginSettings {
+    pub client_id: String,
+    /// The loopback ports Terraform may listen on.
+    pub ports: PortRange,
+    /// Lifetime of the tokens a sign-in issues.
+    pub token_ttl_secs: u64,
+}
+
+impl Default for LoginSettings {
+    fn default() -> Self {
+        Self {
+            client_id: CLI_CLIENT_ID.into(),
+            ports: PortRange::new(10000, 10010).expect("a valid range"),
+            token_ttl_secs: DEFAULT_LOGIN_TOKEN_TTL_SECS,
+        }
+    }
+}
+
+impl LoginSettings {
+    /// What discovery advertises.
+    pub fn login_v1(&self) -> LoginV1 {
+        LoginV1::new(&self.client_id, self.ports)
+    }
+}
+
+/// Random values a new sign-in needs (made by the caller: pure here).
+pub struct Fresh {
+    /// The `state` sent to the provider (the pending login's key).
+    pub state: String,
+    pub nonce: String,
+    pub verifier: String,
+    /// The browser cookie's value.
+    pub cookie: String,
+}
+
+impl Fresh {
+    pub fn new() -> Self {
+        let r = tfreg_model::login::random_value;
+        Self {
+            state: r(),
+            nonce: r(),
+            verifier: r(),
+            cookie: r(),
+        }
+    }
+}
+
+impl Default for Fresh {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The pending login a CLI's authorize request starts.
+pub fn pending(
+    request: AuthorizeRequest,
+    client_id: &str,
+    fresh: &Fresh,
+    now: u64,
+) -> PendingLogin {
+    PendingLogin {
+        request,
+        client_id: client_id.to_string(),
+        nonce: fresh.nonce.clone(),
+        upstream_verifier: fresh.verifier.clone(),
+        browser: sha256_hex(fresh.cookie.as_bytes()),
+        created_at: now,
+    }
+}
+
+/// The provider's authorization URL for this sign-in: code flow, PKCE S256,
+/// our nonce and state, back to `callback`.
+pub fn upstream_url(
+    authorization_endpoint: &url::Url,
+    client_id: &str,
+    callback: &str,
+    fresh: &Fresh,
+) -> String {
+    let mut url = authorization_endpoint.clone();
+    url.query_pairs_mut()
+        .append_pair("response_type", "code")
+        .append_pair("client_id", client_id)
+        .append_pair("redirect_uri", callback)
+        .append_pair("scope", SCOPES)
+        .append_pair("state", &fresh.state)
+        .append_pair("nonce", &fresh.nonce)
+        .append_pair("code_challenge", &pkce_challenge(&fresh.verifier))
+        .append_pair("code_challenge_method", "S256");
+    url.into()
+}
+
+/// `Set-Cookie` for a sign-in's browser cookie.
+pub fn login_cookie(value: &str) -> String {
+    format!(
+        "{LOGIN_COOKIE}={value}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age={PENDING_TTL_SECS}"
+    )
+}
+
+/// `Set-Cookie` that removes it.
+pub fn clear_login_cookie() -> String {
+    format!("{LOGIN_COOKIE}=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0")
+}
+
+/// Does the browser's cookie (`presented`) belong to `pending`?
+pub fn same_browser(pending: &PendingLogin, presented: Option<&str>) -> bool {
+    presented.is_some_and(|c| sha256_hex(c.as_bytes()) == pending.browser)
+}
+
+/// The provider's redirect back: `code` and `state`, or its `error`; `iss`
+/// when it sends one (RFC 9207).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct CallbackParams {
+    pub code: Option<String>,
+    pub state: Option<String>,
+    pub error: Option<String>,
+    pub iss: Option<String>,
+}
+
+impl CallbackParams {
+    pub fn parse(query: Option<&str>) -> Result<Self, OAuthError> {
+        let mut p = CallbackParams::default();
+        for (name, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+            let slot = match name.as_ref() {
+                "code" => &mut p.code,
+                "state" => &mut p.state,
+                "error" => &mut p.error,
+                "iss" => &mut p.iss,
+                _ => continue,
+            };
+            if slot.is_some() {
+                return Err(OAuthError::invalid_request(format!(
+                    "{name} is given more than once"
+                )));
+            }
+            *slot = Some(value.into_owned());
+        }
+        Ok(p)
+    }
+}
+
+/// Where Terraform's browser goes with its code: its redirect URI with
+/// `code` and its own `state`.
+pub fn back_to_client(pending: &PendingLogin, code: &str) -> String {
+    let query: String = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("code", code)
+        .append_pair("state", &pending.request.state)
+        .finish();
+    format!("{}?{query}", pending.request.redirect_uri)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> AuthorizeRequest {
+        AuthorizeRequest {
+            redirect_uri: "http://localhost:10000/login".into(),
+            port: 10000,
+            state: "a b&c".into(),
+            code_challenge: "c".repeat(43),
+        }
+    }
+
+    #[test]
+    fn the_client_gets_its_own_state_back_escaped() {
+        let fresh = Fresh::new();
+        let p = pending(request(), CLI_CLIENT_ID, &fresh, 5);
+        assert_eq!(
+            back_to_client(&p, "k/1"),
+            "http://localhost:10000/login?code=k%2F1&state=a+b%26c"
+        );
+        assert!(same_browser(&p, Some(&fresh.cookie)));
+        assert!(!same_browser(&p, Some("other")));
+        assert!(!same_browser(&p, None));
+    }
+
+    #[test]
+    fn the_provider_is_asked_for_a_code_with_pkce_and_our_nonce() {
+        let fresh = Fresh::new();
+        let endpoint = url::Url::parse("https://idp.test/auth?x=1").unwrap();
+        let url = upstream_url(&endpoint, "tfreg", "https://r.test/oauth/callback", &fresh);
+        let url = url::Url::parse(&url).unwrap();
+        let q: std::collections::HashMap<_, _> = url.query_pairs().into_owned().collect();
+        assert_eq!(q["x"], "1");
+        assert_eq!(q["state"], fresh.state);
+        assert_eq!(q["nonce"], fresh.nonce);
+        assert_eq!(q["code_challenge"], pkce_challenge(&fresh.verifier));
+        assert_eq!(q["code_challenge_method"], "S256");
+        assert_eq!(q["redirect_uri"], "https://r.test/oauth/callback");
+    }
+
+    #[test]
+    fn callback_parameters_are_read_once_each() {
+        let p = CallbackParams::parse(Some("code=c&state=s&iss=https%3A%2F%2Fidp")).unwrap();
+        assert_eq!(p.iss.as_deref(), Some("https://idp"));
+        assert!(CallbackParams::parse(Some("state=a&state=b")).is_err());
+    }
+}

@@ -1,0 +1,56 @@
+//! Sign-in's routes (issue 21): login.v1 (`terraform login`) with the
+//! registry as the OAuth server, and the identity provider's way back.
+//! Every one is public: a login must work whatever token a client holds,
+//! stale or none, so these never look at one.
+
+use http::Method;
+
+use crate::router::segments::{GET, POST};
+
+/// Where login.v1's authorization endpoint is.
+pub const AUTHORIZE_PATH: &str = "/oauth/authorize";
+/// Where login.v1's token endpoint is.
+pub const TOKEN_PATH: &str = "/oauth/token";
+/// Where the identity provider sends the browser back.
+pub const CALLBACK_PATH: &str = "/oauth/callback";
+
+/// A step of a sign-in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthRoute {
+    /// `GET /oauth/authorize`: Terraform's browser starts here.
+    Authorize,
+    /// `GET /oauth/callback`: back from the identity provider.
+    Callback,
+    /// `POST /oauth/token`: Terraform exchanges its code for a token.
+    Token,
+}
+
+impl AuthRoute {
+    pub const ALL: [AuthRoute; 3] = [AuthRoute::Authorize, AuthRoute::Callback, AuthRoute::Token];
+
+    pub fn method(self) -> &'static [Method] {
+        match self {
+            AuthRoute::Authorize | AuthRoute::Callback => GET,
+            AuthRoute::Token => POST,
+        }
+    }
+
+    pub fn path(self) -> &'static str {
+        match self {
+            AuthRoute::Authorize => AUTHORIZE_PATH,
+            AuthRoute::Callback => CALLBACK_PATH,
+            AuthRoute::Token => TOKEN_PATH,
+        }
+    }
+
+    /// A browser shows this step's answers (errors as a plain page); the
+    /// token endpoint answers a program in JSON.
+    pub fn in_browser(self) -> bool {
+        !matches!(self, AuthRoute::Token)
+    }
+
+    /// The route of `path`, if it is one of these.
+    pub fn of_path(path: &str) -> Option<AuthRoute> {
+        AuthRoute::ALL.into_iter().find(|r| r.path() == path)
+    }
+}

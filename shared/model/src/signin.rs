@@ -1,0 +1,147 @@
+//! What a sign-in keeps between its steps (each step may run in another
+//! process, so all of it is in the item store, with an expiry), and the
+//! token a sign-in ends with. Pure data; `tfreg_store::catalog::login`
+//! keeps it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::login::{AuthorizeRequest, IssuedCode};
+use crate::sso::Grant;
+use crate::token::NewToken;
+
+/// How long a sign-in may take between the authorize step and the
+/// provider's callback.
+pub const PENDING_TTL_SECS: u64 = 600;
+/// Default lifetime of a token a sign-in issues: 12 h.
+pub const DEFAULT_LOGIN_TOKEN_TTL_SECS: u64 = 12 * 3600;
+
+/// Whom a token was issued to: the identity provider's account.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Subject {
+    pub iss: String,
+    pub sub: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+}
+
+impl Subject {
+    /// `alice@example.com` (or the name, or the `sub`), for a token's name.
+    pub fn label(&self) -> &str {
+        self.email
+            .as_deref()
+            .or(self.name.as_deref())
+            .unwrap_or(&self.sub)
+    }
+}
+
+/// A sign-in between its start and the provider's callback: what the
+/// client asked for, and what we sent the provider.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingLogin {
+    /// login.v1's request (its `state`, redirect URI and PKCE challenge).
+    pub request: AuthorizeRequest,
+    /// The client id it came with.
+    pub client_id: String,
+    /// The nonce sent to the provider, which its ID token must carry.
+    pub nonce: String,
+    /// Our PKCE verifier towards the provider.
+    pub upstream_verifier: String,
+    /// sha256 (hex) of the browser's sign-in cookie: the callback must come
+    /// to the same browser.
+    pub browser: String,
+    pub created_at: u64,
+}
+
+impl PendingLogin {
+    /// Still within [`PENDING_TTL_SECS`] at `now`?
+    pub fn live(&self, now: u64) -> bool {
+        now < self.created_at + PENDING_TTL_SECS
+    }
+}
+
+/// A login.v1 code between the callback and the token request: the code's
+/// binding (client, redirect URI, PKCE challenge, expiry) and who signed in
+/// with which groups.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoginCode {
+    pub issued: IssuedCode,
+    pub subject: Subject,
+    pub groups: Vec<String>,
+}
+
+/// The token a sign-in's `grant` gives `subject`: its rights are the
+/// grant's, it expires after `ttl_secs`. (The one place a grant becomes a
+/// token.)
+pub fn login_token(grant: &Grant, subject: &Subject, now: u64, ttl_secs: u64) -> NewToken {
+    let label: String = subject.label().chars().take(48).collect();
+    NewToken {
+        expires_at: Some(now + ttl_secs),
+        ..NewToken::with_grants(&format!("login {label}"), grant.grants.clone())
+    }
+}
+
+impl LoginCode {
+    /// The code issued for `request` at `now`.
+    pub fn new(
+        client_id: &str,
+        request: &AuthorizeRequest,
+        subject: Subject,
+        groups: Vec<String>,
+        now: u64,
+    ) -> Self {
+        Self {
+            issued: IssuedCode::new(client_id, request, now),
+            subject,
+            groups,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sso::{GroupMapping, grant};
+    use crate::token::Scope;
+
+    #[test]
+    fn a_login_token_has_the_grant_s_rights_and_expires() {
+        let mappings = [
+            GroupMapping::new("platform", Scope::Publish, &["acme"]).unwrap(),
+            GroupMapping::new("everyone", Scope::Read, &["*"]).unwrap(),
+        ];
+        let g = grant(&mappings, &["platform", "everyone"]).unwrap();
+        let who = Subject {
+            iss: "https://idp.test".into(),
+            sub: "alice".into(),
+            name: None,
+            email: Some("alice@example.com".into()),
+        };
+        let token = login_token(&g, &who, 100, 3600).check(100).unwrap();
+        assert_eq!(token.name, "login alice@example.com");
+        assert_eq!(token.scopes, [Scope::Publish]);
+        assert_eq!(token.namespaces, ["acme"]);
+        assert_eq!(token.expires_at, Some(3700));
+    }
+
+    #[test]
+    fn a_pending_login_lives_ten_minutes() {
+        let request = AuthorizeRequest {
+            redirect_uri: "http://localhost:10000/login".into(),
+            port: 10000,
+            state: "s".into(),
+            code_challenge: "c".into(),
+        };
+        let p = PendingLogin {
+            request,
+            client_id: "terraform-cli".into(),
+            nonce: "n".into(),
+            upstream_verifier: "v".into(),
+            browser: "b".into(),
+            created_at: 1000,
+        };
+        assert!(p.live(1000 + PENDING_TTL_SECS - 1));
+        assert!(!p.live(1000 + PENDING_TTL_SECS));
+    }
+}

@@ -1,0 +1,157 @@
+//! A sign-in's state between its steps, as items with an expiry (each step
+//! may run in another process): pending logins (partition [`LOGIN_PK`]),
+//! login.v1 codes ([`LOGINCODE_PK`]) and used nonces ([`NONCE_PK`]). The
+//! secrets they are found by (the state sent to the provider, the code, the
+//! nonce) appear only as their sha256, as sort keys. Each is written once
+//! (`IfAbsent`) and consumed by an atomic `take`: of two callbacks or two
+//! token requests, one wins. Expiry is checked here on every read, as the
+//! stores delete expired items lazily.
+
+use tfreg_model::hashing::sha256_hex;
+use tfreg_model::signin::{LoginCode, PENDING_TTL_SECS, PendingLogin};
+
+use super::codec::{decode, encode};
+use super::schema::{LOGIN_PK, LOGINCODE_PK, NONCE_PK};
+use crate::{Condition, Item, ItemStore, StoreError};
+
+/// Keep `pending` under the `state` sent to the provider, for
+/// [`PENDING_TTL_SECS`].
+pub async fn put_pending(
+    store: &dyn ItemStore,
+    state: &str,
+    pending: &PendingLogin,
+) -> Result<(), StoreError> {
+    let item = Item::new(LOGIN_PK, sha256_hex(state.as_bytes()), encode(pending)?)
+        .expiring_at(pending.created_at + PENDING_TTL_SECS);
+    store.put(item, Condition::IfAbsent).await
+}
+
+/// The sign-in started with `state`, taken (it can finish once), if it is
+/// still live at `now`.
+pub async fn take_pending(
+    store: &dyn ItemStore,
+    state: &str,
+    now: u64,
+) -> Result<Option<PendingLogin>, StoreError> {
+    let Some(item) = store.take(LOGIN_PK, &sha256_hex(state.as_bytes())).await? else {
+        return Ok(None);
+    };
+    let pending: PendingLogin = decode(&item)?;
+    Ok(pending.live(now).then_some(pending))
+}
+
+/// Keep `login` under `code` until the code expires.
+pub async fn put_code(
+    store: &dyn ItemStore,
+    code: &str,
+    login: &LoginCode,
+) -> Result<(), StoreError> {
+    let item = Item::new(LOGINCODE_PK, sha256_hex(code.as_bytes()), encode(login)?)
+        .expiring_at(login.issued.expires_at);
+    store.put(item, Condition::IfAbsent).await
+}
+
+/// What `code` was issued for, taken: a second exchange finds nothing. Its
+/// expiry is the caller's to check (`IssuedCode::redeem`).
+pub async fn take_code(store: &dyn ItemStore, code: &str) -> Result<Option<LoginCode>, StoreError> {
+    store
+        .take(LOGINCODE_PK, &sha256_hex(code.as_bytes()))
+        .await?
+        .map(|item| decode(&item))
+        .transpose()
+}
+
+/// Record `nonce` as used until `until`: `false` when it already was (a
+/// replayed ID token).
+pub async fn use_nonce(store: &dyn ItemStore, nonce: &str, until: u64) -> Result<bool, StoreError> {
+    let item = Item::new(NONCE_PK, sha256_hex(nonce.as_bytes()), b"{}".to_vec()).expiring_at(until);
+    match store.put(item, Condition::IfAbsent).await {
+        Ok(()) => Ok(true),
+        Err(StoreError::ConditionFailed) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(all(test, feature = "embedded"))]
+mod tests {
+    use tfreg_model::login::{AuthorizeRequest, IssuedCode};
+    use tfreg_model::signin::Subject;
+
+    use super::*;
+    use crate::sqlite::SqliteStore;
+
+    fn request() -> AuthorizeRequest {
+        AuthorizeRequest {
+            redirect_uri: "http://localhost:10000/login".into(),
+            port: 10000,
+            state: "cli-state".into(),
+            code_challenge: "c".repeat(43),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_pending_login_is_taken_once_and_not_after_it_expires() {
+        let store = SqliteStore::in_memory().unwrap();
+        let pending = PendingLogin {
+            request: request(),
+            client_id: "terraform-cli".into(),
+            nonce: "n".into(),
+            upstream_verifier: "v".into(),
+            browser: "b".into(),
+            created_at: 1000,
+        };
+        put_pending(&store, "st", &pending).await.unwrap();
+        assert!(matches!(
+            put_pending(&store, "st", &pending).await,
+            Err(StoreError::ConditionFailed)
+        ));
+        let item = store
+            .get(LOGIN_PK, &sha256_hex(b"st"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(item.expires_at, Some(1000 + PENDING_TTL_SECS));
+        assert_eq!(
+            take_pending(&store, "st", 1001).await.unwrap(),
+            Some(pending.clone())
+        );
+        assert_eq!(take_pending(&store, "st", 1002).await.unwrap(), None);
+        put_pending(&store, "st2", &pending).await.unwrap();
+        assert_eq!(
+            take_pending(&store, "st2", 1000 + PENDING_TTL_SECS)
+                .await
+                .unwrap(),
+            None,
+            "expired, even if the store has not deleted it yet"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_code_is_taken_once_and_a_nonce_used_once() {
+        let store = SqliteStore::in_memory().unwrap();
+        let login = LoginCode {
+            issued: IssuedCode::new("terraform-cli", &request(), 50),
+            subject: Subject {
+                iss: "https://idp.test".into(),
+                sub: "alice".into(),
+                name: None,
+                email: None,
+            },
+            groups: vec!["platform".into()],
+        };
+        put_code(&store, "the-code", &login).await.unwrap();
+        let item = store
+            .get(LOGINCODE_PK, &sha256_hex(b"the-code"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            item.expires_at,
+            Some(50 + tfreg_model::login::CODE_TTL_SECS)
+        );
+        assert_eq!(take_code(&store, "the-code").await.unwrap(), Some(login));
+        assert_eq!(take_code(&store, "the-code").await.unwrap(), None);
+        assert!(use_nonce(&store, "n1", 99).await.unwrap());
+        assert!(!use_nonce(&store, "n1", 99).await.unwrap());
+    }
+}
