@@ -365,3 +365,139 @@ fn no_mapped_group_no_token_and_tampering_is_refused() {
         assert!(hop.body.contains("redirect_uri"), "{}", hop.body);
     });
 }
+
+/// The stand-in browser: Terraform opens the first `xdg-open` on `PATH`
+/// with the authorize URL; this one follows it with curl and a cookie jar
+/// (in the background, as a browser would), fills in the provider's forms
+/// as `$STANDIN_USER`, and ends at Terraform's own `http://localhost:PORT/login`.
+const STANDIN_BROWSER: &str = r#"#!/usr/bin/env bash
+url="$1"
+(
+  jar="$STANDIN_DIR/jar"
+  hop() { curl -sS --max-time 10 --cacert "$STANDIN_CA" -b "$jar" -c "$jar" -o "$STANDIN_DIR/body" -w '%{http_code} %{redirect_url}' "$@"; }
+  next="$url"
+  form=()
+  for _ in $(seq 20); do
+    out="$(hop "${form[@]}" "$next")"
+    form=()
+    echo "$out" >> "$STANDIN_DIR/log"
+    loc="${out#* }"
+    [ -n "$loc" ] || break
+    case "$loc" in
+      http://localhost:*/login\?*)
+        curl -sS --max-time 10 -o "$STANDIN_DIR/done" "$loc" >> "$STANDIN_DIR/log" 2>&1
+        break ;;
+      */interaction/*)
+        if curl -sS --max-time 10 -b "$jar" -c "$jar" "$loc" | grep -q 'name="prompt" value="login"'; then
+          form=(--data-urlencode prompt=login --data-urlencode "login=$STANDIN_USER" --data-urlencode password=x)
+        else
+          form=(--data-urlencode prompt=consent)
+        fi ;;
+    esac
+    next="$loc"
+  done
+) >/dev/null 2>&1 &
+exit 0
+"#;
+
+/// Run `terraform login HOST` with `yes` on stdin and the stand-in browser
+/// first on `PATH`, in `home`; its output once it ends (at most 60 s).
+fn terraform_login(tf: &Path, server: &Server, home: &Path, user: &str) -> std::process::Output {
+    use std::io::Write as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    let bin = home.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let opener = bin.join("xdg-open");
+    std::fs::write(&opener, STANDIN_BROWSER).unwrap();
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let mut child = std::process::Command::new(tf)
+        .args(["login", &server.host])
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", home)
+        .env("SSL_CERT_FILE", &server.ca)
+        .env("CHECKPOINT_DISABLE", "1")
+        .env("STANDIN_DIR", home)
+        .env("STANDIN_CA", &server.ca)
+        .env("STANDIN_USER", user)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"yes\n").unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().unwrap();
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn real_terraform_login_then_init_of_a_private_module() {
+    let tools = crate::support::tools::Tools::get();
+    let tf = tools.path("TFREG_TERRAFORM_NEW");
+    let tmp = tempfile::tempdir().unwrap();
+    let (_op, server) = start(tmp.path());
+    let src = tmp.path().join("module");
+    write_tree(
+        &src,
+        &[("main.tf", "output \"x\" { value = \"from acme\" }\n")],
+    );
+    let publisher = server.token("publish", Some("acme"));
+    let out = server.publish_module(&publisher, &src, "acme/net/aws", "1.0.0");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let home = tmp.path().join("home");
+    // Terraform writes its credentials file there, but does not make the directory.
+    std::fs::create_dir_all(home.join(".terraform.d")).unwrap();
+    let out = terraform_login(&tf, &server, &home, "alice");
+    let said = format!(
+        "{}\n{}\nbrowser: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        std::fs::read_to_string(home.join("log")).unwrap_or_default()
+    );
+    assert!(out.status.success(), "terraform login: {said}");
+    let creds: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.join(".terraform.d/credentials.tfrc.json")).unwrap(),
+    )
+    .unwrap();
+    let token = creds["credentials"][&server.host]["token"]
+        .as_str()
+        .unwrap();
+    assert!(token.starts_with("tfreg_"), "{creds}");
+
+    // terraform init of the private module with the stored token only.
+    let work = tmp.path().join("work");
+    let main = format!(
+        "module \"net\" {{\n  source  = \"{}/acme/net/aws\"\n  version = \"1.0.0\"\n}}\noutput \"x\" {{ value = module.net.x }}\n",
+        server.host
+    );
+    write_tree(&work, &[("main.tf", &main)]);
+    let init = std::process::Command::new(&tf)
+        .args(["init", "-input=false"])
+        .current_dir(&work)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap())
+        .env("HOME", &home)
+        .env("SSL_CERT_FILE", &server.ca)
+        .env("CHECKPOINT_DISABLE", "1")
+        .output()
+        .unwrap();
+    assert!(
+        init.status.success(),
+        "terraform init: {}{}",
+        String::from_utf8_lossy(&init.stdout),
+        String::from_utf8_lossy(&init.stderr)
+    );
+}
