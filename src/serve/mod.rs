@@ -9,6 +9,7 @@ mod housekeeping;
 mod linger;
 pub mod listener;
 mod signals;
+mod signin;
 mod welcome;
 
 use std::net::SocketAddr;
@@ -73,6 +74,9 @@ pub struct ServeArgs {
     /// Seconds a request body may go without sending data.
     #[arg(long, default_value_t = listener::Limits::default().body_idle_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
     body_idle_timeout: u64,
+    /// `terraform login` through an identity provider.
+    #[command(flatten)]
+    signin: signin::SignInArgs,
 }
 
 /// Everything start-up prepared: ready to serve.
@@ -85,6 +89,8 @@ struct Ready {
     hostname: Hostname,
     ca: Option<PathBuf>,
     dir: DataDir,
+    /// Sign-in, where an identity provider is configured.
+    auth: Option<tfreg_auth::Auth>,
     _lock: ServeLock,
 }
 
@@ -122,7 +128,11 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     .render();
     eprintln!("{text}");
     housekeeping::spawn(ready.blobs.clone(), ready.items.clone(), args.url_ttl);
-    let app = crate::every_group(ready.registry.clone()).router();
+    let mut app = crate::every_group(ready.registry.clone());
+    if let Some(auth) = ready.auth {
+        app.served = app.served.auth(auth);
+    }
+    let app = app.router();
     listener::serve(ready.listener, ready.tls, app, limits, stop.wait()).await;
     tracing::info!("stopped");
     Ok(())
@@ -155,6 +165,8 @@ async fn start(args: &ServeArgs) -> Result<Ready> {
     config.anonymous_reads = !args.private;
     config.require_namespace_keys = args.require_namespace_keys;
     config.token_cache_secs = args.token_cache_secs;
+    let auth = signin::auth(&args.signin).await?;
+    config.login_v1 = auth.as_ref().map(|a| a.settings().login_v1());
     if config.anonymous_reads {
         tracing::warn!(
             "reads are open to anyone who reaches this port (no token needed); start with --private to require one"
@@ -212,6 +224,7 @@ async fn start(args: &ServeArgs) -> Result<Ready> {
         hostname,
         ca,
         dir,
+        auth,
         _lock: lock,
     })
 }

@@ -527,6 +527,94 @@ async fn readers_never_make_the_url_secret(writer: TestRegistry) {
     assert_eq!(counting.counts().gets, 1, "{}", writer.name);
 }
 
+/// Sign-in's items (issue 21): a pending login and a code are taken once
+/// (of two concurrent takes, one wins), both carry their expiry, a nonce is
+/// used once, group mappings are read whole.
+async fn sign_in_items_are_taken_once_and_expire(r: TestRegistry) {
+    use tfreg_model::login::{AuthorizeRequest, CODE_TTL_SECS};
+    use tfreg_model::signin::{LoginCode, PENDING_TTL_SECS, PendingLogin, Subject};
+    use tfreg_model::sso::GroupMapping;
+    use tfreg_model::token::Scope;
+    use tfreg_store::catalog::schema::{LOGIN_PK, LOGINCODE_PK};
+    use tfreg_store::catalog::{login, sso};
+
+    let s = r.registry.items.clone();
+    let now = 1_000_000;
+    let request = AuthorizeRequest {
+        redirect_uri: "http://localhost:10000/login".into(),
+        port: 10000,
+        state: "cli-state".into(),
+        code_challenge: "c".repeat(43),
+    };
+    let pending = PendingLogin {
+        request: request.clone(),
+        client_id: "terraform-cli".into(),
+        nonce: "n".into(),
+        upstream_verifier: "v".into(),
+        browser: "b".into(),
+        created_at: now,
+    };
+    login::put_pending(s.as_ref(), "upstream-state", &pending)
+        .await
+        .unwrap();
+    let sk = tfreg_model::hashing::sha256_hex(b"upstream-state");
+    let kept = s.get(LOGIN_PK, &sk).await.unwrap().unwrap();
+    assert_eq!(kept.expires_at, Some(now + PENDING_TTL_SECS), "{}", r.name);
+    let takes = (0..2).map(|_| {
+        let s = s.clone();
+        tokio::spawn(
+            async move { login::take_pending(s.as_ref(), "upstream-state", now + 1).await },
+        )
+    });
+    let won: Vec<_> = futures_util::future::join_all(takes)
+        .await
+        .into_iter()
+        .filter_map(|t| t.unwrap().unwrap())
+        .collect();
+    assert_eq!(won, [pending], "{}", r.name);
+
+    let code = LoginCode::new(
+        "terraform-cli",
+        &request,
+        Subject {
+            iss: "https://idp.test".into(),
+            sub: "alice".into(),
+            name: None,
+            email: None,
+        },
+        vec!["platform".into()],
+        now,
+    );
+    login::put_code(s.as_ref(), "the-code", &code)
+        .await
+        .unwrap();
+    let sk = tfreg_model::hashing::sha256_hex(b"the-code");
+    let kept = s.get(LOGINCODE_PK, &sk).await.unwrap().unwrap();
+    assert_eq!(kept.expires_at, Some(now + CODE_TTL_SECS), "{}", r.name);
+    let takes = (0..2).map(|_| {
+        let s = s.clone();
+        tokio::spawn(async move { login::take_code(s.as_ref(), "the-code").await })
+    });
+    let won: Vec<_> = futures_util::future::join_all(takes)
+        .await
+        .into_iter()
+        .filter_map(|t| t.unwrap().unwrap())
+        .collect();
+    assert_eq!(won, [code], "{}", r.name);
+
+    assert!(login::use_nonce(s.as_ref(), "n1", now + 60).await.unwrap());
+    assert!(!login::use_nonce(s.as_ref(), "n1", now + 60).await.unwrap());
+
+    let mapping = GroupMapping::new("platform", Scope::Publish, &["acme"]).unwrap();
+    sso::put_mapping(s.as_ref(), &mapping).await.unwrap();
+    assert_eq!(
+        sso::mappings(s.as_ref()).await.unwrap(),
+        [mapping],
+        "{}",
+        r.name
+    );
+}
+
 /// Run each contract test against both backends.
 macro_rules! contract {
     ($($name:ident),* $(,)?) => {
@@ -550,4 +638,5 @@ contract!(
     version_lists_are_complete_and_in_semver_order,
     download_urls_answer_head_and_get_and_refuse_tampering,
     readers_never_make_the_url_secret,
+    sign_in_items_are_taken_once_and_expire,
 );

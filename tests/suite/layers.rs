@@ -3,7 +3,8 @@
 //! every target platform), so a heavy dependency cannot quietly come back:
 //! `read` and `blob` carry no OpenPGP, archive, HCL, Markdown, sanitiser or
 //! template code; `publish` and `admin` no UI; `ui` no OpenPGP; only `blob`,
-//! `publish` and `admin` the S3 client; none a regular expression engine; and a
+//! `publish` and `admin` the S3 client; none a regular expression engine nor
+//! sign-in's JWT code (`tfreg serve` only, until `functions/auth`); and a
 //! function depends on no other function's handler group.
 
 use std::collections::BTreeSet;
@@ -22,6 +23,9 @@ const S3: &[&str] = &["aws-sdk-s3"];
 /// `Targets`, not tracing-subscriber's `env-filter` (which lambda_http's
 /// default `tracing` feature would also bring).
 const REGEX: &[&str] = &["regex-automata", "matchers"];
+/// Sign-in (issue 21): the JWT library and the group that uses it, linked
+/// by `tfreg serve` and (when it lands) the auth function only.
+const SIGNIN: &[&str] = &["tfreg-auth", "jsonwebtoken"];
 
 /// The function packages and what each must not link.
 fn forbidden() -> Vec<(&'static str, Vec<&'static str>)> {
@@ -36,28 +40,28 @@ fn forbidden() -> Vec<(&'static str, Vec<&'static str>)> {
     vec![
         (
             "tfreg-function-read",
-            all(&[PGP, ARCHIVES, DOCS, UI, S3, REGEX])
+            all(&[PGP, ARCHIVES, DOCS, UI, S3, REGEX, SIGNIN])
                 .into_iter()
                 .chain(groups("tfreg-read"))
                 .collect(),
         ),
         (
             "tfreg-function-blob",
-            all(&[PGP, ARCHIVES, DOCS, UI, REGEX])
+            all(&[PGP, ARCHIVES, DOCS, UI, REGEX, SIGNIN])
                 .into_iter()
                 .chain(groups("tfreg-read"))
                 .collect(),
         ),
         (
             "tfreg-function-publish",
-            all(&[UI, REGEX])
+            all(&[UI, REGEX, SIGNIN])
                 .into_iter()
                 .chain(groups("tfreg-publish"))
                 .collect(),
         ),
         (
             "tfreg-function-admin",
-            all(&[UI, REGEX])
+            all(&[UI, REGEX, SIGNIN])
                 .into_iter()
                 .chain(groups("tfreg-admin"))
                 .collect(),
@@ -67,6 +71,7 @@ fn forbidden() -> Vec<(&'static str, Vec<&'static str>)> {
             ["pgp", "rsa", "tfreg-verify", "aws-sdk-s3"]
                 .into_iter()
                 .chain(REGEX.iter().copied())
+                .chain(SIGNIN.iter().copied())
                 .chain(groups("tfreg-ui"))
                 .collect(),
         ),
@@ -126,6 +131,7 @@ fn the_forbidden_crates_are_named_as_cargo_names_them() {
         .chain(UI)
         .chain(S3)
         .chain(REGEX)
+        .chain(SIGNIN)
     {
         assert!(
             cli.contains(*name),

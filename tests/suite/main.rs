@@ -49,6 +49,10 @@
 //! - `oidc_fixture`: the OpenID Provider of the sign-in tests, driven over
 //!   HTTP by `tests/oidc/drive.sh`.
 //!
+//! - `login`: `terraform login`'s protocol (login.v1) against `tfreg serve`
+//!   brokering to that provider: a token for mapped groups only, used once
+//!   codes, tampered state, cookie or verifier refused.
+//!
 //! `support` is the harness, split by job.
 
 mod access;
@@ -67,6 +71,7 @@ mod handlers;
 mod hardening;
 mod layers;
 mod load;
+mod login;
 mod oidc_fixture;
 mod probes;
 mod publish_attacks;

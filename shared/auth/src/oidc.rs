@@ -360,11 +360,10 @@ impl Upstream {
         nonce: &str,
         now: u64,
     ) -> Result<IdClaims, AuthError> {
-        let header = jsonwebtoken::decode_header(token).map_err(|e| match e.kind() {
-            jsonwebtoken::errors::ErrorKind::Json(_) => {
-                // alg "none" and unknown algorithms fail to parse here.
-                AuthError::BadAlg(alg_of(token).unwrap_or_else(|| "?".into()))
-            }
+        let header = jsonwebtoken::decode_header(token).map_err(|e| match alg_of(token) {
+            // alg "none" and algorithms jsonwebtoken does not know fail to
+            // parse here; other unreadable headers are malformed.
+            Some(alg) if !matches!(alg.as_str(), "RS256" | "ES256") => AuthError::BadAlg(alg),
             _ => AuthError::Malformed(e.to_string()),
         })?;
         if !matches!(header.alg, Algorithm::RS256 | Algorithm::ES256) {

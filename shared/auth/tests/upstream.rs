@@ -116,7 +116,8 @@ async fn id_tokens_the_registry_must_refuse_are_refused_each_for_its_reason() {
         let ok = signed(&op, alg, json!({})).await;
         assert!(up.verify_id_token(&ok, "n1", t).await.is_ok(), "{alg}");
     }
-    let cases: Vec<(&str, Value, fn(&AuthError) -> bool)> = vec![
+    type Expected = fn(&AuthError) -> bool;
+    let cases: Vec<(&str, Value, Expected)> = vec![
         ("another audience", json!({"aud": "someone-else"}), |e| {
             matches!(e, AuthError::Claim(ClaimError::WrongAudience { .. }))
         }),

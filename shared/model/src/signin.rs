@@ -75,7 +75,15 @@ pub struct LoginCode {
 /// grant's, it expires after `ttl_secs`. (The one place a grant becomes a
 /// token.)
 pub fn login_token(grant: &Grant, subject: &Subject, now: u64, ttl_secs: u64) -> NewToken {
-    let label: String = subject.label().chars().take(48).collect();
+    // A token's name is printable text (`NewToken::check`); the provider's
+    // claims need not be: only their visible ASCII is kept.
+    let label: String = subject
+        .label()
+        .chars()
+        .filter(char::is_ascii_graphic)
+        .take(48)
+        .collect();
+    let label = if label.is_empty() { "someone" } else { &label };
     NewToken {
         expires_at: Some(now + ttl_secs),
         ..NewToken::with_grants(&format!("login {label}"), grant.grants.clone())
@@ -123,6 +131,12 @@ mod tests {
         assert_eq!(token.scopes, [Scope::Publish]);
         assert_eq!(token.namespaces, ["acme"]);
         assert_eq!(token.expires_at, Some(3700));
+        let odd = Subject {
+            email: Some("\u{202e}\u{7}".into()),
+            ..who
+        };
+        let token = login_token(&g, &odd, 100, 3600).check(100).unwrap();
+        assert_eq!(token.name, "login someone");
     }
 
     #[test]

@@ -1,0 +1,97 @@
+//! `tfreg serve`'s sign-in settings (issue 21): the identity provider it
+//! brokers `terraform login` to. None given: no login.v1, no sign-in routes.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use tfreg_auth::{Auth, LoginSettings, OidcConfig, Secret, Upstream};
+use tfreg_model::login::PortRange;
+
+use crate::cli_error::Result;
+
+/// Shortest and longest lifetime of a token a sign-in issues.
+const MIN_TTL: Duration = Duration::from_secs(300);
+const MAX_TTL: Duration = Duration::from_secs(30 * 86_400);
+
+#[derive(Args, Debug)]
+pub struct SignInArgs {
+    /// The OpenID Provider `terraform login` signs people in with (its
+    /// issuer URL, exactly as its ID tokens' `iss`). Without it, no login.v1.
+    #[arg(long, requires_all = ["oidc_client_id", "oidc_client_secret_file"])]
+    pub oidc_issuer: Option<String>,
+    /// The registry's client id at the provider (its redirect URI:
+    /// https://HOSTNAME/oauth/callback).
+    #[arg(long, requires = "oidc_issuer")]
+    pub oidc_client_id: Option<String>,
+    /// A file holding the client's secret (read once at start, never logged).
+    #[arg(long, requires = "oidc_issuer")]
+    pub oidc_client_secret_file: Option<PathBuf>,
+    /// The loopback ports Terraform may listen on during `terraform login`, MIN-MAX.
+    #[arg(long, default_value = "10000-10010", value_parser = parse_ports)]
+    pub login_ports: PortRange,
+    /// How long a token issued by a sign-in lasts (5m to 30d).
+    #[arg(long, default_value = "12h", value_parser = parse_ttl)]
+    pub login_token_ttl: Duration,
+}
+
+fn parse_ports(text: &str) -> std::result::Result<PortRange, String> {
+    let (min, max) = text
+        .split_once('-')
+        .ok_or_else(|| format!("{text:?}: MIN-MAX, e.g. 10000-10010"))?;
+    let port = |p: &str| p.trim().parse::<u16>().map_err(|e| format!("{p:?}: {e}"));
+    PortRange::new(port(min)?, port(max)?).map_err(|e| e.to_string())
+}
+
+fn parse_ttl(text: &str) -> std::result::Result<Duration, String> {
+    let ttl = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    if !(MIN_TTL..=MAX_TTL).contains(&ttl) {
+        return Err(format!("{text}: between 5m and 30d"));
+    }
+    Ok(ttl)
+}
+
+/// The sign-in group, when a provider is configured: its discovery
+/// document and keys are read now (a provider that cannot be reached fails
+/// the start, with its reason).
+pub async fn auth(args: &SignInArgs) -> Result<Option<Auth>> {
+    let (Some(issuer), Some(client_id), Some(secret_file)) = (
+        &args.oidc_issuer,
+        &args.oidc_client_id,
+        &args.oidc_client_secret_file,
+    ) else {
+        return Ok(None);
+    };
+    let secret = std::fs::read_to_string(secret_file)
+        .map_err(|e| format!("--oidc-client-secret-file {}: {e}", secret_file.display()))?;
+    let secret = secret.trim_end_matches(['\r', '\n']);
+    if secret.is_empty() {
+        return Err(format!(
+            "--oidc-client-secret-file {} is empty",
+            secret_file.display()
+        )
+        .into());
+    }
+    let config = OidcConfig {
+        issuer: issuer.clone(),
+        client_id: client_id.clone(),
+        client_secret: Secret::new(secret),
+    };
+    let http = tfreg_auth::oidc::http_client(crate::trust::client_config(None)?)?;
+    let upstream = Upstream::discover(config, http)
+        .await
+        .map_err(|e| format!("--oidc-issuer {issuer}: {e}"))?;
+    tracing::info!(
+        issuer,
+        client_id,
+        "terraform login signs in with this identity provider"
+    );
+    Ok(Some(Auth::new(
+        upstream,
+        LoginSettings {
+            ports: args.login_ports,
+            token_ttl_secs: args.login_token_ttl.as_secs(),
+            ..LoginSettings::default()
+        },
+    )))
+}

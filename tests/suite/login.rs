@@ -1,0 +1,503 @@
+//! `terraform login`'s protocol (login.v1) end to end: the real `tfreg
+//! serve` over HTTPS brokering to the real OpenID Provider
+//! (`tests/oidc/provider.mjs`), driven over HTTP as Terraform drives it
+//! (PKCE S256, a random state, `http://localhost:PORT/login`) with a cookie
+//! jar standing in for the browser at the provider's forms.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use tfreg_model::login::{pkce_challenge, random_value};
+use tfreg_model::sso::GroupMapping;
+use tfreg_model::token::Scope;
+use tfreg_store::catalog::sso;
+use tfreg_store::sqlite::SqliteStore;
+use tfreg_testkit::oidc::{Browser, Hop, Provider, query_param};
+
+use crate::support::dist::write_tree;
+use crate::support::server::{Server, free_port};
+
+const CLIENT: &str = "tfreg";
+const SECRET: &str = "s3cret-of-the-registry";
+const REDIRECT: &str = "http://localhost:10000/login";
+
+/// The provider and `tfreg serve --private` signing in with it; alice is
+/// in `acme-readers` (read on `acme`), bob only in `other` (mapped to nothing).
+fn start(tmp: &Path) -> (Provider, Server) {
+    let port = free_port();
+    let registry = format!("https://127.0.0.1:{port}");
+    let op = Provider::start(json!({
+        "clients": [{"client_id": CLIENT, "client_secret": SECRET,
+                     "redirect_uris": [format!("{registry}/oauth/callback")]}],
+        "users": [
+            {"sub": "alice", "email": "alice@example.com", "name": "Alice",
+             "groups": ["acme-readers", "unmapped"]},
+            {"sub": "bob", "email": "bob@example.com", "groups": ["other"]}
+        ],
+        "skip_consent": true,
+    }));
+    let secret_file = tmp.join("client-secret");
+    std::fs::write(&secret_file, format!("{SECRET}\n")).unwrap();
+    let data = tmp.join("data");
+    let server = Server::start_at(
+        &data,
+        &format!("127.0.0.1:{port}"),
+        &[
+            "--private",
+            "--oidc-issuer",
+            &op.issuer,
+            "--oidc-client-id",
+            CLIENT,
+            "--oidc-client-secret-file",
+            secret_file.to_str().unwrap(),
+        ],
+    );
+    let store = SqliteStore::open(&data.join("registry.db")).unwrap();
+    let mapping = GroupMapping::new("acme-readers", Scope::Read, &["acme"]).unwrap();
+    runtime()
+        .block_on(sso::put_mapping(&store, &mapping))
+        .unwrap();
+    (op, server)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// An async client trusting the registry's CA, following no redirects.
+fn client(server: &Server) -> reqwest::Client {
+    let ca = reqwest::Certificate::from_pem(&std::fs::read(&server.ca).unwrap()).unwrap();
+    reqwest::Client::builder()
+        .add_root_certificate(ca)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// What Terraform sends the browser to, and keeps.
+struct Attempt {
+    url: String,
+    state: String,
+    verifier: String,
+}
+
+fn attempt(server: &Server) -> Attempt {
+    let state = random_value();
+    let verifier = random_value();
+    let query: String = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("response_type", "code")
+        .append_pair("client_id", "terraform-cli")
+        .append_pair("redirect_uri", REDIRECT)
+        .append_pair("state", &state)
+        .append_pair("code_challenge", &pkce_challenge(&verifier))
+        .append_pair("code_challenge_method", "S256")
+        .finish();
+    Attempt {
+        url: server.url(&format!("/oauth/authorize?{query}")),
+        state,
+        verifier,
+    }
+}
+
+/// Terraform's token request.
+async fn exchange(
+    http: &reqwest::Client,
+    server: &Server,
+    code: &str,
+    verifier: &str,
+) -> (u16, Value) {
+    let resp = http
+        .post(server.url("/oauth/token"))
+        .form(&[
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", REDIRECT),
+            ("code_verifier", verifier),
+            ("client_id", "terraform-cli"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    (resp.status().as_u16(), resp.json().await.unwrap())
+}
+
+/// The code in the last redirect of a sign-in, which must go back to Terraform.
+fn code_of(hops: &[Hop], a: &Attempt) -> String {
+    let back = hops.last().unwrap().location.clone().unwrap_or_default();
+    assert!(back.starts_with(REDIRECT), "{hops:#?}");
+    assert_eq!(
+        query_param(&back, "state").as_deref(),
+        Some(a.state.as_str())
+    );
+    query_param(&back, "code").unwrap()
+}
+
+async fn status_with(http: &reqwest::Client, server: &Server, path: &str, token: &str) -> u16 {
+    http.get(server.url(path))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[test]
+fn terraform_login_s_protocol_through_the_identity_provider() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (op, server) = start(tmp.path());
+    let publisher = server.token("publish", Some("acme"));
+    let admin = server.token("admin", None);
+    for ns in ["acme", "other"] {
+        let src = tmp.path().join(format!("module-{ns}"));
+        write_tree(&src, &[("main.tf", "output \"x\" { value = 1 }\n")]);
+        let token = if ns == "acme" {
+            publisher.clone()
+        } else {
+            admin.clone()
+        };
+        let out = server.publish_module(&token, &src, &format!("{ns}/net/aws"), "1.0.0");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let http = client(&server);
+    let rt = runtime();
+    let (token, login_code) = rt.block_on(async {
+        // Discovery advertises login.v1, and a stale token blocks nothing.
+        let disco: Value = http
+            .get(server.url("/.well-known/terraform.json"))
+            .bearer_auth("tfreg_stale-or-revoked")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            disco["login.v1"],
+            json!({"client": "terraform-cli", "grant_types": ["authz_code"],
+                   "authz": "/oauth/authorize", "token": "/oauth/token",
+                   "ports": [10000, 10010]})
+        );
+
+        let a = attempt(&server);
+        let mut browser = Browser::new(http.clone());
+        let hops = browser.sign_in(&a.url, "alice", &[REDIRECT]).await;
+        assert_eq!(hops[0].status, 303, "authorize: {:?}", hops[0]);
+        assert!(
+            hops[0].location.as_deref().unwrap().starts_with(&op.issuer),
+            "to the provider: {:?}",
+            hops[0]
+        );
+        let code = code_of(&hops, &a);
+        let (status, body) = exchange(&http, &server, &code, &a.verifier).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["token_type"], "bearer");
+        let token = body["access_token"].as_str().unwrap().to_string();
+        // Once only.
+        let (status, body) = exchange(&http, &server, &code, &a.verifier).await;
+        assert_eq!(status, 400, "{body}");
+        assert_eq!(body["error"], "invalid_grant", "{body}");
+        assert!(
+            body["errors"][0]
+                .as_str()
+                .unwrap()
+                .contains("invalid_grant"),
+            "{body}"
+        );
+
+        // The token reads what the mapping grants, and nothing else.
+        let acme = "/v1/modules/acme/net/aws/versions";
+        let other = "/v1/modules/other/net/aws/versions";
+        assert_eq!(status_with(&http, &server, acme, &token).await, 200);
+        assert_eq!(status_with(&http, &server, other, &token).await, 403);
+        let publish = http
+            .post(server.url("/v1/publish/modules/acme/net/aws/2.0.0/begin"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(publish.status().as_u16(), 403, "read only");
+        (token, code)
+    });
+
+    // Listed, with whom it was issued to and its expiry; audited; revocable.
+    let listed: Value = server
+        .http
+        .get(server.url("/v1/admin/tokens"))
+        .bearer_auth(&admin)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let mine = listed
+        .as_array()
+        .or_else(|| listed["tokens"].as_array())
+        .unwrap()
+        .iter()
+        .find(|t| t["issued_to"]["sub"] == "alice")
+        .unwrap_or_else(|| panic!("no token issued to alice: {listed}"))
+        .clone();
+    assert_eq!(mine["issued_to"]["iss"], op.issuer.as_str());
+    assert_eq!(mine["issued_to"]["email"], "alice@example.com");
+    assert_eq!(mine["scopes"], json!(["read"]));
+    assert_eq!(mine["namespaces"], json!(["acme"]));
+    let lifetime = mine["expires_at"].as_u64().unwrap() - mine["created_at"].as_u64().unwrap();
+    assert_eq!(lifetime, 12 * 3600);
+    let audit = server
+        .http
+        .get(server.url("/v1/admin/audit"))
+        .bearer_auth(&admin)
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    let audit: Value = serde_json::from_str(&audit).unwrap();
+    let events = audit
+        .as_array()
+        .or_else(|| audit["events"].as_array())
+        .unwrap();
+    let login = events
+        .iter()
+        .find(|e| e["action"] == "token.login")
+        .unwrap_or_else(|| panic!("no token.login in {audit}"));
+    assert_eq!(login["actor"]["token_id"], mine["id"]);
+    let detail = login["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("\"alice\"") && detail.contains(&op.issuer),
+        "{detail}"
+    );
+    let id = mine["id"].as_str().unwrap();
+    let revoked = server
+        .http
+        .delete(server.url(&format!("/v1/admin/tokens/{id}")))
+        .bearer_auth(&admin)
+        .send()
+        .unwrap();
+    assert!(revoked.status().is_success());
+    let after = server
+        .http
+        .get(server.url("/v1/modules/acme/net/aws/versions"))
+        .bearer_auth(&token)
+        .send()
+        .unwrap();
+    assert_eq!(after.status().as_u16(), 401);
+
+    // Neither the token, the code nor the client secret is in the log.
+    let log = server.server_log();
+    for secret in [token.as_str(), login_code.as_str(), SECRET] {
+        assert!(!log.contains(secret), "a secret in the log");
+    }
+    assert!(log.contains("token.login"), "the audit line");
+}
+
+#[test]
+fn no_mapped_group_no_token_and_tampering_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_op, server) = start(tmp.path());
+    let http = client(&server);
+    let callback = server.url("/oauth/callback");
+    runtime().block_on(async {
+        // bob's groups map to nothing: a clear page, no way back to Terraform.
+        let a = attempt(&server);
+        let mut browser = Browser::new(http.clone());
+        let hops = browser.sign_in(&a.url, "bob", &[REDIRECT]).await;
+        let last = hops.last().unwrap();
+        assert_eq!(last.status, 403, "{hops:#?}");
+        assert!(last.location.is_none());
+        assert!(
+            last.body.contains("none of your groups is given access"),
+            "{}",
+            last.body
+        );
+
+        // A state the registry never issued, or the right one from another
+        // browser (no sign-in cookie): refused at the callback.
+        let a = attempt(&server);
+        let mut browser = Browser::new(http.clone());
+        let hops = browser.sign_in(&a.url, "alice", &[&callback]).await;
+        let to_callback = hops.last().unwrap().location.clone().unwrap();
+        let state = query_param(&to_callback, "state").unwrap();
+        let forged = to_callback.replace(&state, &random_value());
+        let hop = browser.hop(&forged, None).await;
+        assert_eq!(hop.status, 400, "{hop:?}");
+        assert!(
+            hop.body.contains("unknown, already finished or expired"),
+            "{}",
+            hop.body
+        );
+        let mut stranger = Browser::new(http.clone());
+        let hop = stranger.hop(&to_callback, None).await;
+        assert_eq!(hop.status, 400, "{hop:?}");
+        assert!(hop.body.contains("another browser"), "{}", hop.body);
+        // The sign-in it interrupted is over: the right browser cannot finish it.
+        let hop = browser.hop(&to_callback, None).await;
+        assert_eq!(hop.status, 400, "{hop:?}");
+
+        // A wrong PKCE verifier: invalid_grant, and the code is spent.
+        let a = attempt(&server);
+        let mut browser = Browser::new(http.clone());
+        let code = code_of(&browser.sign_in(&a.url, "alice", &[REDIRECT]).await, &a);
+        let (status, body) = exchange(&http, &server, &code, &random_value()).await;
+        assert_eq!(
+            (status, &body["error"]),
+            (400, &json!("invalid_grant")),
+            "{body}"
+        );
+        let (status, body) = exchange(&http, &server, &code, &a.verifier).await;
+        assert_eq!(
+            (status, &body["error"]),
+            (400, &json!("invalid_grant")),
+            "{body}"
+        );
+
+        // A redirect URI outside the advertised ports: a page, no redirect.
+        let bad = a.url.replace("10000", "9999");
+        let hop = Browser::new(http.clone()).hop(&bad, None).await;
+        assert_eq!(hop.status, 400, "{hop:?}");
+        assert!(hop.location.is_none());
+        assert!(hop.body.contains("redirect_uri"), "{}", hop.body);
+    });
+}
+
+/// The stand-in browser: Terraform opens the first `xdg-open` on `PATH`
+/// with the authorize URL; this one follows it with curl and a cookie jar
+/// (in the background, as a browser would), fills in the provider's forms
+/// as `$STANDIN_USER`, and ends at Terraform's own `http://localhost:PORT/login`.
+const STANDIN_BROWSER: &str = r#"#!/usr/bin/env bash
+url="$1"
+(
+  jar="$STANDIN_DIR/jar"
+  hop() { curl -sS --max-time 10 --cacert "$STANDIN_CA" -b "$jar" -c "$jar" -o "$STANDIN_DIR/body" -w '%{http_code} %{redirect_url}' "$@"; }
+  next="$url"
+  form=()
+  for _ in $(seq 20); do
+    out="$(hop "${form[@]}" "$next")"
+    form=()
+    echo "$out" >> "$STANDIN_DIR/log"
+    loc="${out#* }"
+    [ -n "$loc" ] || break
+    case "$loc" in
+      http://localhost:*/login\?*)
+        curl -sS --max-time 10 -o "$STANDIN_DIR/done" "$loc" >> "$STANDIN_DIR/log" 2>&1
+        break ;;
+      */interaction/*)
+        if curl -sS --max-time 10 -b "$jar" -c "$jar" "$loc" | grep -q 'name="prompt" value="login"'; then
+          form=(--data-urlencode prompt=login --data-urlencode "login=$STANDIN_USER" --data-urlencode password=x)
+        else
+          form=(--data-urlencode prompt=consent)
+        fi ;;
+    esac
+    next="$loc"
+  done
+) >/dev/null 2>&1 &
+exit 0
+"#;
+
+/// Run `terraform login HOST` with `yes` on stdin and the stand-in browser
+/// first on `PATH`, in `home`; its output once it ends (at most 60 s).
+fn terraform_login(tf: &Path, server: &Server, home: &Path, user: &str) -> std::process::Output {
+    use std::io::Write as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    let bin = home.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let opener = bin.join("xdg-open");
+    std::fs::write(&opener, STANDIN_BROWSER).unwrap();
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let mut child = std::process::Command::new(tf)
+        .args(["login", &server.host])
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", home)
+        .env("SSL_CERT_FILE", &server.ca)
+        .env("CHECKPOINT_DISABLE", "1")
+        .env("STANDIN_DIR", home)
+        .env("STANDIN_CA", &server.ca)
+        .env("STANDIN_USER", user)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"yes\n").unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().unwrap();
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn real_terraform_login_then_init_of_a_private_module() {
+    let tools = crate::support::tools::Tools::get();
+    let tf = tools.path("TFREG_TERRAFORM_NEW");
+    let tmp = tempfile::tempdir().unwrap();
+    let (_op, server) = start(tmp.path());
+    let src = tmp.path().join("module");
+    write_tree(
+        &src,
+        &[("main.tf", "output \"x\" { value = \"from acme\" }\n")],
+    );
+    let publisher = server.token("publish", Some("acme"));
+    let out = server.publish_module(&publisher, &src, "acme/net/aws", "1.0.0");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let home = tmp.path().join("home");
+    // Terraform writes its credentials file there, but does not make the directory.
+    std::fs::create_dir_all(home.join(".terraform.d")).unwrap();
+    let out = terraform_login(&tf, &server, &home, "alice");
+    let said = format!(
+        "{}\n{}\nbrowser: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        std::fs::read_to_string(home.join("log")).unwrap_or_default()
+    );
+    assert!(out.status.success(), "terraform login: {said}");
+    let creds: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.join(".terraform.d/credentials.tfrc.json")).unwrap(),
+    )
+    .unwrap();
+    let token = creds["credentials"][&server.host]["token"]
+        .as_str()
+        .unwrap();
+    assert!(token.starts_with("tfreg_"), "{creds}");
+
+    // terraform init of the private module with the stored token only.
+    let work = tmp.path().join("work");
+    let main = format!(
+        "module \"net\" {{\n  source  = \"{}/acme/net/aws\"\n  version = \"1.0.0\"\n}}\noutput \"x\" {{ value = module.net.x }}\n",
+        server.host
+    );
+    write_tree(&work, &[("main.tf", &main)]);
+    let init = std::process::Command::new(&tf)
+        .args(["init", "-input=false"])
+        .current_dir(&work)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap())
+        .env("HOME", &home)
+        .env("SSL_CERT_FILE", &server.ca)
+        .env("CHECKPOINT_DISABLE", "1")
+        .output()
+        .unwrap();
+    assert!(
+        init.status.success(),
+        "terraform init: {}{}",
+        String::from_utf8_lossy(&init.stdout),
+        String::from_utf8_lossy(&init.stderr)
+    );
+}
