@@ -128,8 +128,11 @@ mod tests {
         };
         let token = login_token(&g, &who, 100, 3600).check(100).unwrap();
         assert_eq!(token.name, "login alice@example.com");
-        assert_eq!(token.scopes, [Scope::Publish]);
-        assert_eq!(token.namespaces, ["acme"]);
+        // Both groups' rights: publish to acme, and read everywhere.
+        assert_eq!(
+            crate::grants::describe(&token.grants),
+            "read:*, publish:acme"
+        );
         assert_eq!(token.expires_at, Some(3700));
         let odd = Subject {
             email: Some("\u{202e}\u{7}".into()),
