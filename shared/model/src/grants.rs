@@ -12,8 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Invalid;
-use crate::sso::Namespaces;
-use crate::token::{MAX_NAMESPACES, Realm, Scope};
+use crate::scope::{MAX_NAMESPACES, Namespaces, Realm, Scope};
 
 /// One grant: `scope` (and the scopes it includes) over `namespaces`.
 /// JSON: `{"scope": "publish", "namespaces": ["acme"]}`, every namespace

@@ -33,6 +33,7 @@ pub mod oidc;
 pub mod protocol;
 pub mod release;
 pub mod router;
+pub mod scope;
 pub mod signin;
 pub mod sso;
 pub mod text;

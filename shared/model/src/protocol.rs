@@ -9,6 +9,10 @@ use crate::blob_key::UploadId;
 
 /// Where clients discover the services.
 pub const DISCOVERY_PATH: &str = "/.well-known/terraform.json";
+/// Where login.v1's authorization endpoint is (advertised in discovery).
+pub const AUTHORIZE_PATH: &str = "/oauth/authorize";
+/// Where login.v1's token endpoint is (advertised in discovery).
+pub const TOKEN_PATH: &str = "/oauth/token";
 /// Base path of the provider registry protocol. Ends in `/`: the provider
 /// client does not add one.
 pub const PROVIDERS_V1: &str = "/v1/providers/";
@@ -60,8 +64,8 @@ impl LoginV1 {
         Self {
             client: client.to_string(),
             grant_types: vec![crate::login::GRANT_AUTHZ_CODE.to_string()],
-            authz: crate::router::AUTHORIZE_PATH.to_string(),
-            token: crate::router::TOKEN_PATH.to_string(),
+            authz: AUTHORIZE_PATH.to_string(),
+            token: TOKEN_PATH.to_string(),
             ports: ports.advertised(),
         }
     }

@@ -8,33 +8,13 @@ use serde::{Deserialize, Serialize};
 use crate::login::{AuthorizeRequest, IssuedCode};
 use crate::sso::Grant;
 use crate::token::NewToken;
+pub use crate::token::Subject;
 
 /// How long a sign-in may take between the authorize step and the
 /// provider's callback.
 pub const PENDING_TTL_SECS: u64 = 600;
 /// Default lifetime of a token a sign-in issues: 12 h.
 pub const DEFAULT_LOGIN_TOKEN_TTL_SECS: u64 = 12 * 3600;
-
-/// Whom a token was issued to: the identity provider's account.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Subject {
-    pub iss: String,
-    pub sub: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub email: Option<String>,
-}
-
-impl Subject {
-    /// `alice@example.com` (or the name, or the `sub`), for a token's name.
-    pub fn label(&self) -> &str {
-        self.email
-            .as_deref()
-            .or(self.name.as_deref())
-            .unwrap_or(&self.sub)
-    }
-}
 
 /// A sign-in between its start and the provider's callback: what the
 /// client asked for, and what we sent the provider.

@@ -11,79 +11,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Invalid;
 use crate::grants::{GrantsError, TokenGrant, normalise};
-use crate::token::{MAX_NAMESPACES, Scope};
+use crate::scope::MAX_NAMESPACES;
+use crate::token::Scope;
 
 /// Longest group name or id a mapping names.
 pub const MAX_GROUP_CHARS: usize = 256;
 
-/// The namespaces a mapping (or a grant) covers: every one (`["*"]` in
-/// JSON), or a list of 1 to [`MAX_NAMESPACES`] names, validated as a token's
-/// are (lowercase, sorted, no duplicates).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "Vec<String>", into = "Vec<String>")]
-pub enum Namespaces {
-    All,
-    Only(Vec<String>),
-}
-
-impl Namespaces {
-    /// `["*"]` for every namespace, else the names. Refused: an empty list
-    /// (none and every one are both plausible readings), `*` among names,
-    /// an invalid name, more than [`MAX_NAMESPACES`] names.
-    pub fn parse(names: &[impl AsRef<str>]) -> Result<Self, MappingError> {
-        if names.is_empty() {
-            return Err(MappingError::NoNamespaces);
-        }
-        let stars = names.iter().filter(|n| n.as_ref() == "*").count();
-        if stars == names.len() {
-            return Ok(Namespaces::All);
-        }
-        if stars > 0 {
-            return Err(MappingError::StarWithNames);
-        }
-        let set = names
-            .iter()
-            .map(|n| crate::address::module_namespace(n.as_ref()))
-            .collect::<Result<BTreeSet<_>, _>>()?;
-        if set.len() > MAX_NAMESPACES {
-            return Err(MappingError::TooManyNamespaces(set.len()));
-        }
-        Ok(Namespaces::Only(set.into_iter().collect()))
-    }
-
-    /// Does it cover `namespace` (lowercase)?
-    pub fn covers(&self, namespace: &str) -> bool {
-        match self {
-            Namespaces::All => true,
-            Namespaces::Only(names) => names.iter().any(|n| n == namespace),
-        }
-    }
-
-    /// As a token records it ([`crate::token::TokenRecord::namespaces`]):
-    /// empty for every namespace.
-    pub fn for_token(&self) -> Vec<String> {
-        match self {
-            Namespaces::All => Vec::new(),
-            Namespaces::Only(names) => names.clone(),
-        }
-    }
-}
-
-impl TryFrom<Vec<String>> for Namespaces {
-    type Error = MappingError;
-    fn try_from(names: Vec<String>) -> Result<Self, MappingError> {
-        Namespaces::parse(&names)
-    }
-}
-
-impl From<Namespaces> for Vec<String> {
-    fn from(n: Namespaces) -> Self {
-        match n {
-            Namespaces::All => vec!["*".to_string()],
-            Namespaces::Only(names) => names,
-        }
-    }
-}
+pub use crate::scope::{Namespaces, NamespacesError};
 
 /// Why a group mapping is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -100,6 +34,17 @@ pub enum MappingError {
     TooManyNamespaces(usize),
     #[error(transparent)]
     Namespace(#[from] Invalid),
+}
+
+impl From<NamespacesError> for MappingError {
+    fn from(e: NamespacesError) -> Self {
+        match e {
+            NamespacesError::NoNamespaces => MappingError::NoNamespaces,
+            NamespacesError::StarWithNames => MappingError::StarWithNames,
+            NamespacesError::TooManyNamespaces(n) => MappingError::TooManyNamespaces(n),
+            NamespacesError::Namespace(e) => MappingError::Namespace(e),
+        }
+    }
 }
 
 impl From<MappingError> for Invalid {
@@ -284,25 +229,25 @@ mod tests {
         assert!(Namespaces::All.for_token().is_empty());
         assert_eq!(
             Namespaces::parse(&[] as &[&str]),
-            Err(MappingError::NoNamespaces)
+            Err(NamespacesError::NoNamespaces)
         );
         assert_eq!(
             Namespaces::parse(&["*", "a"]),
-            Err(MappingError::StarWithNames)
+            Err(NamespacesError::StarWithNames)
         );
         assert!(matches!(
             Namespaces::parse(&["bad/ns"]),
-            Err(MappingError::Namespace(_))
+            Err(NamespacesError::Namespace(_))
         ));
         assert!(matches!(
             Namespaces::parse(&["a*"]),
-            Err(MappingError::Namespace(_))
+            Err(NamespacesError::Namespace(_))
         ));
         let names: Vec<String> = (0..101).map(|i| format!("ns{i:03}")).collect();
         assert!(Namespaces::parse(&names[..100]).is_ok());
         assert_eq!(
             Namespaces::parse(&names),
-            Err(MappingError::TooManyNamespaces(101))
+            Err(NamespacesError::TooManyNamespaces(101))
         );
         // Counted once normalised.
         let mut twice = names[..100].to_vec();

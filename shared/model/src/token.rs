@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Invalid;
 use crate::grants::{GrantsError, TokenGrant};
-use crate::sso::Namespaces;
+use crate::scope::Namespaces;
 
 /// Prefix of every token, so a leaked one is easy to recognise and scan for.
 pub const TOKEN_PREFIX: &str = "tfreg_";
@@ -25,70 +25,26 @@ pub const DEFAULT_TOKEN_CACHE_SECS: u64 = 10;
 pub const MAX_TOKEN_CACHE_SECS: u64 = 300;
 /// Longest token name.
 pub const MAX_NAME_LEN: usize = 64;
-/// Most namespaces one token may be limited to: its record is read on every
-/// request it makes (a token for more is one without a namespace limit).
-pub const MAX_NAMESPACES: usize = 100;
+pub use crate::scope::{MAX_NAMESPACES, Realm, Scope};
 
-/// What a token may do. Each scope includes the ones before it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Scope {
-    /// Read providers, modules and the mirror.
-    Read,
-    /// Read, and publish.
-    Publish,
-    /// Read, publish, and manage: tokens, signing keys, deprecate, yank,
-    /// delete, the audit trail.
-    Admin,
+/// Whom a token was issued to: the identity provider's account.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Subject {
+    pub iss: String,
+    pub sub: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
 }
 
-impl Scope {
-    /// Parse `read` / `publish` / `admin`.
-    pub fn parse(s: &str) -> Result<Self, Invalid> {
-        match s {
-            "read" => Ok(Scope::Read),
-            "publish" => Ok(Scope::Publish),
-            "admin" => Ok(Scope::Admin),
-            _ => Err(Invalid::bad(format!(
-                "unknown scope {s:?}: use read, publish or admin"
-            ))),
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::Read => "read",
-            Scope::Publish => "publish",
-            Scope::Admin => "admin",
-        }
-    }
-}
-
-impl std::fmt::Display for Scope {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Where an action applies: in one namespace, or across the registry
-/// (mirrored providers of other registries, token management, the audit
-/// trail), which only a token without a namespace limit covers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Realm<'a> {
-    Namespace(&'a str),
-    Registry,
-    /// Whatever namespaces the token covers: a list (the web UI's home and
-    /// search) that then shows only what [`TokenRecord::covers`] lets it.
-    AnyNamespace,
-}
-
-impl std::fmt::Display for Realm<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Realm::Namespace(ns) => write!(f, "namespace {ns}"),
-            Realm::Registry => f.write_str("the whole registry"),
-            Realm::AnyNamespace => f.write_str("any namespace"),
-        }
+impl Subject {
+    /// `alice@example.com` (or the name, or the `sub`), for a token's name.
+    pub fn label(&self) -> &str {
+        self.email
+            .as_deref()
+            .or(self.name.as_deref())
+            .unwrap_or(&self.sub)
     }
 }
 
@@ -129,7 +85,7 @@ pub struct TokenRecord {
     /// The identity-provider account a sign-in issued it to (none: made by
     /// an admin).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub issued_to: Option<crate::signin::Subject>,
+    pub issued_to: Option<Subject>,
 }
 
 /// [`TokenRecord`] as JSON, both forms.
@@ -150,7 +106,7 @@ struct StoredRecord {
     expires_at: Option<u64>,
     created_by: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    issued_to: Option<crate::signin::Subject>,
+    issued_to: Option<Subject>,
 }
 
 impl From<StoredRecord> for TokenRecord {

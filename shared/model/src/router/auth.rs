@@ -7,10 +7,7 @@ use http::Method;
 
 use crate::router::segments::{GET, POST};
 
-/// Where login.v1's authorization endpoint is.
-pub const AUTHORIZE_PATH: &str = "/oauth/authorize";
-/// Where login.v1's token endpoint is.
-pub const TOKEN_PATH: &str = "/oauth/token";
+pub use crate::protocol::{AUTHORIZE_PATH, TOKEN_PATH};
 /// Where the identity provider sends the browser back.
 pub const CALLBACK_PATH: &str = "/oauth/callback";
 
