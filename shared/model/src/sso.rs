@@ -26,25 +26,8 @@ pub enum MappingError {
     NoGroup,
     #[error("invalid group {0:?}: up to {MAX_GROUP_CHARS} printable characters")]
     BadGroup(String),
-    #[error("a group mapping needs namespaces: names, or [\"*\"] for every namespace")]
-    NoNamespaces,
-    #[error("\"*\" already means every namespace: give it alone")]
-    StarWithNames,
-    #[error("at most {MAX_NAMESPACES} namespaces, not {0}: give [\"*\"] for every namespace")]
-    TooManyNamespaces(usize),
     #[error(transparent)]
-    Namespace(#[from] Invalid),
-}
-
-impl From<NamespacesError> for MappingError {
-    fn from(e: NamespacesError) -> Self {
-        match e {
-            NamespacesError::NoNamespaces => MappingError::NoNamespaces,
-            NamespacesError::StarWithNames => MappingError::StarWithNames,
-            NamespacesError::TooManyNamespaces(n) => MappingError::TooManyNamespaces(n),
-            NamespacesError::Namespace(e) => MappingError::Namespace(e),
-        }
-    }
+    Namespaces(#[from] NamespacesError),
 }
 
 impl From<MappingError> for Invalid {
@@ -329,7 +312,7 @@ mod tests {
             let err = serde_json::from_value::<GroupMapping>(bad.clone()).unwrap_err();
             assert!(err.to_string().contains(says), "{bad}: {err}");
         }
-        let invalid: Invalid = MappingError::NoNamespaces.into();
+        let invalid: Invalid = MappingError::from(NamespacesError::NoNamespaces).into();
         assert!(invalid.0.contains("[\"*\"]"));
     }
 
