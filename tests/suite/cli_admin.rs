@@ -254,7 +254,7 @@ fn admin_commands_work_on_the_data_dir_and_through_the_api() {
         !text.contains(&admin) && !text.contains(&ci),
         "no secret in the audit trail"
     );
-    let lines = std::fs::read_to_string(&server.log).unwrap();
+    let lines = server.server_log();
     assert!(
         !lines.contains(&admin) && !lines.contains(&ci),
         "no secret in the server's log"

@@ -90,7 +90,7 @@ fn a_read_only_database_gives_503_for_writes_and_recovers_without_a_restart() {
         alive(server.pid()),
         "the server survives a read-only database"
     );
-    let log = std::fs::read_to_string(&server.log).unwrap();
+    let log = server.server_log();
     let line = log
         .lines()
         .find(|l| l.contains(&id))
@@ -189,7 +189,7 @@ fn terraform_init_started_while_the_database_is_locked_finishes_once_it_is_free(
             .collect()
     };
     wait_until("Terraform gets a 503 while the database is locked", || {
-        versions(&std::fs::read_to_string(&server.log).unwrap()).contains(&503)
+        versions(&server.server_log()).contains(&503)
     });
     let outage = started.elapsed();
     locker.kill().unwrap();
@@ -201,7 +201,7 @@ fn terraform_init_started_while_the_database_is_locked_finishes_once_it_is_free(
         outage.as_secs_f64(),
         started.elapsed().as_secs_f64()
     );
-    let log = std::fs::read_to_string(&server.log).unwrap();
+    let log = server.server_log();
     let versions = versions(&log);
     assert_eq!(
         versions,
@@ -381,7 +381,7 @@ fn a_killed_client_or_server_leaves_nothing_behind() {
         "swept at start: {:?}",
         temp_files(&data)
     );
-    let log = std::fs::read_to_string(&server.log).unwrap();
+    let log = server.server_log();
     assert!(log.contains("swept temporary files"), "{log}");
 }
 

@@ -191,7 +191,7 @@ fn past_the_connection_limit_clients_wait_for_a_free_slot() {
     let status = rx.recv_timeout(Duration::from_secs(30)).unwrap().unwrap();
     assert_eq!(status, 200, "served once the idle connections timed out");
     drop(idle);
-    let log = std::fs::read_to_string(&server.log).unwrap();
+    let log = server.server_log();
     assert!(log.contains("connection limit reached"), "{log}");
 }
 
@@ -356,7 +356,7 @@ fn idle_connections_from_one_address_cannot_starve_other_clients() {
         "a request took {:?}",
         took[took.len() - 1]
     );
-    let log = std::fs::read_to_string(&server.log).unwrap();
+    let log = server.server_log();
     assert!(
         log.contains("connection refused: this address has"),
         "the refusals are logged: {log}"

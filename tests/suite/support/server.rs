@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 use super::command::ok;
 use super::tools::{Tools, require_emulators, tfreg_bin};
 
+/// The path of [`Server::server_log`]'s marker requests.
+const LOG_MARK: &str = "/_log-mark/";
+
 /// The function binaries, by the names cargo lambda watch's router gives them.
 pub const FUNCTIONS: [&str; 5] = ["read", "blob", "publish", "admin", "ui"];
 
@@ -73,8 +76,12 @@ pub struct Server {
     /// Arguments that point `tfreg token create` at this registry's store.
     store_args: Vec<String>,
     pub ca: PathBuf,
+    /// Its stderr. Read it with [`Server::server_log`]: `tfreg serve` writes
+    /// its log from a thread, so a line may land after the response.
     pub log: PathBuf,
     pub http: reqwest::blocking::Client,
+    /// Whether its log is written from a thread (`tfreg serve`).
+    log_thread: bool,
 }
 
 /// Processes started in one process group, all stopped on drop (also when a
@@ -230,6 +237,7 @@ impl Server {
             ca: ca.to_path_buf(),
             log,
             http,
+            log_thread: true,
         }
     }
 
@@ -392,6 +400,7 @@ impl Server {
             ca,
             log,
             http,
+            log_thread: false,
         }
     }
 
@@ -505,7 +514,37 @@ impl Server {
         self.http.get(self.url(path)).send().unwrap()
     }
 
+    /// The server's log, with a line for every request answered so far.
+    /// `tfreg serve` queues its lines to one writer thread, in order, so a
+    /// marker request's line in the file means every earlier line is there
+    /// too; the marker's lines are left out of what is returned.
     pub fn server_log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        let read = || std::fs::read_to_string(&self.log).unwrap_or_default();
+        if !self.log_thread {
+            return read();
+        }
+        static MARKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let mark = format!(
+            "{LOG_MARK}{}-{}",
+            std::process::id(),
+            MARKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let _ = self.http.get(self.url(&mark)).send();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let text = read();
+            if text.contains(&mark) {
+                return text
+                    .lines()
+                    .filter(|l| !l.contains(LOG_MARK))
+                    .map(|l| format!("{l}\n"))
+                    .collect();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the marker request {mark} was never logged:\n{text}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 }
