@@ -363,6 +363,20 @@ fn no_mapped_group_no_token_and_tampering_is_refused() {
         assert_eq!(hop.status, 400, "{hop:?}");
         assert!(hop.location.is_none());
         assert!(hop.body.contains("redirect_uri"), "{}", hop.body);
+
+        // PKCE `plain` from a good client: the error goes back to its
+        // listener with its state (RFC 6749 4.1.2.1), and nothing is kept.
+        let plain = a
+            .url
+            .replace("code_challenge_method=S256", "code_challenge_method=plain");
+        let hop = Browser::new(http.clone()).hop(&plain, None).await;
+        assert_eq!(hop.status, 303, "{hop:?}");
+        let back = url::Url::parse(hop.location.as_deref().unwrap()).unwrap();
+        assert_eq!(back.as_str().split('?').next(), Some(REDIRECT));
+        let q: std::collections::HashMap<_, _> = back.query_pairs().into_owned().collect();
+        assert_eq!(q["error"], "invalid_request", "{back}");
+        assert_eq!(q["state"], a.state, "{back}");
+        assert!(q["error_description"].contains("S256"), "{back}");
     });
 }
 

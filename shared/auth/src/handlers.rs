@@ -8,7 +8,9 @@ use async_trait::async_trait;
 use http::{HeaderValue, StatusCode, header};
 use tfreg_http::body::{Body, Response, json, read_body, redirect};
 use tfreg_http::{Call, Error, Handler, Identified, Note, Registry, session};
-use tfreg_model::login::{AuthorizeRequest, OAuthError, TokenRequest, random_value};
+use tfreg_model::login::{
+    AuthorizeRefusal, AuthorizeRequest, OAuthError, TokenRequest, random_value,
+};
 use tfreg_model::oidc::LEEWAY_SECS;
 use tfreg_model::router::{AuthRoute, CALLBACK_PATH};
 use tfreg_model::signin::{LoginCode, Subject, login_token};
@@ -49,11 +51,18 @@ impl Auth {
     /// `GET /oauth/authorize`: check Terraform's request, keep it as a
     /// pending sign-in, send the browser to the provider.
     async fn authorize(&self, registry: &Registry, call: Call<'_>) -> Result<Response, AuthError> {
-        let request = AuthorizeRequest::parse(
+        let request = match AuthorizeRequest::parse(
             call.query.unwrap_or(""),
             &self.settings.client_id,
             self.settings.ports,
-        )?;
+        ) {
+            Ok(request) => request,
+            // Client and redirect URI good: the CLI hears why at its listener.
+            Err(AuthorizeRefusal {
+                back_to: Some(to), ..
+            }) => return Ok(redirect(&to)),
+            Err(refusal) => return Err(refusal.error.into()),
+        };
         let fresh = Fresh::new();
         let now = registry.now();
         let pending = flow::pending(request, &self.settings.client_id, &fresh, now);

@@ -244,6 +244,49 @@ fn required(value: Option<String>, name: &str) -> Result<String, OAuthError> {
         .ok_or_else(|| OAuthError::invalid_request(format!("{name} is missing")))
 }
 
+/// Why an authorize request is refused, and where the answer goes: a page
+/// while the client or redirect URI is in doubt (`back_to` is `None`),
+/// else the CLI's own listener, as RFC 6749 4.1.2.1 says: its redirect URI
+/// with `error`, `error_description` and the request's `state`, so the
+/// CLI stops waiting and says why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{error}")]
+pub struct AuthorizeRefusal {
+    pub error: OAuthError,
+    pub back_to: Option<String>,
+}
+
+impl AuthorizeRefusal {
+    /// A refusal sent back to `redirect_uri` (already checked: `http`,
+    /// loopback, no query), naming `state` when it is fit to echo.
+    fn back_to(redirect_uri: &str, state: Option<&str>, error: OAuthError) -> Self {
+        let back_to = url::Url::parse(redirect_uri).ok().map(|mut url| {
+            {
+                let mut query = url.query_pairs_mut();
+                query
+                    .append_pair("error", error.code)
+                    .append_pair("error_description", &error.description);
+                if let Some(state) = state
+                    .filter(|s| s.len() <= MAX_STATE_LEN && s.bytes().all(|b| b.is_ascii_graphic()))
+                {
+                    query.append_pair("state", state);
+                }
+            }
+            url.to_string()
+        });
+        Self { error, back_to }
+    }
+}
+
+impl From<OAuthError> for AuthorizeRefusal {
+    fn from(error: OAuthError) -> Self {
+        Self {
+            error,
+            back_to: None,
+        }
+    }
+}
+
 /// The CLI's authorize request (`login.v1` `authz`), checked. Until the
 /// client and redirect URI are known good, an error must be shown as a page
 /// and never redirected to the redirect URI.
@@ -260,7 +303,7 @@ pub struct AuthorizeRequest {
 impl AuthorizeRequest {
     /// Parse the query of `GET authz`: `response_type=code`, the advertised
     /// `client_id`, a [`redirect_port`] URI, a `state`, and PKCE S256.
-    pub fn parse(query: &str, client_id: &str, ports: PortRange) -> Result<Self, OAuthError> {
+    pub fn parse(query: &str, client_id: &str, ports: PortRange) -> Result<Self, AuthorizeRefusal> {
         let [
             response_type,
             got_client,
@@ -285,25 +328,34 @@ impl AuthorizeRequest {
             return Err(OAuthError::new(
                 "unauthorized_client",
                 format!("unknown client_id: this registry's CLI client is {client_id:?}"),
-            ));
+            )
+            .into());
         }
         let redirect_uri = required(redirect_uri, "redirect_uri")?;
         let port = redirect_port(&redirect_uri, ports)?;
-        if response_type.as_deref() != Some("code") {
-            return Err(OAuthError::new(
-                "unsupported_response_type",
-                "response_type must be code",
-            ));
-        }
-        let state = required(state, "state")?;
-        if state.len() > MAX_STATE_LEN || state.bytes().any(|b| !b.is_ascii_graphic()) {
-            return Err(OAuthError::invalid_request(format!(
-                "state must be at most {MAX_STATE_LEN} printable ASCII characters"
-            )));
-        }
-        check_challenge_method(method.as_deref())?;
-        let code_challenge = required(challenge, "code_challenge")?;
-        check_challenge(&code_challenge)?;
+        // The client and its redirect URI are good: from here on the CLI
+        // hears of a refusal at its listener, with its `state`.
+        let back =
+            |error: OAuthError| AuthorizeRefusal::back_to(&redirect_uri, state.as_deref(), error);
+        let checked = || -> Result<(String, String), OAuthError> {
+            if response_type.as_deref() != Some("code") {
+                return Err(OAuthError::new(
+                    "unsupported_response_type",
+                    "response_type must be code",
+                ));
+            }
+            let state = required(state.clone(), "state")?;
+            if state.len() > MAX_STATE_LEN || state.bytes().any(|b| !b.is_ascii_graphic()) {
+                return Err(OAuthError::invalid_request(format!(
+                    "state must be at most {MAX_STATE_LEN} printable ASCII characters"
+                )));
+            }
+            check_challenge_method(method.as_deref())?;
+            let code_challenge = required(challenge.clone(), "code_challenge")?;
+            check_challenge(&code_challenge)?;
+            Ok((state, code_challenge))
+        };
+        let (state, code_challenge) = checked().map_err(back)?;
         Ok(Self {
             redirect_uri,
             port,
@@ -614,10 +666,36 @@ mod tests {
                 "invalid_request",
             ),
         ];
-        for (query, code) in cases {
+        for (i, (query, code)) in cases.into_iter().enumerate() {
             let err = AuthorizeRequest::parse(&query, CLIENT, PORTS).expect_err(&query);
-            assert_eq!(err.code, code, "{query}: {err}");
+            assert_eq!(err.error.code, code, "{query}: {err}");
+            // A bad redirect URI, an unknown client and a parameter given
+            // twice (which state, which URI?) are answered with a page; the
+            // rest go back to the CLI's listener.
+            let page = matches!(i, 0 | 1 | 7 | 8);
+            assert_eq!(err.back_to.is_none(), page, "{query}: {err:?}");
         }
+    }
+
+    #[test]
+    fn a_refusal_after_the_redirect_uri_goes_back_with_the_state() {
+        let good = authorize_query("http://localhost:10003/login");
+        let plain = good.replace("code_challenge_method=S256", "code_challenge_method=plain");
+        let err = AuthorizeRequest::parse(&plain, CLIENT, PORTS).unwrap_err();
+        let back = url::Url::parse(err.back_to.as_deref().unwrap()).unwrap();
+        assert_eq!(
+            (back.host_str(), back.port(), back.path()),
+            (Some("localhost"), Some(10003), "/login")
+        );
+        let q: std::collections::HashMap<_, _> = back.query_pairs().into_owned().collect();
+        assert_eq!(q["error"], "invalid_request");
+        assert!(q["error_description"].contains("S256"), "{q:?}");
+        assert_eq!(q["state"], "8b3c4f9e-5d4e-4b0c-9a1e-2f7d6c5b4a39");
+        // A state unfit to echo is left out, the error still goes back.
+        let bad_state = good.replace("state=8b3c4f9e", "state=%0A8b3c4f9e");
+        let err = AuthorizeRequest::parse(&bad_state, CLIENT, PORTS).unwrap_err();
+        let back = url::Url::parse(err.back_to.as_deref().unwrap()).unwrap();
+        assert!(back.query_pairs().all(|(k, _)| k != "state"), "{back}");
     }
 
     fn token_form(code: &str, verifier: &str, redirect_uri: &str) -> String {
