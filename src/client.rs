@@ -59,9 +59,16 @@ impl PublishClient {
     /// `registry` is the registry's base URL (`https://registry.example.com`);
     /// `ca_cert` a certificate to trust besides the system's (see [`crate::trust`]).
     pub fn new(registry: &str, token: Option<String>, ca_cert: Option<&Path>) -> Result<Self> {
-        let token = token.filter(|t| !t.is_empty()).ok_or(
-            "no token: pass --token or set TFREG_TOKEN (create one with `tfreg token create --scope publish`)",
-        )?;
+        let token = match token.filter(|t| !t.is_empty()) {
+            Some(token) => token,
+            None => crate::credentials::comparison_host(registry)
+                .map(|host| crate::credentials::lookup(&host))
+                .transpose()?
+                .flatten()
+                .ok_or(
+                    "no token: pass --token, set TFREG_TOKEN or TF_TOKEN_<host>, or sign in with `tfreg login HOST` (or `terraform login HOST`); an admin makes one with `tfreg token create`",
+                )?,
+        };
         let mut base = url::Url::parse(registry)
             .map_err(|e| format!("invalid --registry URL {registry:?}: {e}"))?;
         if base.scheme() != "https" && base.scheme() != "http" {

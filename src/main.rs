@@ -4,7 +4,9 @@
 mod admin;
 mod aws;
 mod client;
+mod credentials;
 mod data_dir;
+mod login;
 mod net_error;
 mod publish;
 mod serve;
@@ -36,6 +38,10 @@ struct Cli {
 enum Command {
     /// Run the registry on this machine (embedded store, HTTPS).
     Serve(serve::ServeArgs),
+    /// Sign in to a registry with its identity provider (as `terraform
+    /// login` does) and store the token where Terraform, OpenTofu and tfreg
+    /// read it.
+    Login(login::LoginArgs),
     /// Publish a provider or a module to a registry.
     #[command(subcommand)]
     Publish(PublishCommand),
@@ -180,6 +186,7 @@ async fn main() -> ExitCode {
     let _log = init_logging(matches!(cli.command, Command::Serve(_)));
     let result = match cli.command {
         Command::Serve(args) => serve::run(args).await,
+        Command::Login(args) => login::run(args).await,
         Command::Publish(PublishCommand::Provider(args)) => publish::provider(args).await,
         Command::Publish(PublishCommand::Module(args)) => publish::module(args).await,
         Command::Mirror(MirrorCommand::Import(args)) => publish::mirror_import(args).await,

@@ -23,7 +23,7 @@ const REDIRECT: &str = "http://localhost:10000/login";
 
 /// The provider and `tfreg serve --private` signing in with it; alice is
 /// in `acme-readers` (read on `acme`), bob only in `other` (mapped to nothing).
-fn start(tmp: &Path) -> (Provider, Server) {
+pub(crate) fn start(tmp: &Path) -> (Provider, Server) {
     let port = free_port();
     let registry = format!("https://127.0.0.1:{port}");
     let op = Provider::start(json!({
@@ -60,7 +60,7 @@ fn start(tmp: &Path) -> (Provider, Server) {
     (op, server)
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -384,7 +384,7 @@ fn no_mapped_group_no_token_and_tampering_is_refused() {
 /// with the authorize URL; this one follows it with curl and a cookie jar
 /// (in the background, as a browser would), fills in the provider's forms
 /// as `$STANDIN_USER`, and ends at Terraform's own `http://localhost:PORT/login`.
-const STANDIN_BROWSER: &str = r#"#!/usr/bin/env bash
+pub(crate) const STANDIN_BROWSER: &str = r#"#!/usr/bin/env bash
 url="$1"
 (
   jar="$STANDIN_DIR/jar"

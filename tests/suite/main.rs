@@ -72,6 +72,7 @@ mod hardening;
 mod layers;
 mod load;
 mod login;
+mod login_cli;
 mod oidc_fixture;
 mod probes;
 mod publish_attacks;
