@@ -532,7 +532,7 @@ async fn readers_never_make_the_url_secret(writer: TestRegistry) {
 /// used once, group mappings are read whole.
 async fn sign_in_items_are_taken_once_and_expire(r: TestRegistry) {
     use tfreg_model::login::{AuthorizeRequest, CODE_TTL_SECS};
-    use tfreg_model::signin::{LoginCode, PENDING_TTL_SECS, PendingLogin, Subject};
+    use tfreg_model::signin::{LoginCode, PENDING_TTL_SECS, PendingLogin, Requester, Subject};
     use tfreg_model::sso::GroupMapping;
     use tfreg_model::token::Scope;
     use tfreg_store::catalog::schema::{LOGIN_PK, LOGINCODE_PK};
@@ -547,8 +547,10 @@ async fn sign_in_items_are_taken_once_and_expire(r: TestRegistry) {
         code_challenge: "c".repeat(43),
     };
     let pending = PendingLogin {
-        request: request.clone(),
-        client_id: "terraform-cli".into(),
+        requester: Requester::Cli {
+            request: request.clone(),
+            client_id: "terraform-cli".into(),
+        },
         nonce: "n".into(),
         upstream_verifier: "v".into(),
         browser: "b".into(),

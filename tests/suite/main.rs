@@ -61,6 +61,7 @@ mod aws_outage;
 mod backend_contract;
 mod bad_input;
 mod browser;
+mod browser_sso;
 mod cli_admin;
 mod cli_network;
 mod concurrent_publish;

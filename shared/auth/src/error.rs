@@ -69,6 +69,9 @@ pub enum AuthError {
     /// The item store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The registry's own refusal (no signing secret for a session yet, ...).
+    #[error(transparent)]
+    Registry(#[from] tfreg_http::Error),
 }
 
 impl From<AuthError> for tfreg_http::Error {
@@ -81,6 +84,7 @@ impl From<AuthError> for tfreg_http::Error {
             AuthError::OAuth(oauth) => H::OAuth(oauth),
             AuthError::Grant(_) => H::Forbidden(e.to_string()),
             AuthError::Store(store) => store.into(),
+            AuthError::Registry(e) => e,
             AuthError::CodeRefused(_)
             | AuthError::Malformed(_)
             | AuthError::BadAlg(_)

@@ -5,7 +5,10 @@
 use tfreg_model::hashing::sha256_hex;
 use tfreg_model::login::{AuthorizeRequest, OAuthError, PortRange, pkce_challenge};
 use tfreg_model::protocol::LoginV1;
-use tfreg_model::signin::{DEFAULT_LOGIN_TOKEN_TTL_SECS, PENDING_TTL_SECS, PendingLogin};
+use tfreg_model::router::safe_next;
+use tfreg_model::signin::{
+    DEFAULT_LOGIN_TOKEN_TTL_SECS, PENDING_TTL_SECS, PendingLogin, Requester,
+};
 
 /// The client id Terraform (and OpenTofu, `tfreg login`) use: public, no secret.
 pub const CLI_CLIENT_ID: &str = "terraform-cli";
@@ -77,9 +80,31 @@ pub fn pending(
     fresh: &Fresh,
     now: u64,
 ) -> PendingLogin {
+    started(
+        Requester::Cli {
+            request,
+            client_id: client_id.to_string(),
+        },
+        fresh,
+        now,
+    )
+}
+
+/// The pending login the UI's "sign in with single sign-on" starts; it ends
+/// at `next` (a UI path: [`safe_next`]).
+pub fn pending_ui(next: Option<&str>, fresh: &Fresh, now: u64) -> PendingLogin {
+    started(
+        Requester::Ui {
+            next: safe_next(next),
+        },
+        fresh,
+        now,
+    )
+}
+
+fn started(requester: Requester, fresh: &Fresh, now: u64) -> PendingLogin {
     PendingLogin {
-        request,
-        client_id: client_id.to_string(),
+        requester,
         nonce: fresh.nonce.clone(),
         upstream_verifier: fresh.verifier.clone(),
         browser: sha256_hex(fresh.cookie.as_bytes()),
@@ -159,12 +184,33 @@ impl CallbackParams {
 
 /// Where Terraform's browser goes with its code: its redirect URI with
 /// `code` and its own `state`.
-pub fn back_to_client(pending: &PendingLogin, code: &str) -> String {
+pub fn back_to_client(request: &AuthorizeRequest, code: &str) -> String {
     let query: String = url::form_urlencoded::Serializer::new(String::new())
         .append_pair("code", code)
-        .append_pair("state", &pending.request.state)
+        .append_pair("state", &request.state)
         .finish();
-    format!("{}?{query}", pending.request.redirect_uri)
+    format!("{}?{query}", request.redirect_uri)
+}
+
+/// The small page a UI sign-in ends with: it sets the session cookie and
+/// moves on to `next` from this site. The callback is a cross-site
+/// navigation (from the provider), and a `SameSite=Strict` cookie set on it
+/// is not sent on a redirect of that same navigation; a navigation this
+/// page starts is same-site, so the cookie goes with it.
+pub fn moving_on_page(next: &str) -> String {
+    let next = html_escape(next);
+    format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta http-equiv=\"refresh\" content=\"0;url={next}\"><title>Signed in</title></head>\
+<body><p>Signed in. <a href=\"{next}\" id=\"continue\">Continue</a></p></body></html>"
+    )
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 #[cfg(test)]
@@ -184,8 +230,11 @@ mod tests {
     fn the_client_gets_its_own_state_back_escaped() {
         let fresh = Fresh::new();
         let p = pending(request(), CLI_CLIENT_ID, &fresh, 5);
+        let Requester::Cli { request, .. } = &p.requester else {
+            panic!("a CLI sign-in")
+        };
         assert_eq!(
-            back_to_client(&p, "k/1"),
+            back_to_client(request, "k/1"),
             "http://localhost:10000/login?code=k%2F1&state=a+b%26c"
         );
         assert!(same_browser(&p, Some(&fresh.cookie)));
@@ -206,6 +255,31 @@ mod tests {
         assert_eq!(q["code_challenge"], pkce_challenge(&fresh.verifier));
         assert_eq!(q["code_challenge_method"], "S256");
         assert_eq!(q["redirect_uri"], "https://r.test/oauth/callback");
+    }
+
+    #[test]
+    fn a_ui_sign_in_ends_on_a_ui_path_of_this_registry() {
+        let fresh = Fresh::new();
+        for (asked, ends) in [
+            (
+                Some("/ui/modules/acme/vpc/aws?v=1"),
+                "/ui/modules/acme/vpc/aws?v=1",
+            ),
+            (Some("https://evil.test/ui/"), "/ui/home"),
+            (Some("//evil.test/ui/"), "/ui/home"),
+            (Some("/ui/\\evil"), "/ui/home"),
+            (Some("/v1/admin/tokens"), "/ui/home"),
+            (None, "/ui/home"),
+        ] {
+            let p = pending_ui(asked, &fresh, 5);
+            assert_eq!(
+                p.requester,
+                Requester::Ui { next: ends.into() },
+                "{asked:?}"
+            );
+        }
+        let page = moving_on_page("/ui/x?a=1&b=\"2\"");
+        assert!(page.contains("url=/ui/x?a=1&amp;b=&quot;2&quot;"), "{page}");
     }
 
     #[test]

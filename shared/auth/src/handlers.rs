@@ -7,15 +7,15 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use http::{HeaderValue, StatusCode, header};
 use tfreg_http::body::{Body, Response, json, read_body, redirect};
-use tfreg_http::{Call, Error, Handler, Identified, Note, Registry, session};
+use tfreg_http::{AuditAs, Call, Error, Handler, Identified, Note, Registry, session};
 use tfreg_model::login::{
     AuthorizeRefusal, AuthorizeRequest, OAuthError, TokenRequest, random_value,
 };
 use tfreg_model::oidc::LEEWAY_SECS;
 use tfreg_model::router::{AuthRoute, CALLBACK_PATH};
-use tfreg_model::signin::{LoginCode, Subject, login_token};
-use tfreg_model::sso::grant;
-use tfreg_model::token::Actor;
+use tfreg_model::signin::{LoginCode, PendingLogin, Requester, Subject, login_token};
+use tfreg_model::sso::{Grant, grant};
+use tfreg_model::token::{Actor, presented_hash};
 use tfreg_store::catalog::{login, sso, tokens};
 
 use crate::error::AuthError;
@@ -64,14 +64,35 @@ impl Auth {
             Err(refusal) => return Err(refusal.error.into()),
         };
         let fresh = Fresh::new();
-        let now = registry.now();
-        let pending = flow::pending(request, &self.settings.client_id, &fresh, now);
-        login::put_pending(registry.items.as_ref(), &fresh.state, &pending).await?;
+        let pending = flow::pending(request, &self.settings.client_id, &fresh, registry.now());
+        self.to_provider(registry, &fresh, &pending).await
+    }
+
+    /// `GET /oauth/sso?next=/ui/...`: the sign-in page's "sign in with
+    /// single sign-on": a pending sign-in that ends in a UI session.
+    async fn sso_start(&self, registry: &Registry, call: Call<'_>) -> Result<Response, AuthError> {
+        let next = url::form_urlencoded::parse(call.query.unwrap_or("").as_bytes())
+            .find(|(k, _)| k == "next")
+            .map(|(_, v)| v.into_owned());
+        let fresh = Fresh::new();
+        let pending = flow::pending_ui(next.as_deref(), &fresh, registry.now());
+        self.to_provider(registry, &fresh, &pending).await
+    }
+
+    /// Keep `pending` and send the browser to the provider, marked with the
+    /// sign-in's browser cookie.
+    async fn to_provider(
+        &self,
+        registry: &Registry,
+        fresh: &Fresh,
+        pending: &PendingLogin,
+    ) -> Result<Response, AuthError> {
+        login::put_pending(registry.items.as_ref(), &fresh.state, pending).await?;
         let to = flow::upstream_url(
             self.upstream.authorization_endpoint(),
             self.upstream.client_id(),
             &Self::callback_url(registry),
-            &fresh,
+            fresh,
         );
         let mut resp = redirect(&to);
         set_cookie(&mut resp, &flow::login_cookie(&fresh.cookie));
@@ -127,24 +148,81 @@ impl Auth {
             return Err(AuthError::NonceReused);
         }
         // Deny by default: no mapped group, no code (and the page says so).
-        grant(&sso::mappings(store).await?, &claims.groups)?;
+        let granted = grant(&sso::mappings(store).await?, &claims.groups)?;
         let subject = Subject {
             iss: claims.iss,
             sub: claims.sub,
             name: claims.name,
             email: claims.email,
         };
-        let ours = random_value();
-        let issued = LoginCode::new(
-            &pending.client_id,
-            &pending.request,
-            subject,
-            claims.groups,
-            now,
-        );
-        login::put_code(store, &ours, &issued).await?;
-        let mut resp = redirect(&flow::back_to_client(&pending, &ours));
+        let mut resp = match pending.requester {
+            Requester::Cli { request, client_id } => {
+                let ours = random_value();
+                let issued = LoginCode::new(&client_id, &request, subject, claims.groups, now);
+                login::put_code(store, &ours, &issued).await?;
+                redirect(&flow::back_to_client(&request, &ours))
+            }
+            Requester::Ui { next } => {
+                self.open_session(registry, &granted, subject, &next)
+                    .await?
+            }
+        };
         set_cookie(&mut resp, &flow::clear_login_cookie());
+        Ok(resp)
+    }
+
+    /// A UI sign-in's end: a token of the user's grants (as `terraform
+    /// login` gets, for at most a session's length; listed and revocable,
+    /// and revoking it ends the session), a session cookie naming it, and a
+    /// same-site page that moves on to `next`.
+    async fn open_session(
+        &self,
+        registry: &Registry,
+        granted: &Grant,
+        subject: Subject,
+        next: &str,
+    ) -> Result<Response, AuthError> {
+        let now = registry.now();
+        let signer = registry.signer_if_ready().await?.ok_or_else(|| {
+            Error::Unavailable(
+                "the registry has no signing secret yet (publish once, or run `tfreg aws init`)"
+                    .into(),
+            )
+        })?;
+        let ttl = self.settings.token_ttl_secs.min(session::SESSION_SECS);
+        let new = login_token(granted, &subject, now, ttl);
+        let by = sign_in_actor();
+        let store = registry.items.as_ref();
+        let (token, record) =
+            tokens::create_issued(store, new, now, &by, Some(subject.clone())).await?;
+        let hash = presented_hash(&token)
+            .ok_or_else(|| Error::Internal("a token just made does not read as one".into()))?;
+        let opened = session::Session::open(&hash, now);
+        let mut resp = http::Response::new(Body::from(flow::moving_on_page(next)));
+        let headers = resp.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/html; charset=utf-8"),
+        );
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        set_cookie(
+            &mut resp,
+            &session::set_cookie(&session::value(signer, &opened)),
+        );
+        resp.extensions_mut().insert(AuditAs("token.login"));
+        resp.extensions_mut().insert(Note(format!(
+            "web UI session: token {} ({}) issued to sub {:?} of {} (groups {})",
+            record.id,
+            record.describe_grants(),
+            subject.sub,
+            subject.iss,
+            granted.groups.join(", ")
+        )));
+        resp.extensions_mut().insert(Identified(Actor {
+            kind: "token".into(),
+            token_id: Some(record.id.clone()),
+            token_name: Some(record.name.clone()),
+        }));
         Ok(resp)
     }
 
@@ -174,11 +252,7 @@ impl Auth {
         let granted = grant(&sso::mappings(store).await?, &code.groups)
             .map_err(|e| Error::OAuth(OAuthError::invalid_grant(e.to_string())))?;
         let new = login_token(&granted, &code.subject, now, self.settings.token_ttl_secs);
-        let by = Actor {
-            kind: "sign-in".into(),
-            token_id: None,
-            token_name: None,
-        };
+        let by = sign_in_actor();
         let (token, record) =
             tokens::create_issued(store, new, now, &by, Some(code.subject.clone())).await?;
         let mut resp = json(
@@ -210,6 +284,15 @@ impl Auth {
     }
 }
 
+/// Who makes a sign-in's token.
+fn sign_in_actor() -> Actor {
+    Actor {
+        kind: "sign-in".into(),
+        token_id: None,
+        token_name: None,
+    }
+}
+
 fn set_cookie(resp: &mut Response, cookie: &str) {
     if let Ok(v) = HeaderValue::from_str(cookie) {
         resp.headers_mut().append(header::SET_COOKIE, v);
@@ -229,6 +312,7 @@ impl Handler<AuthRoute> for Auth {
             AuthRoute::Authorize => Ok(self.authorize(registry, call).await?),
             AuthRoute::Callback => Ok(self.callback(registry, call).await?),
             AuthRoute::Token => self.token(registry, call, body).await,
+            AuthRoute::SsoStart => Ok(self.sso_start(registry, call).await?),
         }
     }
 }

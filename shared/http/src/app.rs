@@ -20,7 +20,7 @@ use crate::body::{
     Body, Request, Response, authorization, error_response, error_text, json, redirect,
 };
 use crate::error::Error;
-use crate::groups::{Call, Identified, Note, Served};
+use crate::groups::{AuditAs, Call, Identified, Note, Served};
 use crate::registry::Registry;
 use crate::session;
 
@@ -109,7 +109,7 @@ async fn handle(registry: &Registry, served: &Served, req: Request, caller: Call
     let audited = routed
         .as_ref()
         .ok()
-        .and_then(|r| Some((r.audit_action()?, r.audit_target())));
+        .map(|r| (r.audit_action(), r.audit_target()));
     // Authorisation, once, for every route: the same code in every mode.
     let mut principal = None;
     // A UI path's answers are pages, where this process serves the UI.
@@ -184,6 +184,12 @@ async fn handle(registry: &Registry, served: &Served, req: Request, caller: Call
         *resp.body_mut() = Body::empty();
     }
     let status = resp.status().as_u16();
+    let audited = audited.and_then(|(action, target)| {
+        Some((
+            action.or(resp.extensions().get::<AuditAs>().map(|a| a.0))?,
+            target,
+        ))
+    });
     if let Some((action, target)) = audited {
         // A refusal may quote the request (serde names an unknown value as
         // sent): the audit, which others read, keeps it escaped.

@@ -73,6 +73,13 @@ pub trait Pages: Handler<UiRoute> {
 #[derive(Debug, Clone)]
 pub struct Note(pub String);
 
+/// The audit action of a change made by a route that does not always
+/// change state (the sign-in callback issues a token only for the web UI):
+/// carried in the response's extensions; the route's own action, if any,
+/// comes first.
+#[derive(Debug, Clone, Copy)]
+pub struct AuditAs(pub &'static str);
+
 /// Who a public route's handler found the caller to be (a sign-in, which
 /// ends by issuing a token): carried in the response's extensions, named by
 /// the audit record instead of "anonymous", and the record kept.

@@ -26,7 +26,7 @@ pub mod token_cache;
 
 pub use app::{App, Caller};
 pub use error::Error;
-pub use groups::{Call, Handler, Identified, Note, Pages, Served};
+pub use groups::{AuditAs, Call, Handler, Identified, Note, Pages, Served};
 pub use registry::{Config, Registry};
 
 /// The `tracing` filter an entry point logs with: `TFREG_LOG`, else

@@ -16,14 +16,27 @@ pub const PENDING_TTL_SECS: u64 = 600;
 /// Default lifetime of a token a sign-in issues: 12 h.
 pub const DEFAULT_LOGIN_TOKEN_TTL_SECS: u64 = 12 * 3600;
 
-/// A sign-in between its start and the provider's callback: what the
-/// client asked for, and what we sent the provider.
+/// Who started a sign-in, and where it ends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Requester {
+    /// A CLI's login.v1 authorize request (its `state`, redirect URI and
+    /// PKCE challenge) and the client id it came with: it ends with a code
+    /// sent back to the CLI's listener.
+    Cli {
+        request: AuthorizeRequest,
+        client_id: String,
+    },
+    /// The web UI's "sign in with single sign-on": it ends with a session
+    /// cookie and the UI path `next` (already checked to be one).
+    Ui { next: String },
+}
+
+/// A sign-in between its start and the provider's callback: who asked, and
+/// what we sent the provider.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingLogin {
-    /// login.v1's request (its `state`, redirect URI and PKCE challenge).
-    pub request: AuthorizeRequest,
-    /// The client id it came with.
-    pub client_id: String,
+    pub requester: Requester,
     /// The nonce sent to the provider, which its ID token must carry.
     pub nonce: String,
     /// Our PKCE verifier towards the provider.
@@ -131,8 +144,10 @@ mod tests {
             code_challenge: "c".into(),
         };
         let p = PendingLogin {
-            request,
-            client_id: "terraform-cli".into(),
+            requester: Requester::Cli {
+                request,
+                client_id: "terraform-cli".into(),
+            },
             nonce: "n".into(),
             upstream_verifier: "v".into(),
             browser: "b".into(),

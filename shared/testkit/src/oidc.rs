@@ -29,6 +29,9 @@ fn provider_package() -> PathBuf {
 
 /// A running provider; killed when dropped (and it exits when our end of
 /// its stdin closes, should this process die first).
+/// How long the provider may take to say it is ready.
+const READY: std::time::Duration = std::time::Duration::from_secs(30);
+
 pub struct Provider {
     child: Child,
     /// Its stdout, kept open: a closed pipe would kill it at its next write.
@@ -43,29 +46,51 @@ impl Provider {
     /// `exit_on_stdin_close` is added.
     pub fn start(mut config: Value) -> Provider {
         config["exit_on_stdin_close"] = Value::Bool(true);
-        let mut child = Command::new("node")
-            .arg(repo_root().join("tests/oidc/provider.mjs"))
-            .env("TFREG_OIDC_PROVIDER", provider_package())
-            .env("OIDC_CONFIG", config.to_string())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("node runs tests/oidc/provider.mjs");
-        let mut line = String::new();
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        stdout
-            .read_line(&mut line)
-            .expect("the provider's ready line");
-        let ready: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("the provider's ready line {line:?}: {e}"));
-        Provider {
-            issuer: ready["issuer"].as_str().unwrap().to_string(),
-            ready,
-            child,
-            _stdout: stdout,
-            http: reqwest::Client::new(),
+        // node has been seen (twice, on a machine busy with three builds)
+        // to hang at start, before listening, in a futex wait: so a start
+        // that says nothing within READY is killed and tried once more,
+        // rather than the test waiting forever.
+        for attempt in 1..=2 {
+            let mut child = Command::new("node")
+                .arg(repo_root().join("tests/oidc/provider.mjs"))
+                .env("TFREG_OIDC_PROVIDER", provider_package())
+                .env("OIDC_CONFIG", config.to_string())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("node runs tests/oidc/provider.mjs");
+            let stdout = child.stdout.take().unwrap();
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let mut stdout = BufReader::new(stdout);
+                let mut line = String::new();
+                let read = stdout.read_line(&mut line);
+                let _ = tx.send((read, line, stdout));
+            });
+            match rx.recv_timeout(READY) {
+                Ok((read, line, stdout)) => {
+                    read.expect("the provider's ready line");
+                    let ready: Value = serde_json::from_str(&line)
+                        .unwrap_or_else(|e| panic!("the provider's ready line {line:?}: {e}"));
+                    return Provider {
+                        issuer: ready["issuer"].as_str().unwrap().to_string(),
+                        ready,
+                        child,
+                        _stdout: stdout,
+                        http: reqwest::Client::new(),
+                    };
+                }
+                Err(_) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    eprintln!(
+                        "the OpenID Provider said nothing in {READY:?} (attempt {attempt}): started again"
+                    );
+                }
+            }
         }
+        panic!("the OpenID Provider (node tests/oidc/provider.mjs) did not start twice in a row");
     }
 
     /// New keys sign from now on (`retire`: the old ones are no longer published).

@@ -134,9 +134,11 @@ async fn handle(
         }
         UiRoute::SignIn => {
             let params = params(req.query);
+            let next = sign::safe_next(params.get("next").map(String::as_str));
             page(&pages::SignIn {
                 layout: layout("Sign in".into()),
-                next: sign::safe_next(params.get("next").map(String::as_str)),
+                sso_href: sign::sso_href(registry, &next),
+                next,
                 error: String::new(),
                 signed_out: params.contains_key("signed-out"),
             })

@@ -296,6 +296,9 @@ pub struct SignIn {
     pub next: String,
     pub error: String,
     pub signed_out: bool,
+    /// "Sign in with single sign-on"'s link, where an identity provider is
+    /// configured; empty where not.
+    pub sso_href: String,
 }
 
 #[derive(Template)]

@@ -7,7 +7,8 @@ use http::{HeaderMap, StatusCode, header};
 use tfreg_http::auth::{self, Credential};
 use tfreg_http::body::{Body, Response, header_value, read_body, redirect};
 use tfreg_http::{Call, Error, Note, Registry, session};
-use tfreg_model::router::UiRoute;
+pub(crate) use tfreg_model::router::safe_next;
+use tfreg_model::router::{SSO_PATH, UiRoute};
 use tfreg_model::token::{Access, Principal, Realm, Scope, TOKEN_PREFIX};
 use tfreg_store::catalog::sessions;
 
@@ -88,6 +89,7 @@ pub(crate) async fn sign_in(
             next: next.clone(),
             error: message,
             signed_out: false,
+            sso_href: sso_href(registry, &next),
         })?;
         *resp.status_mut() = status;
         Ok(resp)
@@ -127,6 +129,16 @@ pub(crate) async fn sign_in(
     Ok(resp)
 }
 
+/// The sign-in page's link to single sign-on (through the identity
+/// provider, back to `next`), where the registry has one; else empty.
+pub(crate) fn sso_href(registry: &Registry, next: &str) -> String {
+    if registry.config.login_v1.is_none() {
+        return String::new();
+    }
+    let next: String = url::form_urlencoded::byte_serialize(next.as_bytes()).collect();
+    format!("{SSO_PATH}?next={next}")
+}
+
 /// End the request's session: recorded as ended in the store (its cookie
 /// replayed later is refused; the token's other sessions go on), and the
 /// cookie cleared. A session already dead (signed out of, its token revoked
@@ -145,17 +157,4 @@ pub(crate) async fn sign_out(registry: &Registry, call: &Call<'_>) -> Result<Res
     resp.headers_mut()
         .insert(header::SET_COOKIE, header_value(&session::clear_cookie())?);
     Ok(resp)
-}
-
-/// Where to go after signing in: a UI path of this registry only (never
-/// another site, nor `//host`), else the home page.
-pub(crate) fn safe_next(next: Option<&str>) -> String {
-    match next {
-        Some(n)
-            if n.starts_with("/ui/") && !n.starts_with("//") && !n.contains(['\\', '\r', '\n']) =>
-        {
-            n.to_string()
-        }
-        _ => UiRoute::Home.path(),
-    }
 }

@@ -10,6 +10,8 @@ use crate::router::segments::{GET, POST};
 pub use crate::protocol::{AUTHORIZE_PATH, TOKEN_PATH};
 /// Where the identity provider sends the browser back.
 pub const CALLBACK_PATH: &str = "/oauth/callback";
+/// Where the UI's "sign in with single sign-on" starts (`?next=/ui/...`).
+pub const SSO_PATH: &str = "/oauth/sso";
 
 /// A step of a sign-in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,14 +22,21 @@ pub enum AuthRoute {
     Callback,
     /// `POST /oauth/token`: Terraform exchanges its code for a token.
     Token,
+    /// `GET /oauth/sso`: the web UI's sign-in with the identity provider.
+    SsoStart,
 }
 
 impl AuthRoute {
-    pub const ALL: [AuthRoute; 3] = [AuthRoute::Authorize, AuthRoute::Callback, AuthRoute::Token];
+    pub const ALL: [AuthRoute; 4] = [
+        AuthRoute::Authorize,
+        AuthRoute::Callback,
+        AuthRoute::Token,
+        AuthRoute::SsoStart,
+    ];
 
     pub fn method(self) -> &'static [Method] {
         match self {
-            AuthRoute::Authorize | AuthRoute::Callback => GET,
+            AuthRoute::Authorize | AuthRoute::Callback | AuthRoute::SsoStart => GET,
             AuthRoute::Token => POST,
         }
     }
@@ -37,6 +46,7 @@ impl AuthRoute {
             AuthRoute::Authorize => AUTHORIZE_PATH,
             AuthRoute::Callback => CALLBACK_PATH,
             AuthRoute::Token => TOKEN_PATH,
+            AuthRoute::SsoStart => SSO_PATH,
         }
     }
 

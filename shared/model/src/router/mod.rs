@@ -20,12 +20,12 @@ use http::Method;
 
 pub use crate::release::LifecycleAction;
 pub use admin::AdminRoute;
-pub use auth::{AUTHORIZE_PATH, AuthRoute, CALLBACK_PATH, TOKEN_PATH};
+pub use auth::{AUTHORIZE_PATH, AuthRoute, CALLBACK_PATH, SSO_PATH, TOKEN_PATH};
 pub use endpoint::Endpoint;
 pub use publish::{PublishRoute, PublishStep, PublishTarget};
 pub use read::{ReadEndpoint, ReadRoute};
 pub use segments::MAX_PATH_LEN;
-pub use ui::{UI, UiRoute, is_ui_path};
+pub use ui::{UI, UiRoute, is_ui_path, safe_next};
 
 use crate::address::{Hostname, ModuleName, ProviderName};
 use crate::blob_key::BlobKey;
@@ -166,7 +166,7 @@ impl Route {
                 }
             },
             Route::Ui(UiRoute::SignOut) => "web UI session".into(),
-            Route::Auth(AuthRoute::Token) => "tokens".into(),
+            Route::Auth(AuthRoute::Token | AuthRoute::Callback) => "tokens".into(),
             other => other.path(),
         }
     }

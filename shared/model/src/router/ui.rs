@@ -133,3 +133,16 @@ pub(crate) fn ui_route(path: &str) -> Result<UiRoute, RouteError> {
         _ => return Err(not_found(path)),
     })
 }
+
+/// Where a sign-in may send the browser afterwards: a UI path of this
+/// registry only (never another site, nor `//host`), else the home page.
+pub fn safe_next(next: Option<&str>) -> String {
+    match next {
+        Some(n)
+            if n.starts_with("/ui/") && !n.starts_with("//") && !n.contains(['\\', '\r', '\n']) =>
+        {
+            n.to_string()
+        }
+        _ => UiRoute::Home.path(),
+    }
+}

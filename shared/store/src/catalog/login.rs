@@ -75,7 +75,7 @@ pub async fn use_nonce(store: &dyn ItemStore, nonce: &str, until: u64) -> Result
 #[cfg(all(test, feature = "embedded"))]
 mod tests {
     use tfreg_model::login::{AuthorizeRequest, IssuedCode};
-    use tfreg_model::signin::Subject;
+    use tfreg_model::signin::{Requester, Subject};
 
     use super::*;
     use crate::sqlite::SqliteStore;
@@ -93,8 +93,10 @@ mod tests {
     async fn a_pending_login_is_taken_once_and_not_after_it_expires() {
         let store = SqliteStore::in_memory().unwrap();
         let pending = PendingLogin {
-            request: request(),
-            client_id: "terraform-cli".into(),
+            requester: Requester::Cli {
+                request: request(),
+                client_id: "terraform-cli".into(),
+            },
             nonce: "n".into(),
             upstream_verifier: "v".into(),
             browser: "b".into(),
