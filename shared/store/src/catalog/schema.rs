@@ -62,6 +62,9 @@ pub const LOGIN_PK: &str = "LOGIN";
 pub const LOGINCODE_PK: &str = "LOGINCODE";
 /// The partition of used ID token nonces (expiring).
 pub const NONCE_PK: &str = "NONCE";
+/// The partition of used CI OIDC token ids (expiring at the token's `exp`
+/// and the leeway): a replayed token finds its `jti` here.
+pub const JTI_PK: &str = "JTI";
 /// The partition of identity-provider group mappings.
 pub const SSOMAP_PK: &str = "SSOMAP";
 /// The partition of every namespace's CI trust policies (one constant
