@@ -3,6 +3,7 @@
 
 mod admin;
 mod aws;
+mod ci_token;
 mod client;
 mod data_dir;
 mod net_error;
