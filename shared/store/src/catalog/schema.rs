@@ -21,6 +21,7 @@
 //! | sign-in in progress (10 min)       | `LOGIN`                          | `<sha256 of the state sent to the identity provider>` |
 //! | login.v1 code (60 s, used once)    | `LOGINCODE`                      | `<sha256 of the code>`              |
 //! | used ID token nonce                | `NONCE`                          | `<sha256 of the nonce>`             |
+//! | used CI OIDC token (until its exp) | `JTI`                            | `<sha256 of the issuer, a newline and the jti>` |
 //! | identity-provider group mapping    | `SSOMAP`                         | `<group>`                           |
 //! | CI trust policy of a namespace     | `TRUST`                          | `<ns>#<policy id>`                  |
 //!
