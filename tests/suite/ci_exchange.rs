@@ -899,7 +899,25 @@ fn tfreg_serve_exchanges_ci_tokens_and_tfreg_publish_oidc_uses_them() {
         .unwrap();
     assert_eq!(versions.status(), 200);
     let log = server.server_log();
-    assert!(log.contains("token.exchange"), "{log}");
+    // One audit line per exchange, naming the job (iss and sub), never the token.
+    let audits: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("token.exchange") && l.contains("status=200"))
+        .collect();
+    assert_eq!(audits.len(), 3, "{log}");
+    assert!(
+        audits
+            .iter()
+            .any(|l| l.contains("project_path:acme-group/app") && l.contains(&gitlab.op.issuer)),
+        "{audits:#?}"
+    );
+    assert!(
+        audits
+            .iter()
+            .any(|l| l.contains("repo:acme/app:environment:release")
+                && l.contains(&github.op.issuer)),
+        "{audits:#?}"
+    );
     for secret in &secrets {
         assert!(!log.contains(secret.as_str()), "a token in the log:\n{log}");
         // Not even its signature or payload.
