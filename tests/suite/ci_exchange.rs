@@ -590,6 +590,18 @@ async fn the_exchange_works_without_an_identity_provider_and_is_off_without_issu
         .await;
     let resp = exchange(&app, &ours).await;
     assert_eq!(resp.status, StatusCode::OK, "{}", resp.text());
+
+    // An allow-listed issuer that cannot be reached: 502 (not the job's
+    // fault, nothing of the detail told), and again at once without a fetch.
+    let down = format!("https://127.0.0.1:{}", free_port());
+    let app = exchange_app(&r, &issuer, CiSettings::new(&[&down]).unwrap());
+    let claims = github_claims(PUBLIC_URL, json!({"iss": down}));
+    for _ in 0..2 {
+        let jwt = issuer.sign(json!({"claims": claims})).await;
+        let resp = exchange(&app, &jwt).await;
+        assert_eq!(resp.status, StatusCode::BAD_GATEWAY, "{}", resp.text());
+        assert!(resp.error().contains("try again later"), "{}", resp.error());
+    }
 }
 
 // ---------------------------------------------------------------------------
