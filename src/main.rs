@@ -3,6 +3,7 @@
 
 mod admin;
 mod aws;
+mod ci_token;
 mod client;
 mod credentials;
 mod data_dir;

@@ -25,11 +25,19 @@ pub struct RegistryArgs {
     /// or the CA that signed it; the system's roots and SSL_CERT_FILE stay trusted.
     #[arg(long, env = "TFREG_CA_CERT")]
     ca_cert: Option<PathBuf>,
+    /// CI publishing with no stored secret.
+    #[command(flatten)]
+    oidc: crate::ci_token::OidcArgs,
 }
 
 impl RegistryArgs {
-    fn client(self) -> Result<PublishClient> {
-        PublishClient::new(&self.registry, self.token, self.ca_cert.as_deref())
+    async fn client(self) -> Result<PublishClient> {
+        let mut token = self.token.filter(|t| !t.is_empty());
+        if token.is_none() && self.oidc.oidc {
+            let ca = self.ca_cert.as_deref();
+            token = Some(crate::ci_token::exchange(&self.registry, ca, &self.oidc).await?);
+        }
+        PublishClient::new(&self.registry, token, self.ca_cert.as_deref())
     }
 }
 
@@ -167,7 +175,7 @@ pub async fn provider(args: ProviderArgs) -> Result<()> {
                 .map_err(|e| format!("reading --signing-key {}: {e}", path.display()))
         })
         .transpose()?;
-    let client = args.registry.client()?;
+    let client = args.registry.client().await?;
     let request = PublishRequest {
         signing_key,
         protocols: args.protocols,
@@ -210,7 +218,7 @@ pub async fn module(args: ModuleArgs) -> Result<()> {
         .into());
     };
     let file = LocalFile::hash(filename, &archive)?;
-    let client = args.registry.client()?;
+    let client = args.registry.client().await?;
     let target = PublishTarget::Module {
         module: name.clone(),
         version: version.clone(),
@@ -269,7 +277,7 @@ pub async fn mirror_import(args: MirrorImportArgs) -> Result<()> {
         )
         .into());
     }
-    let client = args.registry.client()?;
+    let client = args.registry.client().await?;
     for ((host, ns, ty, version), files) in releases {
         let host = Hostname::parse(&host)?;
         let name = ProviderName::parse(&ns, &ty)?;

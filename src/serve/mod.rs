@@ -74,7 +74,8 @@ pub struct ServeArgs {
     /// Seconds a request body may go without sending data.
     #[arg(long, default_value_t = listener::Limits::default().body_idle_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
     body_idle_timeout: u64,
-    /// `terraform login` through an identity provider.
+    /// `terraform login` through an identity provider, and CI jobs'
+    /// OIDC tokens exchanged for publish tokens.
     #[command(flatten)]
     signin: signin::SignInArgs,
 }
@@ -89,7 +90,7 @@ struct Ready {
     hostname: Hostname,
     ca: Option<PathBuf>,
     dir: DataDir,
-    /// Sign-in, where an identity provider is configured.
+    /// Sign-in, where an identity provider or CI issuers are configured.
     auth: Option<tfreg_auth::Auth>,
     _lock: ServeLock,
 }
@@ -166,7 +167,10 @@ async fn start(args: &ServeArgs) -> Result<Ready> {
     config.require_namespace_keys = args.require_namespace_keys;
     config.token_cache_secs = args.token_cache_secs;
     let auth = signin::auth(&args.signin).await?;
-    config.login_v1 = auth.as_ref().map(|a| a.settings().login_v1());
+    config.login_v1 = auth
+        .as_ref()
+        .and_then(|a| a.login_settings())
+        .map(|s| s.login_v1());
     if config.anonymous_reads {
         tracing::warn!(
             "reads are open to anyone who reaches this port (no token needed); start with --private to require one"

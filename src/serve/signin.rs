@@ -1,11 +1,14 @@
 //! `tfreg serve`'s sign-in settings (issue 21): the identity provider it
-//! brokers `terraform login` to. None given: no login.v1, no sign-in routes.
+//! brokers `terraform login` to (none given: no login.v1), and the CI
+//! issuers whose jobs' OIDC tokens it exchanges for publish tokens (none
+//! given: no exchange). Either works without the other.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use tfreg_auth::{Auth, LoginSettings, OidcConfig, Secret, Upstream};
+use tfreg_auth::ci::{CiSettings, parse_max_lifetime, parse_token_ttl};
+use tfreg_auth::{Auth, Exchange, LoginSettings, OidcConfig, Secret, Upstream};
 use tfreg_model::login::PortRange;
 
 use crate::cli_error::Result;
@@ -33,6 +36,23 @@ pub struct SignInArgs {
     /// How long a token issued by a sign-in lasts (5m to 30d).
     #[arg(long, default_value = "12h", value_parser = parse_ttl)]
     pub login_token_ttl: Duration,
+    /// A CI system's OIDC issuer whose jobs may exchange their ID token for
+    /// a short-lived publish token (POST /v1/auth/exchange), exactly as its
+    /// tokens' iss, e.g. https://token.actions.githubusercontent.com;
+    /// repeatable. Which jobs may publish where: `tfreg trust add`.
+    #[arg(long = "ci-issuer", value_name = "URL")]
+    pub ci_issuers: Vec<String>,
+    /// The audience (aud) CI tokens must carry, exactly; default: the
+    /// registry's URL (https://HOSTNAME).
+    #[arg(long, requires = "ci_issuers")]
+    pub ci_audience: Option<String>,
+    /// How long an exchanged token lasts (1m to 1h).
+    #[arg(long, default_value = "15m", value_parser = parse_token_ttl)]
+    pub ci_token_ttl: u64,
+    /// The longest lifetime (exp - iat) of a CI OIDC token accepted (GitLab's
+    /// last as long as the job's timeout); 1m to 24h.
+    #[arg(long, default_value = "1h", value_parser = parse_max_lifetime)]
+    pub ci_max_token_lifetime: u64,
 }
 
 fn parse_ports(text: &str) -> std::result::Result<PortRange, String> {
@@ -51,10 +71,45 @@ fn parse_ttl(text: &str) -> std::result::Result<Duration, String> {
     Ok(ttl)
 }
 
-/// The sign-in group, when a provider is configured: its discovery
-/// document and keys are read now (a provider that cannot be reached fails
-/// the start, with its reason).
+/// The sign-in group, when a provider or CI issuers are configured.
 pub async fn auth(args: &SignInArgs) -> Result<Option<Auth>> {
+    let mut auth = Auth::new();
+    if let Some((upstream, settings)) = login(args).await? {
+        auth = auth.with_login(upstream, settings);
+    }
+    if let Some(exchange) = exchange(args)? {
+        auth = auth.with_exchange(exchange);
+    }
+    Ok((!auth.is_empty()).then_some(auth))
+}
+
+/// The CI token exchange, when CI issuers are given: their discovery
+/// documents and keys are read when a token first names one (an issuer
+/// down at start does not stop the registry).
+fn exchange(args: &SignInArgs) -> Result<Option<Exchange>> {
+    if args.ci_issuers.is_empty() {
+        return Ok(None);
+    }
+    let mut settings = CiSettings::new(&args.ci_issuers)?;
+    if let Some(aud) = &args.ci_audience {
+        settings = settings.with_audience(aud)?;
+    }
+    settings.token_ttl_secs = args.ci_token_ttl;
+    settings.max_token_lifetime_secs = args.ci_max_token_lifetime;
+    let http = tfreg_auth::oidc::http_client(crate::trust::client_config(None)?)?;
+    tracing::info!(
+        issuers = ?settings.issuers,
+        audience = settings.audience.as_deref().unwrap_or("the registry's URL"),
+        token_ttl_secs = settings.token_ttl_secs,
+        "CI jobs of these issuers may exchange their OIDC tokens for publish tokens"
+    );
+    Ok(Some(Exchange::new(settings, http)))
+}
+
+/// The identity provider, when one is configured: its discovery document
+/// and keys are read now (a provider that cannot be reached fails the
+/// start, with its reason).
+async fn login(args: &SignInArgs) -> Result<Option<(Upstream, LoginSettings)>> {
     let (Some(issuer), Some(client_id), Some(secret_file)) = (
         &args.oidc_issuer,
         &args.oidc_client_id,
@@ -86,7 +141,7 @@ pub async fn auth(args: &SignInArgs) -> Result<Option<Auth>> {
         client_id,
         "terraform login signs in with this identity provider"
     );
-    Ok(Some(Auth::new(
+    Ok(Some((
         upstream,
         LoginSettings {
             ports: args.login_ports,

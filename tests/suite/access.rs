@@ -1768,6 +1768,85 @@ async fn matrix_on_the_lambda_functions() {
     drop(server);
 }
 
+/// Who may use the CI token exchange (`POST /v1/auth/exchange`, public):
+/// whoever holds a CI job's OIDC token that a trust policy matches. The
+/// bearer token sent along, whatever it is (none, malformed, unknown,
+/// expired, revoked, valid of any scope), is never looked at: a trusted CI
+/// token is 200 with each, an untrusted one 403 with each (an admin token
+/// does not make it pass), no CI token 400 with each; never a 401 for the
+/// bearer token. On both backends (the used `jti` is a conditional put).
+async fn ci_exchange_is_for_whoever_holds_a_trusted_ci_token(r: TestRegistry) {
+    use crate::ci_exchange::{Issuer, exchange_app, github_claims, github_policy, post, trust};
+    let tmp = tempfile::tempdir().unwrap();
+    let issuer = Issuer::start(tmp.path());
+    let r = private(&r);
+    trust(&r.registry, A, github_policy(&issuer.op.issuer)).await;
+    let settings = tfreg_auth::CiSettings::new(&[&issuer.op.issuer]).unwrap();
+    let app = exchange_app(&r, &issuer, settings);
+    let mut row = String::new();
+    for cred in CREDS {
+        let token = make_credential(&r, cred).await;
+        let header = match cred {
+            Cred::Basic => Some("Basic x".to_string()),
+            Cred::BearerEmpty => Some("Bearer".to_string()),
+            _ => token.as_ref().map(|t| format!("Bearer {t}")),
+        };
+        let claims = github_claims(tfreg_testkit::PUBLIC_URL, json!({}));
+        let trusted = issuer.sign(json!({"claims": claims})).await;
+        let resp = post(
+            &app,
+            header.as_deref(),
+            &json!({"token": trusted}).to_string(),
+        )
+        .await;
+        assert_eq!(
+            resp.status,
+            StatusCode::OK,
+            "{}: {}",
+            cred.label(),
+            resp.text()
+        );
+        assert_eq!(resp.json()["namespaces"], json!([A]), "{}", cred.label());
+        let claims = github_claims(
+            tfreg_testkit::PUBLIC_URL,
+            json!({"repository_owner_id": "666"}),
+        );
+        let untrusted = issuer.sign(json!({"claims": claims})).await;
+        let refused = post(
+            &app,
+            header.as_deref(),
+            &json!({"token": untrusted}).to_string(),
+        )
+        .await;
+        assert_eq!(
+            refused.status,
+            StatusCode::FORBIDDEN,
+            "{}: {}",
+            cred.label(),
+            refused.text()
+        );
+        let none = post(&app, header.as_deref(), "{}").await;
+        assert_eq!(
+            none.status,
+            StatusCode::BAD_REQUEST,
+            "{}: {}",
+            cred.label(),
+            none.text()
+        );
+        row.push_str(&format!(
+            " {}:{}/{}/{}",
+            cred.label(),
+            resp.status.as_u16(),
+            refused.status.as_u16(),
+            none.status.as_u16()
+        ));
+    }
+    eprintln!(
+        "FIGURE access matrix {}: ci token exchange (trusted/untrusted/none):{row}",
+        r.name
+    );
+}
+
 contract!(
     matrix_private,
     a_signed_out_session_is_refused_everywhere,
@@ -1778,4 +1857,5 @@ contract!(
     last_use_is_listed,
     audit_trail,
     release_lifecycle,
+    ci_exchange_is_for_whoever_holds_a_trusted_ci_token,
 );

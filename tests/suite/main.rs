@@ -53,6 +53,11 @@
 //!   brokering to that provider: a token for mapped groups only, used once
 //!   codes, tampered state, cookie or verifier refused.
 //!
+//! - `ci_exchange`: CI jobs' OIDC tokens (GitHub- and GitLab-shaped, from
+//!   that provider over HTTPS) exchanged for publish tokens, in-process
+//!   (every attack, the token's rights and expiry) and through `tfreg serve`
+//!   and `tfreg publish --oidc`.
+//!
 //! `support` is the harness, split by job.
 
 mod access;
@@ -62,6 +67,7 @@ mod backend_contract;
 mod bad_input;
 mod browser;
 mod browser_sso;
+mod ci_exchange;
 mod cli_admin;
 mod cli_network;
 mod concurrent_publish;

@@ -2,6 +2,7 @@
 //! (the pipeline's [`tfreg_http::Error`], whose `status` is the one mapping
 //! to a status code).
 
+use tfreg_model::exchange::{CiClaimError, TrustRefusal};
 use tfreg_model::login::OAuthError;
 use tfreg_model::oidc::ClaimError;
 use tfreg_model::sso::GrantError;
@@ -40,6 +41,13 @@ pub enum AuthError {
     /// `iss` is not the configured issuer.
     #[error("the ID token is from another issuer")]
     WrongIssuer,
+    /// A CI token's `iss` is none of the allow-listed CI issuers (nothing
+    /// was fetched for it).
+    #[error("the token's issuer is not one this registry accepts CI tokens from")]
+    UnknownIssuer,
+    /// A CI token's `sub` or `jti` (`tfreg_model::exchange`).
+    #[error("the ID token is refused: {0}")]
+    CiClaim(#[from] CiClaimError),
     /// Times or audience (`tfreg_model::oidc`).
     #[error("the ID token is refused: {0}")]
     Claim(#[from] ClaimError),
@@ -92,6 +100,8 @@ impl From<AuthError> for tfreg_http::Error {
             | AuthError::UnknownKey(_)
             | AuthError::BadSignature
             | AuthError::WrongIssuer
+            | AuthError::UnknownIssuer
+            | AuthError::CiClaim(_)
             | AuthError::Claim(_)
             | AuthError::BadNonce
             | AuthError::NonceReused
@@ -99,5 +109,88 @@ impl From<AuthError> for tfreg_http::Error {
             | AuthError::OtherBrowser
             | AuthError::ProviderSaidNo(_) => H::BadRequest(e.to_string()),
         }
+    }
+}
+
+/// Why a CI token exchange (`POST /v1/auth/exchange`) gave no token.
+#[derive(Debug, thiserror::Error)]
+pub enum ExchangeError {
+    /// The request is not `{"token": "...", "namespaces": [...]}` as it must be.
+    #[error("{0}")]
+    BadRequest(String),
+    /// The CI job's OIDC token does not verify (or its issuer could not be
+    /// reached, or the store failed, inside).
+    #[error("the CI job's OIDC token is refused: {0}")]
+    Refused(#[from] AuthError),
+    /// Its `jti` was exchanged before.
+    #[error("the CI job's OIDC token was already exchanged: request a new one")]
+    Replayed,
+    /// No trust policy gives it a namespace.
+    #[error(transparent)]
+    NotTrusted(#[from] TrustRefusal),
+    /// The item store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<ExchangeError> for tfreg_http::Error {
+    /// 400 for a malformed request, 401 for a token that does not verify
+    /// or was used, 403 when no trust policy matches; the issuer down: 502;
+    /// the store: as the store says (503 with `Retry-After` when down).
+    fn from(e: ExchangeError) -> Self {
+        use tfreg_http::Error as H;
+        match e {
+            ExchangeError::BadRequest(m) => H::BadRequest(m),
+            ExchangeError::Refused(AuthError::Store(store)) | ExchangeError::Store(store) => {
+                store.into()
+            }
+            ExchangeError::Refused(AuthError::Upstream(_) | AuthError::IssuerMismatch { .. }) => {
+                H::BadGateway(e.to_string())
+            }
+            ExchangeError::Refused(_) | ExchangeError::Replayed => H::Unauthorized(e.to_string()),
+            ExchangeError::NotTrusted(_) => H::Forbidden(e.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exchange_errors_are_the_client_s_4xx_and_ours_5xx() {
+        use tfreg_model::oidc::ClaimError;
+        let status = |e: ExchangeError| tfreg_http::Error::from(e).status().as_u16();
+        assert_eq!(status(ExchangeError::BadRequest("x".into())), 400);
+        for refused in [
+            AuthError::BadAlg("none".into()),
+            AuthError::BadSignature,
+            AuthError::UnknownKey("k".into()),
+            AuthError::UnknownIssuer,
+            AuthError::Malformed("x".into()),
+            AuthError::Claim(ClaimError::Expired { exp: 1, now: 2 }),
+            AuthError::CiClaim(CiClaimError::NoJti),
+        ] {
+            assert_eq!(status(ExchangeError::Refused(refused)), 401);
+        }
+        assert_eq!(status(ExchangeError::Replayed), 401);
+        assert_eq!(
+            status(ExchangeError::NotTrusted(TrustRefusal::NoMatch("i".into()))),
+            403
+        );
+        assert_eq!(
+            status(ExchangeError::Refused(AuthError::Upstream("down".into()))),
+            502
+        );
+        assert_eq!(
+            status(ExchangeError::Store(StoreError::Unavailable("x".into()))),
+            503
+        );
+        assert_eq!(
+            status(ExchangeError::Refused(AuthError::Store(
+                StoreError::Unavailable("x".into())
+            ))),
+            503
+        );
     }
 }

@@ -1,6 +1,9 @@
-//! The sign-in group: login.v1's authorize and token endpoints and the
-//! provider's callback. State lives in the item store between steps
-//! (`tfreg_store::catalog::login`); the decisions are in [`crate::flow`].
+//! The sign-in group ([`Auth`]): login.v1's authorize and token endpoints
+//! and the provider's callback ([`Login`], where an identity provider is
+//! configured), and the CI token exchange ([`Exchange`], where CI issuers
+//! are). Either may be configured without the other. A login's state lives
+//! in the item store between steps (`tfreg_store::catalog::login`); the
+//! decisions are in [`crate::flow`].
 
 use std::sync::Arc;
 
@@ -19,27 +22,71 @@ use tfreg_model::token::{Actor, presented_hash};
 use tfreg_store::catalog::{login, sso, tokens};
 
 use crate::error::AuthError;
+use crate::exchange::Exchange;
 use crate::flow::{self, CallbackParams, Fresh, LOGIN_COOKIE, LoginSettings};
 use crate::oidc::Upstream;
 
 /// Largest token request body (five short form fields).
 const MAX_TOKEN_REQUEST: usize = 8 * 1024;
 
-/// The sign-in handlers of one registry, brokering to `upstream`.
-#[derive(Clone)]
+/// The sign-in routes of one registry: login.v1 and the CI exchange, each
+/// where configured (a route of the other answers 404).
+#[derive(Clone, Default)]
 pub struct Auth {
+    login: Option<Arc<Login>>,
+    exchange: Option<Arc<Exchange>>,
+}
+
+impl Auth {
+    /// Nothing configured yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// With `terraform login` brokered to `upstream`.
+    pub fn with_login(mut self, upstream: Upstream, settings: LoginSettings) -> Self {
+        self.login = Some(Arc::new(Login {
+            upstream: Arc::new(upstream),
+            settings,
+        }));
+        self
+    }
+
+    /// With the CI token exchange.
+    pub fn with_exchange(mut self, exchange: Exchange) -> Self {
+        self.exchange = Some(Arc::new(exchange));
+        self
+    }
+
+    /// Is anything configured?
+    pub fn is_empty(&self) -> bool {
+        self.login.is_none() && self.exchange.is_none()
+    }
+
+    /// The login settings, where an identity provider is configured.
+    pub fn login_settings(&self) -> Option<&LoginSettings> {
+        self.login.as_ref().map(|l| &l.settings)
+    }
+
+    /// The exchange, where CI issuers are configured.
+    pub fn exchange(&self) -> Option<&Exchange> {
+        self.exchange.as_deref()
+    }
+
+    fn login(&self) -> Result<&Login, Error> {
+        self.login.as_deref().ok_or_else(|| {
+            Error::not_found("no identity provider is configured here: terraform login is off")
+        })
+    }
+}
+
+/// login.v1, brokering to `upstream`.
+pub struct Login {
     upstream: Arc<Upstream>,
     settings: LoginSettings,
 }
 
-impl Auth {
-    pub fn new(upstream: Upstream, settings: LoginSettings) -> Self {
-        Self {
-            upstream: Arc::new(upstream),
-            settings,
-        }
-    }
-
+impl Login {
     pub fn settings(&self) -> &LoginSettings {
         &self.settings
     }
@@ -309,10 +356,18 @@ impl Handler<AuthRoute> for Auth {
         body: Body,
     ) -> Result<Response, Error> {
         match route {
-            AuthRoute::Authorize => Ok(self.authorize(registry, call).await?),
-            AuthRoute::Callback => Ok(self.callback(registry, call).await?),
-            AuthRoute::Token => self.token(registry, call, body).await,
-            AuthRoute::SsoStart => Ok(self.sso_start(registry, call).await?),
+            AuthRoute::Authorize => Ok(self.login()?.authorize(registry, call).await?),
+            AuthRoute::Callback => Ok(self.login()?.callback(registry, call).await?),
+            AuthRoute::Token => self.login()?.token(registry, call, body).await,
+            AuthRoute::SsoStart => Ok(self.login()?.sso_start(registry, call).await?),
+            AuthRoute::Exchange => {
+                let exchange = self.exchange.as_deref().ok_or_else(|| {
+                    Error::not_found(
+                        "the CI token exchange is not configured here (no CI issuer is allow-listed)",
+                    )
+                })?;
+                exchange.exchange(registry, call, body).await
+            }
         }
     }
 }

@@ -1,19 +1,28 @@
 //! tfreg's sign-in (issue 21): `terraform login` (the login.v1 service) with
 //! the registry as the OAuth server, brokered to one upstream OpenID
-//! Provider whose ID tokens the registry verifies itself.
+//! Provider whose ID tokens the registry verifies itself; and CI jobs'
+//! OIDC tokens exchanged for short-lived publish tokens.
 //!
+//! - [`jwt`]: fetching from an issuer, its keys, a JWT's signature (shared).
 //! - [`oidc`]: the provider (discovery, keys, redeeming a code, verifying an
 //!   ID token).
+//! - [`ci`]: the allow-listed CI issuers (settings, verifying their tokens).
+//! - [`exchange`]: `POST /v1/auth/exchange`.
 //! - [`flow`]: the pure parts of each step (settings, URLs, cookies).
 //! - [`handlers`]: the group the pipeline dispatches `/oauth/...` to.
 //! - [`error`]: what can go wrong, and its HTTP status.
 
+pub mod ci;
 pub mod error;
+pub mod exchange;
 pub mod flow;
 pub mod handlers;
+pub mod jwt;
 pub mod oidc;
 
-pub use error::AuthError;
+pub use ci::CiSettings;
+pub use error::{AuthError, ExchangeError};
+pub use exchange::Exchange;
 pub use flow::LoginSettings;
 pub use handlers::Auth;
 pub use oidc::{IdClaims, OidcConfig, Secret, Upstream};

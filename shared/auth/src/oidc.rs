@@ -4,25 +4,15 @@
 //! verifying an ID token (RS256/ES256 only, `kid` required, never a key the
 //! token carries, `iss`, `aud`/`azp`, times on the registry's clock, nonce).
 
-use std::collections::HashSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use jsonwebtoken::jwk::{Jwk, JwkSet, PublicKeyUse};
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tfreg_model::oidc::{Audience, LEEWAY_SECS, Times, check_audience, check_times};
-use tokio::sync::RwLock;
 
 use crate::error::AuthError;
-
-/// Largest discovery document, JWKS or token answer read from the provider.
-pub const MAX_UPSTREAM_BODY: usize = 64 * 1024;
-/// Each call to the provider gives up after this.
-pub const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(5);
-/// An unknown `kid` fetches the keys again at most this often (per process):
-/// a flood of made-up key ids cannot make us hammer the provider.
-pub const REFETCH_INTERVAL: Duration = Duration::from_secs(60);
+use crate::jwt::{Jwks, constant_time_eq, get_json, parse_url, read_capped, verify_signature};
+pub use crate::jwt::{MAX_UPSTREAM_BODY, REFETCH_INTERVAL, UPSTREAM_TIMEOUT, http_client};
 
 /// A secret read from configuration: never printed.
 #[derive(Clone)]
@@ -70,19 +60,6 @@ struct ProviderMeta {
     jwks_uri: url::Url,
 }
 
-fn parse_url(text: &str, what: &str) -> Result<url::Url, AuthError> {
-    let url = url::Url::parse(text)
-        .map_err(|e| AuthError::Upstream(format!("discovery's {what} {text:?}: {e}")))?;
-    check_scheme(&url, what)?;
-    Ok(url)
-}
-
-/// The keys last fetched, and when an unknown `kid` last fetched them.
-struct Keys {
-    set: JwkSet,
-    refetched_at: Option<Instant>,
-}
-
 /// What a verified ID token says about the person.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdClaims {
@@ -115,9 +92,8 @@ struct KnownClaims {
 pub struct Upstream {
     config: OidcConfig,
     meta: ProviderMeta,
-    keys: RwLock<Keys>,
+    keys: Jwks,
     http: reqwest::Client,
-    refetch_interval: Duration,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -127,73 +103,6 @@ impl std::fmt::Debug for Upstream {
             .field("client_id", &self.config.client_id)
             .finish_non_exhaustive()
     }
-}
-
-/// An HTTP client for the provider: `tls` as the entry point trusts, no
-/// redirects followed, [`UPSTREAM_TIMEOUT`] per call.
-pub fn http_client(tls: rustls::ClientConfig) -> Result<reqwest::Client, AuthError> {
-    reqwest::Client::builder()
-        .use_preconfigured_tls(tls)
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(UPSTREAM_TIMEOUT)
-        .build()
-        .map_err(|e| AuthError::Upstream(format!("cannot make an HTTP client: {e}")))
-}
-
-/// `https://`, or `http://` to a loopback host only (a provider on the same
-/// machine, as in tests and development).
-fn check_scheme(url: &url::Url, what: &str) -> Result<(), AuthError> {
-    let loopback = match url.host() {
-        Some(url::Host::Domain(d)) => d == "localhost",
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    };
-    match url.scheme() {
-        "https" => Ok(()),
-        "http" if loopback => Ok(()),
-        _ => Err(AuthError::Upstream(format!(
-            "{what} {url} must be https:// (http:// only on loopback)"
-        ))),
-    }
-}
-
-/// GET `url` and read its JSON, at most [`MAX_UPSTREAM_BODY`] bytes.
-async fn get_json<T: serde::de::DeserializeOwned>(
-    http: &reqwest::Client,
-    url: &url::Url,
-    what: &str,
-) -> Result<T, AuthError> {
-    let resp = http
-        .get(url.clone())
-        .header(http::header::ACCEPT, "application/json")
-        .send()
-        .await
-        .map_err(|e| AuthError::Upstream(format!("{what} {url}: {e}")))?;
-    let status = resp.status();
-    let body = read_capped(resp, what).await?;
-    if !status.is_success() {
-        return Err(AuthError::Upstream(format!("{what} {url}: HTTP {status}")));
-    }
-    serde_json::from_slice(&body)
-        .map_err(|e| AuthError::Upstream(format!("{what} {url} is not what OpenID says: {e}")))
-}
-
-async fn read_capped(mut resp: reqwest::Response, what: &str) -> Result<Vec<u8>, AuthError> {
-    let mut body = Vec::new();
-    while let Some(chunk) = resp
-        .chunk()
-        .await
-        .map_err(|e| AuthError::Upstream(format!("{what}: {e}")))?
-    {
-        if body.len() + chunk.len() > MAX_UPSTREAM_BODY {
-            return Err(AuthError::Upstream(format!(
-                "{what}: larger than {MAX_UPSTREAM_BODY} bytes"
-            )));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
 }
 
 /// `application/x-www-form-urlencoded` encoding of one value (RFC 6749
@@ -206,16 +115,7 @@ impl Upstream {
     /// Read the provider's discovery document (its `issuer` must be the
     /// configured one, byte for byte) and its keys.
     pub async fn discover(config: OidcConfig, http: reqwest::Client) -> Result<Self, AuthError> {
-        // Whichever crate enables another backend later, ours is the one in use.
-        let _ = jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER.install_default();
-        let issuer = url::Url::parse(&config.issuer)
-            .map_err(|e| AuthError::Upstream(format!("issuer {:?}: {e}", config.issuer)))?;
-        check_scheme(&issuer, "the issuer")?;
-        let well_known = url::Url::parse(&format!(
-            "{}/.well-known/openid-configuration",
-            config.issuer.trim_end_matches('/')
-        ))
-        .map_err(|e| AuthError::Upstream(format!("discovery URL: {e}")))?;
+        let well_known = crate::jwt::discovery_url(&config.issuer)?;
         let raw: RawMeta = get_json(&http, &well_known, "discovery").await?;
         if raw.issuer != config.issuer {
             return Err(AuthError::IssuerMismatch {
@@ -231,22 +131,18 @@ impl Upstream {
             token_endpoint: parse_url(&raw.token_endpoint, "token_endpoint")?,
             jwks_uri: parse_url(&raw.jwks_uri, "jwks_uri")?,
         };
-        let set = get_json(&http, &meta.jwks_uri, "JWKS").await?;
+        let keys = Jwks::fetch(meta.jwks_uri.clone(), http.clone()).await?;
         Ok(Self {
             config,
             meta,
-            keys: RwLock::new(Keys {
-                set,
-                refetched_at: None,
-            }),
+            keys,
             http,
-            refetch_interval: REFETCH_INTERVAL,
         })
     }
 
     /// Change how often an unknown `kid` may fetch the keys again (tests).
     pub fn with_refetch_interval(mut self, interval: Duration) -> Self {
-        self.refetch_interval = interval;
+        self.keys.set_refetch_interval(interval);
         self
     }
 
@@ -261,41 +157,6 @@ impl Upstream {
     /// The provider's authorization endpoint.
     pub fn authorization_endpoint(&self) -> &url::Url {
         &self.meta.authorization_endpoint
-    }
-
-    /// The signing key `kid` names: from the keys held, else from the keys
-    /// fetched again (at most once per refetch interval), else
-    /// [`AuthError::UnknownKey`].
-    pub async fn key_for(&self, kid: &str) -> Result<Jwk, AuthError> {
-        let find = |set: &JwkSet| {
-            set.keys
-                .iter()
-                .find(|k| {
-                    k.common.key_id.as_deref() == Some(kid)
-                        && !matches!(
-                            k.common.public_key_use,
-                            Some(ref u) if *u != PublicKeyUse::Signature
-                        )
-                })
-                .cloned()
-        };
-        if let Some(key) = find(&self.keys.read().await.set) {
-            return Ok(key);
-        }
-        let mut keys = self.keys.write().await;
-        if let Some(key) = find(&keys.set) {
-            return Ok(key);
-        }
-        if keys
-            .refetched_at
-            .is_some_and(|at| at.elapsed() < self.refetch_interval)
-        {
-            return Err(AuthError::UnknownKey(kid.to_string()));
-        }
-        keys.refetched_at = Some(Instant::now());
-        keys.set = get_json(&self.http, &self.meta.jwks_uri, "JWKS").await?;
-        tracing::info!(kid, "fetched the identity provider's keys again");
-        find(&keys.set).ok_or_else(|| AuthError::UnknownKey(kid.to_string()))
     }
 
     /// Redeem an authorization code (with our PKCE verifier) at the
@@ -360,44 +221,7 @@ impl Upstream {
         nonce: &str,
         now: u64,
     ) -> Result<IdClaims, AuthError> {
-        let header = jsonwebtoken::decode_header(token).map_err(|e| match alg_of(token) {
-            // alg "none" and algorithms jsonwebtoken does not know fail to
-            // parse here; other unreadable headers are malformed.
-            Some(alg) if !matches!(alg.as_str(), "RS256" | "ES256") => AuthError::BadAlg(alg),
-            _ => AuthError::Malformed(e.to_string()),
-        })?;
-        if !matches!(header.alg, Algorithm::RS256 | Algorithm::ES256) {
-            return Err(AuthError::BadAlg(format!("{:?}", header.alg)));
-        }
-        let kid = header.kid.as_deref().ok_or(AuthError::NoKid)?;
-        let jwk = self.key_for(kid).await?;
-        if let Some(published) = jwk.common.key_algorithm
-            && published.to_string() != format!("{:?}", header.alg)
-        {
-            return Err(AuthError::BadAlg(format!(
-                "{:?} (the key is for {published})",
-                header.alg
-            )));
-        }
-        let key = DecodingKey::from_jwk(&jwk).map_err(|e| {
-            AuthError::Upstream(format!("the provider's key {kid:?} is unusable: {e}"))
-        })?;
-        let mut validation = Validation::new(header.alg);
-        validation.validate_exp = false;
-        validation.validate_nbf = false;
-        validation.validate_aud = false;
-        validation.required_spec_claims = HashSet::new();
-        let data =
-            jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation).map_err(|e| {
-                match e.kind() {
-                    jsonwebtoken::errors::ErrorKind::InvalidSignature => AuthError::BadSignature,
-                    jsonwebtoken::errors::ErrorKind::InvalidAlgorithm => {
-                        AuthError::BadAlg(format!("{:?}", header.alg))
-                    }
-                    _ => AuthError::Malformed(e.to_string()),
-                }
-            })?;
-        let claims = data.claims;
+        let claims = verify_signature(token, &self.keys).await?;
         let known: KnownClaims = serde_json::from_value(Value::Object(claims.clone()))
             .map_err(|e| AuthError::Malformed(e.to_string()))?;
         if known.iss != self.config.issuer {
@@ -420,26 +244,4 @@ impl Upstream {
             exp: known.times.exp,
         })
     }
-}
-
-/// The `alg` a token's header claims, as text (for the error of one we
-/// cannot parse, like `none`).
-fn alg_of(token: &str) -> Option<String> {
-    use base64::Engine as _;
-    let head = token.split('.').next()?;
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(head)
-        .ok()?;
-    let value: Value = serde_json::from_slice(&bytes).ok()?;
-    let alg = value.get("alg")?.as_str()?;
-    Some(
-        alg.chars()
-            .filter(char::is_ascii_graphic)
-            .take(16)
-            .collect(),
-    )
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

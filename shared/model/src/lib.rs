@@ -14,7 +14,8 @@
 //! - Sign-in: [`oidc`] (a verified token's times and audience, claims as
 //!   text), [`sso`] (identity-provider groups mapped to a token's scope and
 //!   namespaces), [`trust`] (which CI jobs' tokens may publish where),
-//!   [`signin`] (a sign-in's state between its steps, the token it issues).
+//!   [`signin`] (a sign-in's state between its steps, the token it issues),
+//!   [`exchange`] (a CI job's OIDC token for a short-lived publish token).
 //! - [`upstream`]: other registries the pull-through cache reads from, and
 //!   which addresses and URLs an origin may never make it connect to.
 //! - [`error`]: why a value is refused; the HTTP pipeline maps it.
@@ -25,6 +26,7 @@ pub mod blob_key;
 pub mod date;
 pub mod docs;
 pub mod error;
+pub mod exchange;
 pub mod grants;
 pub mod hashing;
 pub mod keys;

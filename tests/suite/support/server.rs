@@ -169,8 +169,19 @@ impl Server {
 
     /// A server on `listen` (`IP:PORT`); its hostname is `IP`, or `IP:PORT` unless the port is 443.
     pub fn start_at(data_dir: &Path, listen: &str, extra: &[&str]) -> Server {
+        Self::start_with_env(data_dir, listen, extra, &[])
+    }
+
+    /// [`Server::start_at`], with `env` set for `tfreg serve` (e.g.
+    /// `SSL_CERT_FILE` naming the CA of an identity provider it fetches from).
+    pub fn start_with_env(
+        data_dir: &Path,
+        listen: &str,
+        extra: &[&str],
+        env: &[(&str, &Path)],
+    ) -> Server {
         let ca = data_dir.join("tls/ca.pem");
-        Self::serve(data_dir, listen, extra, &ca, &|| client_trusting(&ca))
+        Self::serve(data_dir, listen, extra, env, &ca, &|| client_trusting(&ca))
     }
 
     /// A server on a free port of 127.0.0.1 with the operator's own
@@ -185,6 +196,7 @@ impl Server {
             data_dir,
             &listen,
             &["--tls-cert", cert_arg, "--tls-key", key_arg],
+            &[],
             cert,
             &|| Some(client().danger_accept_invalid_certs(true).build().unwrap()),
         )
@@ -195,6 +207,7 @@ impl Server {
         data_dir: &Path,
         listen: &str,
         extra: &[&str],
+        env: &[(&str, &Path)],
         ca: &Path,
         client: &dyn Fn() -> Option<reqwest::blocking::Client>,
     ) -> Server {
@@ -212,6 +225,7 @@ impl Server {
             .arg(data_dir)
             .args(["--listen", listen, "--hostname", &host])
             .args(extra)
+            .envs(env.iter().copied())
             .env("TFREG_LOG", "info")
             .stdout(Stdio::null())
             .stderr(log_file)

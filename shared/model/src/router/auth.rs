@@ -1,7 +1,8 @@
 //! Sign-in's routes (issue 21): login.v1 (`terraform login`) with the
-//! registry as the OAuth server, and the identity provider's way back.
-//! Every one is public: a login must work whatever token a client holds,
-//! stale or none, so these never look at one.
+//! registry as the OAuth server, the identity provider's way back, and the
+//! CI token exchange. Every one is public: a login must work whatever token
+//! a client holds, stale or none, and the exchange's credential is the CI
+//! job's OIDC token in its body, so these never look at a bearer token.
 
 use http::Method;
 
@@ -12,6 +13,8 @@ pub use crate::protocol::{AUTHORIZE_PATH, TOKEN_PATH};
 pub const CALLBACK_PATH: &str = "/oauth/callback";
 /// Where the UI's "sign in with single sign-on" starts (`?next=/ui/...`).
 pub const SSO_PATH: &str = "/oauth/sso";
+/// Where a CI job exchanges its OIDC token for a short-lived publish token.
+pub const EXCHANGE_PATH: &str = "/v1/auth/exchange";
 
 /// A step of a sign-in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,20 +27,23 @@ pub enum AuthRoute {
     Token,
     /// `GET /oauth/sso`: the web UI's sign-in with the identity provider.
     SsoStart,
+    /// `POST /v1/auth/exchange`: a CI job's OIDC token for a publish token.
+    Exchange,
 }
 
 impl AuthRoute {
-    pub const ALL: [AuthRoute; 4] = [
+    pub const ALL: [AuthRoute; 5] = [
         AuthRoute::Authorize,
         AuthRoute::Callback,
         AuthRoute::Token,
         AuthRoute::SsoStart,
+        AuthRoute::Exchange,
     ];
 
     pub fn method(self) -> &'static [Method] {
         match self {
             AuthRoute::Authorize | AuthRoute::Callback | AuthRoute::SsoStart => GET,
-            AuthRoute::Token => POST,
+            AuthRoute::Token | AuthRoute::Exchange => POST,
         }
     }
 
@@ -47,13 +53,14 @@ impl AuthRoute {
             AuthRoute::Callback => CALLBACK_PATH,
             AuthRoute::Token => TOKEN_PATH,
             AuthRoute::SsoStart => SSO_PATH,
+            AuthRoute::Exchange => EXCHANGE_PATH,
         }
     }
 
     /// A browser shows this step's answers (errors as a plain page); the
-    /// token endpoint answers a program in JSON.
+    /// token and exchange endpoints answer a program in JSON.
     pub fn in_browser(self) -> bool {
-        !matches!(self, AuthRoute::Token)
+        !matches!(self, AuthRoute::Token | AuthRoute::Exchange)
     }
 
     /// The route of `path`, if it is one of these.

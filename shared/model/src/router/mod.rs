@@ -20,7 +20,7 @@ use http::Method;
 
 pub use crate::release::LifecycleAction;
 pub use admin::AdminRoute;
-pub use auth::{AUTHORIZE_PATH, AuthRoute, CALLBACK_PATH, SSO_PATH, TOKEN_PATH};
+pub use auth::{AUTHORIZE_PATH, AuthRoute, CALLBACK_PATH, EXCHANGE_PATH, SSO_PATH, TOKEN_PATH};
 pub use endpoint::Endpoint;
 pub use publish::{PublishRoute, PublishStep, PublishTarget};
 pub use read::{ReadEndpoint, ReadRoute};
@@ -109,7 +109,9 @@ impl Route {
         match self {
             Route::Ui(UiRoute::SignOut) => Some("session.end"),
             Route::Discovery | Route::Read(_) | Route::Blob(_) | Route::Ui(_) => None,
-            Route::Auth(auth) => (auth == &AuthRoute::Token).then_some("token.login"),
+            Route::Auth(AuthRoute::Token) => Some("token.login"),
+            Route::Auth(AuthRoute::Exchange) => Some("token.exchange"),
+            Route::Auth(_) => None,
             Route::Publish(p) => (p.step == PublishStep::Complete).then_some("publish"),
             Route::Admin(admin) => match admin {
                 AdminRoute::ListTokens
@@ -166,7 +168,9 @@ impl Route {
                 }
             },
             Route::Ui(UiRoute::SignOut) => "web UI session".into(),
-            Route::Auth(AuthRoute::Token | AuthRoute::Callback) => "tokens".into(),
+            Route::Auth(AuthRoute::Token | AuthRoute::Callback | AuthRoute::Exchange) => {
+                "tokens".into()
+            }
             other => other.path(),
         }
     }

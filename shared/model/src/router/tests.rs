@@ -283,7 +283,7 @@ fn status_of(err: &RouteError) -> u16 {
 }
 
 #[test]
-fn sign_in_routes_are_public_and_only_the_token_step_is_audited() {
+fn sign_in_routes_are_public_and_only_the_token_steps_are_audited() {
     let host = Hostname::parse("registry.test").unwrap();
     for step in AuthRoute::ALL {
         let r = route(&step.method()[0], step.path()).unwrap();
@@ -296,6 +296,21 @@ fn sign_in_routes_are_public_and_only_the_token_step_is_audited() {
         Some("token.login")
     );
     assert_eq!(Route::Auth(AuthRoute::Callback).audit_action(), None);
+    // The CI exchange: POST only, audited, answered in JSON; never taken
+    // for a read or publish path under /v1/.
+    let exchange = route(&Method::POST, "/v1/auth/exchange").unwrap();
+    assert_eq!(exchange, Route::Auth(AuthRoute::Exchange));
+    assert_eq!(exchange.audit_action(), Some("token.exchange"));
+    assert_eq!(exchange.audit_target(), "tokens");
+    assert!(!AuthRoute::Exchange.in_browser());
+    assert!(matches!(
+        route(&Method::GET, "/v1/auth/exchange"),
+        Err(RouteError::MethodNotAllowed { .. })
+    ));
+    assert!(matches!(
+        route(&Method::POST, "/v1/auth/exchange/x"),
+        Err(RouteError::NotFound(_))
+    ));
     assert!(matches!(
         route(&Method::GET, "/oauth/token"),
         Err(RouteError::MethodNotAllowed { .. })

@@ -1,8 +1,9 @@
 //! A sign-in's state between its steps, as items with an expiry (each step
 //! may run in another process): pending logins (partition [`LOGIN_PK`]),
-//! login.v1 codes ([`LOGINCODE_PK`]) and used nonces ([`NONCE_PK`]). The
-//! secrets they are found by (the state sent to the provider, the code, the
-//! nonce) appear only as their sha256, as sort keys. Each is written once
+//! login.v1 codes ([`LOGINCODE_PK`]), used nonces ([`NONCE_PK`]) and the
+//! used ids of CI OIDC tokens ([`JTI_PK`]). The secrets they are found by
+//! (the state sent to the provider, the code, the nonce) appear only as
+//! their sha256, as sort keys. Each is written once
 //! (`IfAbsent`) and consumed by an atomic `take`: of two callbacks or two
 //! token requests, one wins. Expiry is checked here on every read, as the
 //! stores delete expired items lazily.
@@ -11,7 +12,7 @@ use tfreg_model::hashing::sha256_hex;
 use tfreg_model::signin::{LoginCode, PENDING_TTL_SECS, PendingLogin};
 
 use super::codec::{decode, encode};
-use super::schema::{LOGIN_PK, LOGINCODE_PK, NONCE_PK};
+use super::schema::{JTI_PK, LOGIN_PK, LOGINCODE_PK, NONCE_PK};
 use crate::{Condition, Item, ItemStore, StoreError};
 
 /// Keep `pending` under the `state` sent to the provider, for
@@ -65,6 +66,24 @@ pub async fn take_code(store: &dyn ItemStore, code: &str) -> Result<Option<Login
 /// replayed ID token).
 pub async fn use_nonce(store: &dyn ItemStore, nonce: &str, until: u64) -> Result<bool, StoreError> {
     let item = Item::new(NONCE_PK, sha256_hex(nonce.as_bytes()), b"{}".to_vec()).expiring_at(until);
+    match store.put(item, Condition::IfAbsent).await {
+        Ok(()) => Ok(true),
+        Err(StoreError::ConditionFailed) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Record CI token `jti` of issuer `iss` as used until `until` (its `exp`
+/// and the leeway): `false` when it already was (a replayed token). Of two
+/// concurrent exchanges of one token, one wins (`IfAbsent`).
+pub async fn use_jti(
+    store: &dyn ItemStore,
+    iss: &str,
+    jti: &str,
+    until: u64,
+) -> Result<bool, StoreError> {
+    let key = tfreg_model::exchange::jti_key(iss, jti);
+    let item = Item::new(JTI_PK, key, b"{}".to_vec()).expiring_at(until);
     match store.put(item, Condition::IfAbsent).await {
         Ok(()) => Ok(true),
         Err(StoreError::ConditionFailed) => Ok(false),
@@ -155,5 +174,17 @@ mod tests {
         assert_eq!(take_code(&store, "the-code").await.unwrap(), None);
         assert!(use_nonce(&store, "n1", 99).await.unwrap());
         assert!(!use_nonce(&store, "n1", 99).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_ci_token_id_is_used_once_per_issuer_and_kept_until_its_expiry() {
+        let store = SqliteStore::in_memory().unwrap();
+        assert!(use_jti(&store, "https://a.test", "j1", 500).await.unwrap());
+        assert!(!use_jti(&store, "https://a.test", "j1", 500).await.unwrap());
+        assert!(use_jti(&store, "https://b.test", "j1", 500).await.unwrap());
+        let key = tfreg_model::exchange::jti_key("https://a.test", "j1");
+        let item = store.get(JTI_PK, &key).await.unwrap().unwrap();
+        assert_eq!(item.expires_at, Some(500));
+        assert!(!key.contains("j1"), "kept hashed");
     }
 }

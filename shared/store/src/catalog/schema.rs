@@ -21,6 +21,7 @@
 //! | sign-in in progress (10 min)       | `LOGIN`                          | `<sha256 of the state sent to the identity provider>` |
 //! | login.v1 code (60 s, used once)    | `LOGINCODE`                      | `<sha256 of the code>`              |
 //! | used ID token nonce                | `NONCE`                          | `<sha256 of the nonce>`             |
+//! | used CI OIDC token (until its exp) | `JTI`                            | `<sha256 of the issuer, a newline and the jti>` |
 //! | identity-provider group mapping    | `SSOMAP`                         | `<group>`                           |
 //! | CI trust policy of a namespace     | `TRUST`                          | `<ns>#<policy id>`                  |
 //!
@@ -62,6 +63,9 @@ pub const LOGIN_PK: &str = "LOGIN";
 pub const LOGINCODE_PK: &str = "LOGINCODE";
 /// The partition of used ID token nonces (expiring).
 pub const NONCE_PK: &str = "NONCE";
+/// The partition of used CI OIDC token ids (expiring at the token's `exp`
+/// and the leeway): a replayed token finds its `jti` here.
+pub const JTI_PK: &str = "JTI";
 /// The partition of identity-provider group mappings.
 pub const SSOMAP_PK: &str = "SSOMAP";
 /// The partition of every namespace's CI trust policies (one constant

@@ -1,0 +1,148 @@
+//! `POST /v1/auth/exchange`: a CI job's OIDC token (GitHub Actions, GitLab
+//! CI, any allow-listed issuer) for a short-lived registry token that
+//! publishes to the namespaces whose trust policies match the job's claims.
+//! The token is verified by [`crate::ci::CiIssuers`]; which namespaces, and
+//! the token, are `tfreg_model::exchange`'s; its `jti` is kept as used until
+//! it expires (`tfreg_store::catalog::login::use_jti`), so it is exchanged
+//! once. A bearer token sent along is never looked at.
+
+use http::{HeaderValue, StatusCode, header};
+use tfreg_http::body::{Body, Response, json, read_body};
+use tfreg_http::{Call, Error, Identified, Note, Registry};
+use tfreg_model::exchange::{
+    ExchangeAnswer, ExchangeRequest, MAX_EXCHANGE_BODY, exchange_token, trusted_namespaces,
+};
+use tfreg_model::oidc::LEEWAY_SECS;
+use tfreg_model::token::{Actor, Subject};
+use tfreg_store::catalog::{login, sso, tokens};
+
+use crate::ci::{CiIssuers, CiSettings};
+use crate::error::ExchangeError;
+
+/// The CI token exchange of one registry.
+#[derive(Debug)]
+pub struct Exchange {
+    issuers: CiIssuers,
+    settings: CiSettings,
+}
+
+impl Exchange {
+    /// The exchange for `settings`' issuers, fetching their keys with
+    /// `http` when first needed.
+    pub fn new(settings: CiSettings, http: reqwest::Client) -> Self {
+        Self {
+            issuers: CiIssuers::new(&settings, http),
+            settings,
+        }
+    }
+
+    pub fn settings(&self) -> &CiSettings {
+        &self.settings
+    }
+
+    /// Change how often an unknown `kid` fetches an issuer's keys again (tests).
+    pub fn set_refetch_interval(&mut self, interval: std::time::Duration) {
+        self.issuers.set_refetch_interval(interval);
+    }
+
+    /// The request's body, parsed and checked. A serde error is not
+    /// repeated: it may quote what was sent, which may be the token.
+    fn request(body: &[u8]) -> Result<ExchangeRequest, ExchangeError> {
+        let request: ExchangeRequest = serde_json::from_slice(body).map_err(|e| {
+            ExchangeError::BadRequest(format!(
+                "the body must be JSON {{\"token\": \"<the CI job's OIDC token>\"}}, optionally with \"namespaces\": [\"NS\", ...] (line {}, column {})",
+                e.line(),
+                e.column()
+            ))
+        })?;
+        Ok(request)
+    }
+
+    /// Verify, match, use the `jti`, issue.
+    pub async fn exchange(
+        &self,
+        registry: &Registry,
+        call: Call<'_>,
+        body: Body,
+    ) -> Result<Response, Error> {
+        let body = read_body(call.headers, body, MAX_EXCHANGE_BODY).await?;
+        Ok(self.issue(registry, &body).await?)
+    }
+
+    async fn issue(&self, registry: &Registry, body: &[u8]) -> Result<Response, ExchangeError> {
+        let request = Self::request(body)?;
+        let wanted = request
+            .check()
+            .map_err(|e| ExchangeError::BadRequest(e.0))?;
+        let now = registry.now();
+        let audience = self.settings.audience_for(&registry.config.public_url);
+        let (who, claims) = self.issuers.verify(&request.token, audience, now).await?;
+        let store = registry.items.as_ref();
+        let records = sso::policies(store, None).await?;
+        let trusted = trusted_namespaces(&records, &who.iss, &claims, wanted.as_ref())
+            .inspect_err(|e| {
+                tracing::info!(iss = who.iss, sub = who.sub, refused = %e, "CI token exchange refused");
+            })?;
+        // Used once, until it expires (after which its times refuse it).
+        if !login::use_jti(store, &who.iss, &who.jti, who.exp + LEEWAY_SECS).await? {
+            return Err(ExchangeError::Replayed);
+        }
+        let subject = Subject {
+            iss: who.iss.clone(),
+            sub: who.sub.clone(),
+            name: None,
+            email: None,
+        };
+        let new = exchange_token(&trusted, &subject, now, self.settings.token_ttl_secs);
+        let by = Actor {
+            kind: "ci-exchange".into(),
+            token_id: None,
+            token_name: None,
+        };
+        let (token, record) = tokens::create_issued(store, new, now, &by, Some(subject)).await?;
+        let answer = ExchangeAnswer {
+            token,
+            token_id: record.id.clone(),
+            expires_at: record.expires_at.unwrap_or(now),
+            namespaces: trusted.namespaces.clone(),
+            grants: record.grants.clone(),
+        };
+        let mut resp = json(StatusCode::OK, &answer);
+        resp.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        let note = format!(
+            "token {} ({}) issued to sub {:?} of {} by trust policies {}",
+            record.id,
+            record.describe_grants(),
+            who.sub,
+            who.iss,
+            trusted.policies.join(", ")
+        );
+        resp.extensions_mut().insert(Note(note));
+        resp.extensions_mut().insert(Identified(Actor {
+            kind: "token".into(),
+            token_id: Some(record.id.clone()),
+            token_name: Some(record.name.clone()),
+        }));
+        Ok(resp)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_malformed_body_is_not_quoted_back() {
+        for body in [
+            &br#"{"token": "a.b.c", "namespaces": "eyJhbGciOi.secret"}"#[..],
+            br#"{"token": ["eyJhbGciOi.secret"]}"#,
+            b"eyJhbGciOi.secret",
+        ] {
+            let e = Exchange::request(body).unwrap_err();
+            assert!(matches!(e, ExchangeError::BadRequest(_)));
+            assert!(!e.to_string().contains("secret"), "{e}");
+        }
+        assert!(Exchange::request(br#"{"token": "a.b.c"}"#).is_ok());
+    }
+}
