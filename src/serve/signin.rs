@@ -30,6 +30,16 @@ pub struct SignInArgs {
     /// A file holding the client's secret (read once at start, never logged).
     #[arg(long, requires = "oidc_issuer")]
     pub oidc_client_secret_file: Option<PathBuf>,
+    /// The scopes asked of the provider, space-separated. Add `groups` where
+    /// the provider puts the groups claim behind that scope (an Okta custom
+    /// authorization server); Entra ID, Google and Keycloak refuse or ignore
+    /// scopes they do not know.
+    #[arg(long, default_value = tfreg_auth::oidc::DEFAULT_SCOPES, requires = "oidc_issuer")]
+    pub oidc_scopes: String,
+    /// The ID token claim that lists the person's groups (a list of strings,
+    /// or one string).
+    #[arg(long, default_value = tfreg_auth::oidc::DEFAULT_GROUPS_CLAIM, requires = "oidc_issuer")]
+    pub oidc_groups_claim: String,
     /// The loopback ports Terraform may listen on during `terraform login`, MIN-MAX.
     #[arg(long, default_value = "10000-10010", value_parser = parse_ports)]
     pub login_ports: PortRange,
@@ -127,11 +137,9 @@ async fn login(args: &SignInArgs) -> Result<Option<(Upstream, LoginSettings)>> {
         )
         .into());
     }
-    let config = OidcConfig {
-        issuer: issuer.clone(),
-        client_id: client_id.clone(),
-        client_secret: Secret::new(secret),
-    };
+    let config = OidcConfig::new(issuer, client_id, Secret::new(secret))
+        .with_scopes(&args.oidc_scopes)
+        .with_groups_claim(&args.oidc_groups_claim);
     let http = tfreg_auth::oidc::http_client(crate::trust::client_config(None)?)?;
     let upstream = Upstream::discover(config, http)
         .await

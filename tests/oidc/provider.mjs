@@ -33,7 +33,7 @@
 // Always: PKCE required (S256 only, which is all oidc-provider 9 supports),
 // conformIdTokenClaims false (the granted scopes' claims are in the ID token),
 // scopes openid email profile groups offline_access; claims: email ->
-// email, email_verified; profile -> name, preferred_username; groups -> groups.
+// email, email_verified; profile -> name, preferred_username, groups; groups -> groups.
 //
 // On ready, ONE line of JSON on stdout:
 //   {"issuer", "port", "url", "jwks_uri", "signing_kid", "es256_kid", "pid"}
@@ -184,7 +184,10 @@ function makeProvider() {
     claims: {
       openid: ['sub'],
       email: ['email', 'email_verified'],
-      profile: ['name', 'preferred_username'],
+      // groups also with profile: tfreg asks for `openid email profile` by
+      // default (a provider that needs a `groups` scope is configured with
+      // --oidc-scopes), as Keycloak's and Entra's groups come.
+      profile: ['name', 'preferred_username', 'groups'],
       groups: ['groups'],
     },
     features: {

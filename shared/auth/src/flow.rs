@@ -15,8 +15,6 @@ pub const CLI_CLIENT_ID: &str = "terraform-cli";
 /// The cookie that binds a sign-in to the browser that started it
 /// (`SameSite=Lax`: the provider's redirect back is a cross-site top-level GET).
 pub const LOGIN_COOKIE: &str = "__Host-tfreg_login";
-/// The scopes asked of the provider (the groups claim included).
-pub const SCOPES: &str = "openid email profile groups";
 
 /// How this registry runs login.v1.
 #[derive(Debug, Clone)]
@@ -118,6 +116,7 @@ pub fn upstream_url(
     authorization_endpoint: &url::Url,
     client_id: &str,
     callback: &str,
+    scopes: &str,
     fresh: &Fresh,
 ) -> String {
     let mut url = authorization_endpoint.clone();
@@ -125,7 +124,7 @@ pub fn upstream_url(
         .append_pair("response_type", "code")
         .append_pair("client_id", client_id)
         .append_pair("redirect_uri", callback)
-        .append_pair("scope", SCOPES)
+        .append_pair("scope", scopes)
         .append_pair("state", &fresh.state)
         .append_pair("nonce", &fresh.nonce)
         .append_pair("code_challenge", &pkce_challenge(&fresh.verifier))
@@ -246,7 +245,13 @@ mod tests {
     fn the_provider_is_asked_for_a_code_with_pkce_and_our_nonce() {
         let fresh = Fresh::new();
         let endpoint = url::Url::parse("https://idp.test/auth?x=1").unwrap();
-        let url = upstream_url(&endpoint, "tfreg", "https://r.test/oauth/callback", &fresh);
+        let url = upstream_url(
+            &endpoint,
+            "tfreg",
+            "https://r.test/oauth/callback",
+            "openid email",
+            &fresh,
+        );
         let url = url::Url::parse(&url).unwrap();
         let q: std::collections::HashMap<_, _> = url.query_pairs().into_owned().collect();
         assert_eq!(q["x"], "1");
@@ -255,6 +260,7 @@ mod tests {
         assert_eq!(q["code_challenge"], pkce_challenge(&fresh.verifier));
         assert_eq!(q["code_challenge_method"], "S256");
         assert_eq!(q["redirect_uri"], "https://r.test/oauth/callback");
+        assert_eq!(q["scope"], "openid email");
     }
 
     #[test]

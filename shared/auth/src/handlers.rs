@@ -139,6 +139,7 @@ impl Login {
             self.upstream.authorization_endpoint(),
             self.upstream.client_id(),
             &Self::callback_url(registry),
+            self.upstream.scopes(),
             fresh,
         );
         let mut resp = redirect(&to);

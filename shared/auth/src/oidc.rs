@@ -41,6 +41,47 @@ pub struct OidcConfig {
     pub issuer: String,
     pub client_id: String,
     pub client_secret: Secret,
+    /// The scopes asked for, space-separated ([`DEFAULT_SCOPES`]).
+    pub scopes: String,
+    /// The ID token claim naming the person's groups ([`DEFAULT_GROUPS_CLAIM`]).
+    pub groups_claim: String,
+}
+
+/// The scopes every provider knows: the ID token, email and name. A
+/// provider that wants `groups` asked for is configured to (Okta's custom
+/// authorization servers); Entra ID and Google refuse a scope they do not know.
+pub const DEFAULT_SCOPES: &str = "openid email profile";
+/// Where Okta, Keycloak (its group membership mapper), Entra ID and most
+/// others put the groups when configured to.
+pub const DEFAULT_GROUPS_CLAIM: &str = "groups";
+
+impl OidcConfig {
+    /// A provider with the default scopes and groups claim.
+    pub fn new(issuer: &str, client_id: &str, client_secret: Secret) -> Self {
+        Self {
+            issuer: issuer.to_string(),
+            client_id: client_id.to_string(),
+            client_secret,
+            scopes: DEFAULT_SCOPES.to_string(),
+            groups_claim: DEFAULT_GROUPS_CLAIM.to_string(),
+        }
+    }
+
+    /// Ask for `scopes` (space-separated; `openid` is added when missing).
+    pub fn with_scopes(mut self, scopes: &str) -> Self {
+        let mut list: Vec<&str> = scopes.split_whitespace().collect();
+        if !list.contains(&"openid") {
+            list.insert(0, "openid");
+        }
+        self.scopes = list.join(" ");
+        self
+    }
+
+    /// Read the groups from claim `name`.
+    pub fn with_groups_claim(mut self, name: &str) -> Self {
+        self.groups_claim = name.to_string();
+        self
+    }
 }
 
 /// The fields of the provider's discovery document we use.
@@ -154,6 +195,11 @@ impl Upstream {
         &self.config.client_id
     }
 
+    /// The scopes asked of the provider.
+    pub fn scopes(&self) -> &str {
+        &self.config.scopes
+    }
+
     /// The provider's authorization endpoint.
     pub fn authorization_endpoint(&self) -> &url::Url {
         &self.meta.authorization_endpoint
@@ -239,9 +285,25 @@ impl Upstream {
             sub: known.sub,
             name: text("name"),
             email: text("email"),
-            groups: tfreg_model::oidc::claim_strings(&claims, "groups"),
+            groups: tfreg_model::oidc::claim_strings(&claims, &self.config.groups_claim),
             nonce: got,
             exp: known.times.exp,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes_always_ask_for_an_id_token() {
+        let c = OidcConfig::new("https://idp.test", "c", Secret::new("s"));
+        assert_eq!(c.scopes, "openid email profile");
+        assert_eq!(c.groups_claim, "groups");
+        let c = c.with_scopes("email  groups").with_groups_claim("roles");
+        assert_eq!(c.scopes, "openid email groups");
+        assert_eq!(c.groups_claim, "roles");
+        assert_eq!(c.with_scopes("profile openid").scopes, "profile openid");
     }
 }

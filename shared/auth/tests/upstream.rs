@@ -38,11 +38,7 @@ fn tls() -> rustls::ClientConfig {
 }
 
 async fn upstream(op: &Provider) -> Upstream {
-    let config = OidcConfig {
-        issuer: op.issuer.clone(),
-        client_id: CLIENT.into(),
-        client_secret: Secret::new(SECRET),
-    };
+    let config = OidcConfig::new(&op.issuer, CLIENT, Secret::new(SECRET));
     Upstream::discover(config, http_client(tls()).unwrap())
         .await
         .unwrap()
@@ -224,20 +220,12 @@ async fn a_key_rotation_is_followed_once_per_interval() {
 #[tokio::test]
 async fn discovery_must_name_the_configured_issuer_exactly() {
     let op = provider();
-    let config = OidcConfig {
-        issuer: format!("{}/", op.issuer),
-        client_id: CLIENT.into(),
-        client_secret: Secret::new(SECRET),
-    };
+    let config = OidcConfig::new(&format!("{}/", op.issuer), CLIENT, Secret::new(SECRET));
     let got = Upstream::discover(config, http_client(tls()).unwrap())
         .await
         .unwrap_err();
     assert!(matches!(got, AuthError::IssuerMismatch { .. }), "{got:?}");
-    let config = OidcConfig {
-        issuer: "http://idp.example.com".into(),
-        client_id: CLIENT.into(),
-        client_secret: Secret::new(SECRET),
-    };
+    let config = OidcConfig::new("http://idp.example.com", CLIENT, Secret::new(SECRET));
     let got = Upstream::discover(config, http_client(tls()).unwrap())
         .await
         .unwrap_err();
