@@ -18,10 +18,76 @@ pub struct Section {
 }
 
 impl Section {
+    /// Saved as `<name>.json` with when and at which commit it was measured,
+    /// so a report made later names them for a file left from another run.
     pub fn save(&self, out: &Path) -> std::io::Result<()> {
         let path = out.join(format!("{}.json", self.name));
-        std::fs::write(path, serde_json::to_vec_pretty(self)?)
+        let saved = SavedRef {
+            section: self,
+            measured: Some(Stamp::now()),
+        };
+        std::fs::write(path, serde_json::to_vec_pretty(&saved)?)
     }
+}
+
+/// When and where a section was measured.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stamp {
+    pub date: String,
+    pub commit: String,
+}
+
+impl Stamp {
+    fn now() -> Self {
+        Self {
+            date: run("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+            commit: run("git", &["describe", "--always", "--dirty"]),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct SavedRef<'a> {
+    #[serde(flatten)]
+    section: &'a Section,
+    measured: Option<Stamp>,
+}
+
+/// A saved section as read back; files from before stamps have none.
+#[derive(Deserialize)]
+struct Saved {
+    #[serde(flatten)]
+    section: Section,
+    #[serde(default)]
+    measured: Option<Stamp>,
+}
+
+/// A section read back, its text marked when it was not measured at
+/// `current` (a file left in the output directory by an earlier run).
+fn as_of(saved: Saved, current: &Stamp) -> Section {
+    let mut section = saved.section;
+    let note = match &saved.measured {
+        Some(stamp) if stamp.commit == current.commit => return section,
+        Some(stamp) => format!(
+            "*Not re-measured in this run: measured {} at commit {}.*",
+            stamp.date, stamp.commit
+        ),
+        None => {
+            "*Not re-measured in this run: left from an earlier run, its date and commit unknown.*"
+                .to_string()
+        }
+    };
+    section.markdown = format!("{note}\n\n{}", section.markdown);
+    section
+}
+
+fn run(cmd: &str, args: &[&str]) -> String {
+    std::process::Command::new(cmd)
+        .args(args)
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
 }
 
 /// The machine, the date and the commit the figures come from.
@@ -39,20 +105,13 @@ fn machine() -> String {
         .find_map(|l| l.strip_prefix("MemTotal:"))
         .and_then(|l| l.split_whitespace().next()?.parse::<f64>().ok())
         .map_or(0.0, |kib| kib / 1024.0 / 1024.0);
-    let run = |cmd: &str, args: &[&str]| {
-        std::process::Command::new(cmd)
-            .args(args)
-            .output()
-            .ok()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .unwrap_or_default()
-    };
+    let stamp = Stamp::now();
     format!(
         "- Machine: {cores} cores ({model}), {memory_gib:.0} GiB, {} {}, shared with other work (so ratios, not absolutes)\n- Date: {}\n- Commit: {}",
         run("uname", &["-sr"]),
         std::env::consts::ARCH,
-        run("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
-        run("git", &["describe", "--always", "--dirty"]),
+        stamp.date,
+        stamp.commit,
     )
 }
 
@@ -62,11 +121,12 @@ const ORDER: &[&str] = &["e2e", "serve", "handlers", "scale", "lambda"];
 /// BENCHMARKS.md from every section saved under `out`.
 pub fn write(report: &Path, out: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let mut sections = Vec::new();
+    let current = Stamp::now();
     for entry in std::fs::read_dir(out)? {
         let path = entry?.path();
         if path.extension().is_some_and(|e| e == "json") {
-            let section: Section = serde_json::from_slice(&std::fs::read(&path)?)?;
-            sections.push(section);
+            let saved: Saved = serde_json::from_slice(&std::fs::read(&path)?)?;
+            sections.push(as_of(saved, &current));
         }
     }
     // A section not measured this time keeps its text from the report it
@@ -188,5 +248,40 @@ mod tests {
             kept[0].markdown
         );
         assert!(kept_sections("", &measured).is_empty());
+    }
+
+    #[test]
+    fn a_saved_section_from_another_commit_says_so() {
+        let section = || Section {
+            name: "serve".into(),
+            title: "t".into(),
+            markdown: "figures".into(),
+            figures: serde_json::Value::Null,
+        };
+        let stamp = |c: &str| Stamp {
+            date: "2026-11-27 10:00 UTC".into(),
+            commit: c.into(),
+        };
+        let read = |json: serde_json::Value| -> Saved { serde_json::from_value(json).unwrap() };
+        let saved = serde_json::to_value(SavedRef {
+            section: &section(),
+            measured: Some(stamp("abc")),
+        })
+        .unwrap();
+        assert_eq!(
+            as_of(read(saved.clone()), &stamp("abc")).markdown,
+            "figures"
+        );
+        assert_eq!(
+            as_of(read(saved), &stamp("def")).markdown,
+            "*Not re-measured in this run: measured 2026-11-27 10:00 UTC at commit abc.*\n\nfigures"
+        );
+        // A file saved before stamps.
+        let old = serde_json::to_value(section()).unwrap();
+        assert!(
+            as_of(read(old), &stamp("def"))
+                .markdown
+                .starts_with("*Not re-measured in this run: left from an earlier run")
+        );
     }
 }
