@@ -79,7 +79,7 @@ mod hardening;
 mod layers;
 mod load;
 mod login;
-mod login_cli;
+mod tfreg_login;
 mod oidc_fixture;
 mod probes;
 mod publish_attacks;
