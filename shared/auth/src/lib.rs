@@ -6,12 +6,15 @@
 //!   ID token).
 //! - [`flow`]: the pure parts of each step (settings, URLs, cookies).
 //! - [`handlers`]: the group the pipeline dispatches `/oauth/...` to.
+//! - [`reach`]: which addresses the provider's URLs may lead to (AWS:
+//!   public only).
 //! - [`error`]: what can go wrong, and its HTTP status.
 
 pub mod error;
 pub mod flow;
 pub mod handlers;
 pub mod oidc;
+pub mod reach;
 
 pub use error::AuthError;
 pub use flow::LoginSettings;

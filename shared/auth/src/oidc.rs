@@ -15,6 +15,7 @@ use tfreg_model::oidc::{Audience, LEEWAY_SECS, Times, check_audience, check_time
 use tokio::sync::RwLock;
 
 use crate::error::AuthError;
+use crate::reach::Reach;
 
 /// Largest discovery document, JWKS or token answer read from the provider.
 pub const MAX_UPSTREAM_BODY: usize = 64 * 1024;
@@ -206,6 +207,17 @@ impl Upstream {
     /// Read the provider's discovery document (its `issuer` must be the
     /// configured one, byte for byte) and its keys.
     pub async fn discover(config: OidcConfig, http: reqwest::Client) -> Result<Self, AuthError> {
+        Self::discover_within(config, http, Reach::Any).await
+    }
+
+    /// [`Upstream::discover`], every URL it or a later step fetches (the
+    /// discovery document, the JWKS, the token endpoint) checked against
+    /// `reach` first (give `http` a [`crate::reach::guarded_client`] too).
+    pub async fn discover_within(
+        config: OidcConfig,
+        http: reqwest::Client,
+        reach: Reach,
+    ) -> Result<Self, AuthError> {
         // Whichever crate enables another backend later, ours is the one in use.
         let _ = jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER.install_default();
         let issuer = url::Url::parse(&config.issuer)
@@ -216,6 +228,7 @@ impl Upstream {
             config.issuer.trim_end_matches('/')
         ))
         .map_err(|e| AuthError::Upstream(format!("discovery URL: {e}")))?;
+        reach.check(&well_known, "discovery")?;
         let raw: RawMeta = get_json(&http, &well_known, "discovery").await?;
         if raw.issuer != config.issuer {
             return Err(AuthError::IssuerMismatch {
@@ -231,6 +244,8 @@ impl Upstream {
             token_endpoint: parse_url(&raw.token_endpoint, "token_endpoint")?,
             jwks_uri: parse_url(&raw.jwks_uri, "jwks_uri")?,
         };
+        reach.check(&meta.token_endpoint, "token_endpoint")?;
+        reach.check(&meta.jwks_uri, "jwks_uri")?;
         let set = get_json(&http, &meta.jwks_uri, "JWKS").await?;
         Ok(Self {
             config,
