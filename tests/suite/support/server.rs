@@ -14,7 +14,7 @@ use super::tools::{Tools, require_emulators, tfreg_bin};
 const LOG_MARK: &str = "/_log-mark/";
 
 /// The function binaries, by the names cargo lambda watch's router gives them.
-pub const FUNCTIONS: [&str; 5] = ["read", "blob", "publish", "admin", "ui"];
+pub const FUNCTIONS: [&str; 6] = ["read", "blob", "publish", "admin", "ui", "auth"];
 
 /// A loopback port that was free a moment ago.
 pub fn free_port() -> u16 {
