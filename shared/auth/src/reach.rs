@@ -127,6 +127,9 @@ pub fn guarded_client(
         .use_preconfigured_tls(tls)
         .redirect(reqwest::redirect::Policy::none())
         .timeout(UPSTREAM_TIMEOUT)
+        // No proxy from the environment: the guard must see the provider's
+        // own names and addresses.
+        .no_proxy()
         .dns_resolver(Arc::new(GuardedResolver(reach)))
         .build()
         .map_err(|e| AuthError::Upstream(format!("cannot make an HTTP client: {e}")))
