@@ -39,11 +39,24 @@ struct Rig {
     _moto: Option<Moto>,
 }
 
+/// [`Provider::start`], given at most a minute: once, under load with the
+/// six tests side by side, a provider never printed its ready line and the
+/// test waited ten minutes. A stuck start now fails the test at once
+/// (the provider exits when this process ends: its stdin closes).
+fn provider(config: Value) -> Provider {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(Provider::start(config));
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the OpenID Provider printed its ready line within 60 s")
+}
+
 fn start(tmp: &Path, mode: Mode) -> Rig {
     let port = free_port_pair();
     let login_port = free_port_pair();
     let ports = format!("{login_port}-{}", login_port + 1);
-    let op = Provider::start(json!({
+    let op = provider(json!({
         "clients": [{"client_id": CLIENT, "client_secret": SECRET,
                      "redirect_uris": [format!("https://127.0.0.1:{port}/oauth/callback")]}],
         "users": [
