@@ -35,6 +35,8 @@ enum Mode {
 /// (read on `acme`), carol in `other-readers` (read on `other` only).
 struct Rig {
     server: Server,
+    /// The two-port range Terraform may listen on (it takes the first).
+    login_ports: [u16; 2],
     _op: Provider,
     _moto: Option<Moto>,
 }
@@ -111,6 +113,7 @@ fn start(tmp: &Path, mode: Mode) -> Rig {
     }
     Rig {
         server,
+        login_ports: [login_port, login_port + 1],
         _op: op,
         _moto: moto,
     }
@@ -265,6 +268,16 @@ fn login_then_init(mode: Mode, tf_var: &str, other_namespace: bool) {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+
+    // Discovery (the read function in AWS) advertises login.v1 over the range.
+    let disco: Value = server.get("/.well-known/terraform.json").json().unwrap();
+    assert_eq!(
+        disco["login.v1"],
+        json!({"client": "terraform-cli", "grant_types": ["authz_code"],
+               "authz": "/oauth/authorize", "token": "/oauth/token",
+               "ports": rig.login_ports}),
+        "{disco}"
+    );
 
     let home = tmp.path().join("alice");
     let out = terraform_login(&tf, server, &home, "alice");
