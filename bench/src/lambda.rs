@@ -53,7 +53,8 @@ const fn function(
 /// are on: the read routes query DynamoDB (nothing is published, so 404),
 /// blob refuses a URL without its signature (400); publish and admin
 /// answer 401 to a request without a token; the UI's home page lists
-/// nothing (one Query).
+/// nothing (one Query); auth, started without an identity provider, answers
+/// its routes with 404.
 const FUNCTIONS: &[Function] = &[
     function(
         "discovery",
@@ -120,6 +121,8 @@ const FUNCTIONS: &[Function] = &[
     ),
     function("admin", "admin", ("GET", "/v1/admin/tokens"), 401),
     function("ui", "ui", ("GET", "/ui/home"), 200),
+    // Without an identity provider the auth function serves no sign-in: 404.
+    function("auth", "auth", ("GET", "/oauth/authorize"), 404),
 ];
 
 /// The baseline: a `lambda_http` hello-world, built like the functions.

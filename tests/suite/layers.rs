@@ -3,9 +3,11 @@
 //! every target platform), so a heavy dependency cannot quietly come back:
 //! `read` and `blob` carry no OpenPGP, archive, HCL, Markdown, sanitiser or
 //! template code; `publish` and `admin` no UI; `ui` no OpenPGP; only `blob`,
-//! `publish` and `admin` the S3 client; none a regular expression engine nor
-//! sign-in's JWT code (`tfreg serve` only, until `functions/auth`); and a
-//! function depends on no other function's handler group.
+//! `publish` and `admin` the S3 client; none a regular expression engine;
+//! only `auth` sign-in's JWT code, the HTTP client it reaches the identity
+//! provider with, and the SSM / Secrets Manager clients it reads the
+//! provider's client secret with; and a function depends on no other
+//! function's handler group.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -23,16 +25,26 @@ const S3: &[&str] = &["aws-sdk-s3"];
 /// `Targets`, not tracing-subscriber's `env-filter` (which lambda_http's
 /// default `tracing` feature would also bring).
 const REGEX: &[&str] = &["regex-automata", "matchers"];
-/// Sign-in (issue 21): the JWT library and the group that uses it, linked
-/// by `tfreg serve` and (when it lands) the auth function only.
-const SIGNIN: &[&str] = &["tfreg-auth", "jsonwebtoken"];
+/// Sign-in (issue 21): the group, its JWT library and the HTTP client it
+/// reaches the identity provider with, linked by `tfreg serve` and the
+/// auth function only.
+const SIGNIN: &[&str] = &["tfreg-auth", "jsonwebtoken", "reqwest"];
+/// The clients the auth function reads its client secret with (the CLI
+/// has no use for them).
+const SECRETS: &[&str] = &["aws-sdk-ssm", "aws-sdk-secretsmanager"];
 
 /// The function packages and what each must not link.
 fn forbidden() -> Vec<(&'static str, Vec<&'static str>)> {
     fn groups(except: &'static str) -> impl Iterator<Item = &'static str> {
-        ["tfreg-read", "tfreg-publish", "tfreg-admin", "tfreg-ui"]
-            .into_iter()
-            .filter(move |g| *g != except)
+        [
+            "tfreg-read",
+            "tfreg-publish",
+            "tfreg-admin",
+            "tfreg-ui",
+            "tfreg-auth",
+        ]
+        .into_iter()
+        .filter(move |g| *g != except)
     }
     fn all(lists: &[&[&'static str]]) -> Vec<&'static str> {
         lists.iter().flat_map(|l| l.iter().copied()).collect()
@@ -40,28 +52,28 @@ fn forbidden() -> Vec<(&'static str, Vec<&'static str>)> {
     vec![
         (
             "tfreg-function-read",
-            all(&[PGP, ARCHIVES, DOCS, UI, S3, REGEX, SIGNIN])
+            all(&[PGP, ARCHIVES, DOCS, UI, S3, REGEX, SIGNIN, SECRETS])
                 .into_iter()
                 .chain(groups("tfreg-read"))
                 .collect(),
         ),
         (
             "tfreg-function-blob",
-            all(&[PGP, ARCHIVES, DOCS, UI, REGEX, SIGNIN])
+            all(&[PGP, ARCHIVES, DOCS, UI, REGEX, SIGNIN, SECRETS])
                 .into_iter()
                 .chain(groups("tfreg-read"))
                 .collect(),
         ),
         (
             "tfreg-function-publish",
-            all(&[UI, REGEX, SIGNIN])
+            all(&[UI, REGEX, SIGNIN, SECRETS])
                 .into_iter()
                 .chain(groups("tfreg-publish"))
                 .collect(),
         ),
         (
             "tfreg-function-admin",
-            all(&[UI, REGEX, SIGNIN])
+            all(&[UI, REGEX, SIGNIN, SECRETS])
                 .into_iter()
                 .chain(groups("tfreg-admin"))
                 .collect(),
@@ -72,10 +84,29 @@ fn forbidden() -> Vec<(&'static str, Vec<&'static str>)> {
                 .into_iter()
                 .chain(REGEX.iter().copied())
                 .chain(SIGNIN.iter().copied())
+                .chain(SECRETS.iter().copied())
                 .chain(groups("tfreg-ui"))
                 .collect(),
         ),
+        (
+            // rsa and p256 come with jsonwebtoken's rust_crypto backend.
+            "tfreg-function-auth",
+            all(&[ARCHIVES, DOCS, UI, S3, REGEX])
+                .into_iter()
+                .chain(["pgp", "tfreg-verify"])
+                .chain(groups("tfreg-auth"))
+                .collect(),
+        ),
     ]
+}
+
+/// What only the auth function links, it does link.
+#[test]
+fn the_auth_function_links_sign_in_and_the_secret_clients() {
+    let deps = dependencies("tfreg-function-auth");
+    for name in SIGNIN.iter().chain(SECRETS) {
+        assert!(deps.contains(*name), "tfreg-function-auth lacks {name}");
+    }
 }
 
 /// The names of every package in `package`'s normal and build dependency

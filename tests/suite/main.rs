@@ -58,6 +58,14 @@
 //!   (every attack, the token's rights and expiry) and through `tfreg serve`
 //!   and `tfreg publish --oidc`.
 //!
+//! - `login_cli`: the real `terraform login` (1.0.3, 1.11.4, 1.12.2) then
+//!   `terraform init` of a private module, on `tfreg serve` and on the Lambda
+//!   functions (the auth function's secret in SSM on moto); another
+//!   namespace's member refused.
+//!
+//! - `signin_secret`: the auth function's client secret from SSM Parameter
+//!   Store and Secrets Manager on moto's server.
+//!
 //! `support` is the harness, split by job.
 
 mod access;
@@ -79,12 +87,14 @@ mod hardening;
 mod layers;
 mod load;
 mod login;
-mod tfreg_login;
+mod login_cli;
 mod oidc_fixture;
 mod probes;
 mod publish_attacks;
 mod scale;
 mod shared_build;
+mod signin_secret;
 mod sso_admin;
 mod support;
 mod template;
+mod tfreg_login;

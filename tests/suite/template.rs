@@ -52,7 +52,7 @@ fn tagged_str<'a>(v: &'a Value, tag: &str) -> &'a str {
 }
 
 /// The function packages (`functions/<name>`, binary `<name>`).
-const PACKAGES: [&str; 5] = ["read", "blob", "publish", "admin", "ui"];
+const PACKAGES: [&str; 6] = ["read", "blob", "publish", "admin", "ui", "auth"];
 
 /// The package whose handler group serves `route`.
 fn package_of(route: &Route) -> &'static str {
@@ -66,10 +66,6 @@ fn package_of(route: &Route) -> &'static str {
         Route::Auth(_) => "auth",
     }
 }
-
-/// Endpoints `tfreg serve` answers whose Lambda function has not landed
-/// yet (issue 21: `functions/auth` and its template entry come next).
-const NOT_YET_IN_LAMBDA: [Endpoint; 1] = [Endpoint::Auth];
 
 /// logical id → the binary it runs. Each function is built from its
 /// package (`CodeUri: functions/<binary>`, `Binary: <binary>`) and nothing
@@ -106,7 +102,8 @@ fn function_binaries(t: &Value) -> BTreeMap<String, String> {
 }
 
 /// endpoint name → logical id of its function resource: the endpoint the
-/// router gives the function's one route.
+/// router gives the function's routes (one, or for auth one per sign-in
+/// step, all of the one endpoint).
 fn functions(t: &Value) -> BTreeMap<String, String> {
     let binaries = function_binaries(t);
     let routes = routes(t);
@@ -115,17 +112,28 @@ fn functions(t: &Value) -> BTreeMap<String, String> {
         let keys = routes
             .get(id)
             .unwrap_or_else(|| panic!("{id} has no route"));
-        assert_eq!(keys.len(), 1, "{id} has exactly one route, found {keys:?}");
-        let (method, path) = sample(&keys[0]);
-        let route = tfreg_model::router::route(&method, &path)
-            .unwrap_or_else(|e| panic!("{}: {path}: {e}", keys[0]));
+        let mut endpoints = BTreeSet::new();
+        for key in keys {
+            let (method, path) = sample(key);
+            let route = tfreg_model::router::route(&method, &path)
+                .unwrap_or_else(|e| panic!("{key}: {path}: {e}"));
+            assert_eq!(
+                package_of(&route),
+                binary,
+                "{id}: {key} is served by another package"
+            );
+            endpoints.insert(route.endpoint().name().to_string());
+        }
         assert_eq!(
-            package_of(&route),
-            binary,
-            "{id}: {} is served by another package",
-            keys[0]
+            endpoints.len(),
+            1,
+            "{id}: the routes of one function are one endpoint's: {keys:?}"
         );
-        let endpoint = route.endpoint().name().to_string();
+        assert!(
+            keys.len() == 1 || binary == "auth",
+            "{id} has exactly one route, found {keys:?}"
+        );
+        let endpoint = endpoints.pop_first().unwrap();
         if let Some(previous) = by_endpoint.insert(endpoint.clone(), id.clone()) {
             panic!("endpoint {endpoint} has two functions: {previous} and {id}");
         }
@@ -198,7 +206,10 @@ fn sample_path(pattern: &str) -> (Method, String) {
         .replace("{key+}", "archives/abc/x.zip")
         .replace("{operation+}", operation);
     assert!(!path.contains('{'), "{pattern}: unknown parameter");
-    let method = if path.starts_with("/v1/publish/") {
+    let method = if path.starts_with("/v1/publish/")
+        || path == tfreg_model::protocol::TOKEN_PATH
+        || path == tfreg_model::router::EXCHANGE_PATH
+    {
         Method::POST
     } else {
         Method::GET
@@ -209,7 +220,6 @@ fn sample_path(pattern: &str) -> (Method, String) {
 fn endpoint_names() -> BTreeSet<String> {
     Endpoint::all()
         .iter()
-        .filter(|e| !NOT_YET_IN_LAMBDA.contains(e))
         .map(|e| e.name().to_string())
         .collect()
 }
@@ -326,20 +336,21 @@ fn api_routes_are_the_routes_cargo_lambda_watch_serves() {
     let routes = routes(&t);
     let watch = watch_routes();
     for (id, binary) in &binaries {
-        let key = &routes[id][0];
-        let api_path = match key.as_str() {
-            "$default" => CATCH_ALL.to_string(),
-            k => k
-                .trim_start_matches("ANY ")
-                .replace("{key+}", "{*key}")
-                .replace("{operation+}", "{*operation}")
-                .replace("{page+}", "{*page}"),
-        };
-        assert_eq!(
-            watch.get(&api_path).map(String::as_str),
-            Some(binary.as_str()),
-            "{key}: cargo lambda watch routes {api_path} elsewhere"
-        );
+        for key in &routes[id] {
+            let api_path = match key.as_str() {
+                "$default" => CATCH_ALL.to_string(),
+                k => k
+                    .trim_start_matches("ANY ")
+                    .replace("{key+}", "{*key}")
+                    .replace("{operation+}", "{*operation}")
+                    .replace("{page+}", "{*page}"),
+            };
+            assert_eq!(
+                watch.get(&api_path).map(String::as_str),
+                Some(binary.as_str()),
+                "{key}: cargo lambda watch routes {api_path} elsewhere"
+            );
+        }
     }
 }
 
@@ -553,6 +564,11 @@ fn only_publish_and_admin_write_and_reads_are_read_only() {
     let mut token_checkers = BTreeSet::new();
     for (binary, id) in &functions {
         let function = &resources(&t)[id.as_str()];
+        if binary == "auth" {
+            // Its own rules: the_auth_function_writes_only_sign_in_items.
+            assert!(!needs_token(&routes[id][0]), "sign-in needs no token");
+            continue;
+        }
         let actions = actions(function);
         for a in &actions {
             assert!(
@@ -948,16 +964,21 @@ fn run_edge_function(code: &str, methods: &[&str]) -> Vec<EdgeResponse> {
     serde_json::from_slice(&out.stdout).expect("the function's responses")
 }
 
-async fn rust_answer(method: Method) -> (u16, String, String) {
+async fn rust_answer(
+    method: Method,
+    login_v1: Option<tfreg_model::protocol::LoginV1>,
+) -> (u16, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let store = tfreg_store::sqlite::SqliteStore::in_memory().unwrap();
     let blobs = tfreg_store::fs::FsBlobStore::open(dir.path()).unwrap();
+    let mut config = tfreg_http::Config::new(
+        tfreg_model::address::Hostname::parse("registry.example.com").unwrap(),
+    );
+    config.login_v1 = login_v1;
     let registry = tfreg_http::Registry::with_stored_signer(
         std::sync::Arc::new(store),
         std::sync::Arc::new(blobs),
-        tfreg_http::Config::new(
-            tfreg_model::address::Hostname::parse("registry.example.com").unwrap(),
-        ),
+        config,
     );
     let req = http::Request::builder()
         .method(method)
@@ -988,10 +1009,32 @@ async fn the_edge_answers_discovery_exactly_as_the_discovery_handler() {
         edge["FunctionConfig"]["Runtime"].as_str(),
         Some("cloudfront-js-2.0")
     );
-    let code = edge["FunctionCode"].as_str().expect("inline FunctionCode");
-    let answers = run_edge_function(code, &["GET", "HEAD", "POST"]);
+    // Without an identity provider, and with one (login.v1 over LoginPorts).
+    for (sign_in, login_v1) in [
+        (false, None),
+        (
+            true,
+            Some(tfreg_model::protocol::LoginV1::new(
+                tfreg_model::login::CLI_CLIENT_ID,
+                tfreg_model::login::PortRange::new(10000, 10010).unwrap(),
+            )),
+        ),
+    ] {
+        let params = parameter_defaults(&t);
+        let conditions = BTreeMap::from([("HasSignIn".to_string(), sign_in)]);
+        let code = evaluate(&edge["FunctionCode"], &params, &conditions);
+        edge_answers_as_the_handler(&code, login_v1).await;
+    }
 
-    let (status, content_type, body) = rust_answer(Method::GET).await;
+    // CloudFront runs it for that one path, on the viewer request; every other
+    // path goes to the API uncached, with Authorization but without Host.
+    edge_is_on_the_discovery_path(&t);
+}
+
+async fn edge_answers_as_the_handler(code: &str, login_v1: Option<tfreg_model::protocol::LoginV1>) {
+    let answers = run_edge_function(code, &["GET", "HEAD", "POST"]);
+    let (status, content_type, body) = rust_answer(Method::GET, login_v1.clone()).await;
+    assert_eq!(body.contains("login.v1"), login_v1.is_some(), "{body}");
     for (edge, method) in answers[..2].iter().zip(["GET", "HEAD"]) {
         assert_eq!(edge.status, status, "{method}");
         assert_eq!(
@@ -1004,16 +1047,16 @@ async fn the_edge_answers_discovery_exactly_as_the_discovery_handler() {
             "{method}: the edge document is the handler's, byte for byte"
         );
     }
-    let (status, _, body) = rust_answer(Method::POST).await;
+    let (status, _, body) = rust_answer(Method::POST, login_v1).await;
     assert_eq!(answers[2].status, status);
     assert_eq!(status, 405);
     let edge_json: serde_json::Value = serde_json::from_str(&answers[2].body.data).unwrap();
     let rust_json: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(edge_json, rust_json, "405 body");
+}
 
-    // CloudFront runs it for that one path, on the viewer request; every other
-    // path goes to the API uncached, with Authorization but without Host.
-    let dist = &resources(&t)["Distribution"]["Properties"]["DistributionConfig"];
+fn edge_is_on_the_discovery_path(t: &Value) {
+    let dist = &resources(t)["Distribution"]["Properties"]["DistributionConfig"];
     let behaviours = dist["CacheBehaviors"].as_sequence().unwrap();
     let discovery: Vec<_> = behaviours
         .iter()
@@ -1039,5 +1082,319 @@ async fn the_edge_answers_discovery_exactly_as_the_discovery_handler() {
     assert!(
         methods.iter().any(|m| m.as_str() == Some("POST")),
         "publish needs POST"
+    );
+}
+
+/// Each parameter's default, as text.
+fn parameter_defaults(t: &Value) -> BTreeMap<String, String> {
+    t["Parameters"]
+        .as_mapping()
+        .unwrap()
+        .iter()
+        .filter_map(|(name, p)| {
+            let default = match &p["Default"] {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                _ => return None,
+            };
+            Some((name.as_str().unwrap().to_string(), default))
+        })
+        .collect()
+}
+
+/// What CloudFormation makes of a string-valued expression of `!Sub`
+/// (both forms), `!If`, `!Select`, `!Split` and `!Ref` of a parameter, for
+/// the given parameters and conditions: enough for the edge function's code.
+fn evaluate(
+    v: &Value,
+    params: &BTreeMap<String, String>,
+    conditions: &BTreeMap<String, bool>,
+) -> String {
+    fn list(
+        v: &Value,
+        params: &BTreeMap<String, String>,
+        conditions: &BTreeMap<String, bool>,
+    ) -> Vec<String> {
+        let (delimiter, text) = match tagged(v, "!Split").and_then(Value::as_sequence) {
+            Some(args) => (
+                args[0].as_str().unwrap().to_string(),
+                evaluate(&args[1], params, conditions),
+            ),
+            None => panic!("a list expression: {v:?}"),
+        };
+        text.split(&delimiter).map(str::to_string).collect()
+    }
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Tagged(t) => match (t.tag.to_string().as_str(), &t.value) {
+            ("!Ref", Value::String(name)) => params
+                .get(name)
+                .unwrap_or_else(|| panic!("no parameter {name}"))
+                .clone(),
+            ("!If", Value::Sequence(args)) => {
+                let name = args[0].as_str().unwrap();
+                let chosen = *conditions
+                    .get(name)
+                    .unwrap_or_else(|| panic!("condition {name} not given"));
+                evaluate(&args[if chosen { 1 } else { 2 }], params, conditions)
+            }
+            ("!Select", Value::Sequence(args)) => {
+                let at = args[0].as_u64().unwrap() as usize;
+                list(&args[1], params, conditions)[at].clone()
+            }
+            ("!Sub", Value::String(text)) => substitute(text, &BTreeMap::new(), params),
+            ("!Sub", Value::Sequence(args)) => {
+                let vars: BTreeMap<String, String> = args[1]
+                    .as_mapping()
+                    .unwrap()
+                    .iter()
+                    .map(|(k, v)| {
+                        (
+                            k.as_str().unwrap().to_string(),
+                            evaluate(v, params, conditions),
+                        )
+                    })
+                    .collect();
+                substitute(args[0].as_str().unwrap(), &vars, params)
+            }
+            (tag, _) => panic!("cannot evaluate {tag}"),
+        },
+        other => panic!("not a string expression: {other:?}"),
+    }
+}
+
+/// `${Name}` replaced by a variable or parameter (`${!Literal}` is not used here).
+fn substitute(
+    text: &str,
+    vars: &BTreeMap<String, String>,
+    params: &BTreeMap<String, String>,
+) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        let end = rest[at..].find('}').expect("closing brace") + at;
+        let name = &rest[at + 2..end];
+        assert!(!name.starts_with('!'), "literal ${{!...}} in {text}");
+        let value = vars
+            .get(name)
+            .or_else(|| params.get(name))
+            .unwrap_or_else(|| panic!("${{{name}}} is neither a variable nor a parameter"));
+        out.push_str(value);
+        rest = &rest[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The auth function, only with an identity provider: it and everything
+/// that reaches it (log group, integration, its three routes, API
+/// Gateway's permission) exist under `HasSignIn`, which an issuer sets.
+#[test]
+fn the_auth_function_exists_only_with_an_identity_provider() {
+    let t = template();
+    let functions = functions(&t);
+    let id = &functions["auth"];
+    let conditions = &t["Conditions"];
+    let has = tagged(&conditions["HasSignIn"], "!Not").expect("HasSignIn: !Not [...]");
+    let equals = tagged(&has[0], "!Equals").unwrap();
+    assert_eq!(tagged_str(&equals[0], "!Ref"), "OidcIssuer");
+    assert_eq!(equals[1].as_str(), Some(""));
+    let auth_ids: Vec<String> = resources(&t)
+        .keys()
+        .map(|k| k.as_str().unwrap().to_string())
+        .filter(|k| k.starts_with("Auth"))
+        .collect();
+    assert_eq!(
+        auth_ids,
+        [
+            "AuthFunction",
+            "AuthLogGroup",
+            "AuthIntegration",
+            "AuthAuthorizeRoute",
+            "AuthCallbackRoute",
+            "AuthTokenRoute",
+            "AuthSsoRoute",
+            "AuthExchangeRoute",
+            "AuthPermission"
+        ]
+    );
+    assert_eq!(id, "AuthFunction");
+    for (name, r) in resources(&t) {
+        let name = name.as_str().unwrap();
+        let text = format!("{r:?}");
+        let reaches = auth_ids
+            .iter()
+            .any(|a| a != name && text.contains(a.as_str()));
+        if auth_ids.iter().any(|a| a == name) || reaches {
+            assert_eq!(
+                r["Condition"].as_str(),
+                Some("HasSignIn"),
+                "{name} exists only with sign-in"
+            );
+        }
+    }
+    let mut keys = routes(&t)[id].clone();
+    keys.sort();
+    let mut expected: Vec<String> = tfreg_model::router::AuthRoute::ALL
+        .iter()
+        .map(|r| format!("ANY {}", r.path()))
+        .collect();
+    expected.sort();
+    assert_eq!(keys, expected, "one route per sign-in step, nothing more");
+    let log = tagged_str(
+        &resources(&t)[id.as_str()]["Properties"]["LoggingConfig"]["LogGroup"],
+        "!Ref",
+    );
+    assert_eq!(resources(&t)[log]["Condition"].as_str(), Some("HasSignIn"));
+}
+
+/// Least privilege, from the items the sign-in steps use
+/// (`tfreg_store::catalog::{login, tokens, audit, sso}`): put and take
+/// (DeleteItem) its own state, put a token and its audit event, record a CI
+/// token's jti, query the group mappings and trust policies, read the URL
+/// signing secret (a UI session's MAC key), and read that one client
+/// secret; nothing else.
+#[test]
+fn the_auth_function_writes_only_sign_in_items_and_reads_one_secret() {
+    use tfreg_store::catalog::schema::{
+        AUDIT_PK, JTI_PK, LOGIN_PK, LOGINCODE_PK, NONCE_PK, SECRET_PK, SSOMAP_PK, TOKENS_PK,
+        TRUST_PK,
+    };
+    let t = template();
+    let functions = functions(&t);
+    let auth = &resources(&t)[functions["auth"].as_str()]["Properties"];
+    let yaml = format!(
+        r#"
+- Statement:
+    - Sid: SignInState
+      Effect: Allow
+      Action: [dynamodb:PutItem, dynamodb:DeleteItem]
+      Resource: !GetAtt Table.Arn
+      Condition:
+        ForAllValues:StringEquals:
+          dynamodb:LeadingKeys: [{LOGIN_PK}, {LOGINCODE_PK}, {NONCE_PK}]
+    - Sid: IssueTokens
+      Effect: Allow
+      Action: dynamodb:PutItem
+      Resource: !GetAtt Table.Arn
+      Condition:
+        ForAllValues:StringEquals:
+          dynamodb:LeadingKeys: [{TOKENS_PK}, {AUDIT_PK}]
+    - Sid: UseCiTokens
+      Effect: Allow
+      Action: dynamodb:PutItem
+      Resource: !GetAtt Table.Arn
+      Condition:
+        ForAllValues:StringEquals:
+          dynamodb:LeadingKeys: [{JTI_PK}]
+    - Sid: ReadGroupMappings
+      Effect: Allow
+      Action: dynamodb:Query
+      Resource: !GetAtt Table.Arn
+      Condition:
+        ForAllValues:StringEquals:
+          dynamodb:LeadingKeys: [{SSOMAP_PK}, {TRUST_PK}]
+    - Sid: OpenSessions
+      Effect: Allow
+      Action: dynamodb:GetItem
+      Resource: !GetAtt Table.Arn
+      Condition:
+        ForAllValues:StringEquals:
+          dynamodb:LeadingKeys: ["{SECRET_PK}"]
+    - Sid: ReadClientSecret
+      Effect: Allow
+      Action: !If [SecretInSecretsManager, secretsmanager:GetSecretValue, ssm:GetParameter]
+      Resource: !If
+        - SecretInSecretsManager
+        - !Ref OidcClientSecretArn
+        - !Sub "arn:${{AWS::Partition}}:ssm:${{AWS::Region}}:${{AWS::AccountId}}:parameter${{OidcClientSecretParameter}}"
+"#
+    );
+    let expected: Value = serde_norway::from_str(&yaml).unwrap();
+    assert_eq!(auth["Policies"], expected);
+    // The secret's reference: the parameter or the secret, whichever is set.
+    let env = &auth["Environment"]["Variables"];
+    assert_eq!(
+        tagged_str(&env[tfreg_lambda::config::OIDC_CLIENT_ID], "!Ref"),
+        "OidcClientId"
+    );
+    let secret = tagged(&env[tfreg_lambda::config::OIDC_CLIENT_SECRET], "!If").unwrap();
+    assert_eq!(secret[0].as_str(), Some("SecretInSecretsManager"));
+    assert_eq!(tagged_str(&secret[1], "!Ref"), "OidcClientSecretArn");
+    assert_eq!(tagged_str(&secret[2], "!Ref"), "OidcClientSecretParameter");
+    assert_eq!(
+        tagged_str(&env[tfreg_lambda::config::LOGIN_TOKEN_TTL], "!Ref"),
+        "LoginTokenTtlSeconds"
+    );
+    // Either form of the reference is one the function reads.
+    let params = &t["Parameters"];
+    for (param, example) in [
+        ("OidcClientSecretParameter", "/tfreg/oidc-client-secret"),
+        (
+            "OidcClientSecretArn",
+            "arn:aws:secretsmanager:eu-west-1:123456789012:secret:tfreg-oidc-AbCdEf",
+        ),
+    ] {
+        assert_eq!(params[param]["Default"].as_str(), Some(""));
+        tfreg_lambda::signin::SecretRef::parse(example)
+            .unwrap_or_else(|e| panic!("{param} {example}: {e}"));
+    }
+}
+
+/// The sign-in parameters reach discovery in every function and their
+/// defaults are the code's.
+#[test]
+fn sign_in_parameters_reach_the_functions_with_the_code_s_defaults() {
+    let t = template();
+    let env = &t["Globals"]["Function"]["Environment"]["Variables"];
+    assert_eq!(
+        tagged_str(&env[tfreg_lambda::config::OIDC_ISSUER], "!Ref"),
+        "OidcIssuer"
+    );
+    assert_eq!(
+        tagged_str(&env[tfreg_lambda::config::LOGIN_PORTS], "!Ref"),
+        "LoginPorts"
+    );
+    assert!(
+        env[tfreg_lambda::config::OIDC_ALLOW_LOOPBACK].is_null(),
+        "the tests' loopback setting is never deployed"
+    );
+    assert!(
+        !std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/template.yaml"))
+            .unwrap()
+            .contains(tfreg_lambda::config::OIDC_ALLOW_LOOPBACK)
+    );
+    let p = &t["Parameters"];
+    assert_eq!(p["OidcIssuer"]["Default"].as_str(), Some(""));
+    assert_eq!(
+        p["LoginPorts"]["Default"].as_str(),
+        Some(tfreg_lambda::signin::DEFAULT_LOGIN_PORTS)
+    );
+    let ttl = &p["LoginTokenTtlSeconds"];
+    assert_eq!(
+        ttl["Default"].as_u64(),
+        Some(tfreg_model::signin::DEFAULT_LOGIN_TOKEN_TTL_SECS)
+    );
+    assert_eq!(
+        ttl["MinValue"].as_u64(),
+        Some(tfreg_lambda::signin::MIN_LOGIN_TOKEN_TTL_SECS)
+    );
+    assert_eq!(
+        ttl["MaxValue"].as_u64(),
+        Some(tfreg_lambda::signin::MAX_LOGIN_TOKEN_TTL_SECS)
+    );
+    // With the defaults and an issuer, the code reads what the template sets.
+    let settings = tfreg_lambda::config::Settings::from_lookup(|name| match name {
+        "TFREG_TABLE" | "TFREG_BUCKET" => Some("x".into()),
+        "TFREG_HOSTNAME" => Some("registry.example.com".into()),
+        "TFREG_OIDC_ISSUER" => Some("https://login.example.com/realms/acme".into()),
+        "TFREG_LOGIN_PORTS" => Some(tfreg_lambda::signin::DEFAULT_LOGIN_PORTS.into()),
+        _ => None,
+    })
+    .unwrap();
+    assert_eq!(
+        settings.registry_config().login_v1.unwrap().ports,
+        [10000, 10010]
     );
 }

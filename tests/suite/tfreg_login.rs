@@ -15,7 +15,8 @@ use tfreg_model::token::Scope;
 use tfreg_store::catalog::sso;
 use tfreg_store::sqlite::SqliteStore;
 
-use crate::login::{STANDIN_BROWSER, runtime, start};
+use crate::login::{runtime, start};
+use crate::login_cli::STANDIN_BROWSER;
 use crate::support::dist::write_tree;
 use crate::support::server::Server;
 use crate::support::tools::tfreg_bin;

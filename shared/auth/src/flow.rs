@@ -10,8 +10,7 @@ use tfreg_model::signin::{
     DEFAULT_LOGIN_TOKEN_TTL_SECS, PENDING_TTL_SECS, PendingLogin, Requester,
 };
 
-/// The client id Terraform (and OpenTofu, `tfreg login`) use: public, no secret.
-pub const CLI_CLIENT_ID: &str = "terraform-cli";
+pub use tfreg_model::login::CLI_CLIENT_ID;
 /// The cookie that binds a sign-in to the browser that started it
 /// (`SameSite=Lax`: the provider's redirect back is a cross-site top-level GET).
 pub const LOGIN_COOKIE: &str = "__Host-tfreg_login";

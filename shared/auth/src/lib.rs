@@ -10,6 +10,8 @@
 //! - [`exchange`]: `POST /v1/auth/exchange`.
 //! - [`flow`]: the pure parts of each step (settings, URLs, cookies).
 //! - [`handlers`]: the group the pipeline dispatches `/oauth/...` to.
+//! - [`reach`]: which addresses the provider's URLs may lead to (AWS:
+//!   public only).
 //! - [`error`]: what can go wrong, and its HTTP status.
 
 pub mod ci;
@@ -19,6 +21,7 @@ pub mod flow;
 pub mod handlers;
 pub mod jwt;
 pub mod oidc;
+pub mod reach;
 
 pub use ci::CiSettings;
 pub use error::{AuthError, ExchangeError};

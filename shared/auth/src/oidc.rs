@@ -13,6 +13,7 @@ use tfreg_model::oidc::{Audience, LEEWAY_SECS, Times, check_audience, check_time
 use crate::error::AuthError;
 use crate::jwt::{Jwks, constant_time_eq, get_json, parse_url, read_capped, verify_signature};
 pub use crate::jwt::{MAX_UPSTREAM_BODY, REFETCH_INTERVAL, UPSTREAM_TIMEOUT, http_client};
+use crate::reach::Reach;
 
 /// A secret read from configuration: never printed.
 #[derive(Clone)]
@@ -156,7 +157,19 @@ impl Upstream {
     /// Read the provider's discovery document (its `issuer` must be the
     /// configured one, byte for byte) and its keys.
     pub async fn discover(config: OidcConfig, http: reqwest::Client) -> Result<Self, AuthError> {
+        Self::discover_within(config, http, Reach::Any).await
+    }
+
+    /// [`Upstream::discover`], every URL it or a later step fetches (the
+    /// discovery document, the JWKS, the token endpoint) checked against
+    /// `reach` first (give `http` a [`crate::reach::guarded_client`] too).
+    pub async fn discover_within(
+        config: OidcConfig,
+        http: reqwest::Client,
+        reach: Reach,
+    ) -> Result<Self, AuthError> {
         let well_known = crate::jwt::discovery_url(&config.issuer)?;
+        reach.check(&well_known, "discovery")?;
         let raw: RawMeta = get_json(&http, &well_known, "discovery").await?;
         if raw.issuer != config.issuer {
             return Err(AuthError::IssuerMismatch {
@@ -172,6 +185,8 @@ impl Upstream {
             token_endpoint: parse_url(&raw.token_endpoint, "token_endpoint")?,
             jwks_uri: parse_url(&raw.jwks_uri, "jwks_uri")?,
         };
+        reach.check(&meta.token_endpoint, "token_endpoint")?;
+        reach.check(&meta.jwks_uri, "jwks_uri")?;
         let keys = Jwks::fetch(meta.jwks_uri.clone(), http.clone()).await?;
         Ok(Self {
             config,

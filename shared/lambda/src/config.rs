@@ -47,8 +47,14 @@ pub const CONNECT_AT_INIT: &str = "TFREG_CONNECT_AT_INIT";
 /// `tracing` filter of the functions' JSON logs; default `info`.
 pub const LOG: &str = "TFREG_LOG";
 
-/// Every variable above: what a deployment may set.
-pub const ALL: [&str; 11] = [
+pub use crate::signin::{
+    CI_AUDIENCE, CI_ISSUERS, CI_MAX_TOKEN_LIFETIME, CI_TOKEN_TTL, LOGIN_PORTS, LOGIN_TOKEN_TTL,
+    OIDC_ALLOW_LOOPBACK, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET, OIDC_ISSUER,
+};
+
+/// Every variable above, and sign-in's ([`crate::signin`]): what a
+/// deployment may set.
+pub const ALL: [&str; 21] = [
     TABLE,
     BUCKET,
     HOSTNAME,
@@ -60,6 +66,16 @@ pub const ALL: [&str; 11] = [
     S3_FORCE_PATH_STYLE,
     CONNECT_AT_INIT,
     LOG,
+    OIDC_ISSUER,
+    OIDC_CLIENT_ID,
+    OIDC_CLIENT_SECRET,
+    LOGIN_PORTS,
+    LOGIN_TOKEN_TTL,
+    OIDC_ALLOW_LOOPBACK,
+    CI_ISSUERS,
+    CI_AUDIENCE,
+    CI_TOKEN_TTL,
+    CI_MAX_TOKEN_LIFETIME,
 ];
 
 /// A missing or malformed setting, named so the operator can fix it.
@@ -84,9 +100,14 @@ pub struct Settings {
     pub token_cache: Duration,
     pub s3_force_path_style: bool,
     pub connect_at_init: bool,
+    /// `terraform login` through an identity provider, when one is configured.
+    pub signin: Option<crate::signin::SignIn>,
 }
 
-fn flag(get: &impl Fn(&str) -> Option<String>, name: &'static str) -> Result<bool, ConfigError> {
+pub(crate) fn flag(
+    get: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+) -> Result<bool, ConfigError> {
     match get(name).as_deref().map(str::trim) {
         None | Some("") | Some("false") | Some("0") => Ok(false),
         Some("true") | Some("1") => Ok(true),
@@ -175,6 +196,7 @@ impl Settings {
             token_cache,
             s3_force_path_style: flag(&get, S3_FORCE_PATH_STYLE)?,
             connect_at_init: flag(&get, CONNECT_AT_INIT)?,
+            signin: crate::signin::SignIn::from_lookup(&get)?,
         })
     }
 
@@ -186,6 +208,7 @@ impl Settings {
         config.anonymous_reads = self.anonymous_reads;
         config.require_namespace_keys = self.require_namespace_keys;
         config.token_cache_secs = self.token_cache.as_secs();
+        config.login_v1 = self.signin.as_ref().map(|s| s.login_v1());
         config
     }
 }

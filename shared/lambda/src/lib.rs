@@ -11,7 +11,10 @@
 //! # }
 //! ```
 
+#[cfg(feature = "signin")]
+pub mod auth;
 pub mod config;
+pub mod signin;
 
 use std::sync::Arc;
 
@@ -33,6 +36,9 @@ pub enum InitError {
     Aws(#[from] tfreg_store::aws::MissingSetting),
     #[error("loading the URL signing secret from DynamoDB: {0}")]
     Store(#[from] tfreg_store::StoreError),
+    #[cfg(feature = "signin")]
+    #[error(transparent)]
+    SignIn(#[from] auth::SignInError),
 }
 
 /// Who makes the URL signing secret.
@@ -62,6 +68,41 @@ pub async fn run_with_archives(served: Served, secret: Secret) -> Result<(), lam
     serve(served, Some(archives), secret).await
 }
 
+/// The `auth` function's life (feature `signin`): `terraform login`
+/// brokered to the identity provider the settings name
+/// ([`signin`]), its client secret read at init. Without an issuer it
+/// serves nothing: every sign-in route answers 404, as `tfreg serve` does
+/// without `--oidc-issuer` (the template creates the function only with one).
+#[cfg(feature = "signin")]
+pub async fn run_signin() -> Result<(), lambda_http::Error> {
+    init_tracing();
+    let started = async {
+        let settings = Settings::from_env()?;
+        let env = |name: &str| std::env::var(name).ok();
+        let sdk = function_sdk_config(Roots::for_function(env), env)?;
+        let served = match &settings.signin {
+            Some(signin) => Served::new().auth(auth::auth(signin, &sdk, env).await?),
+            None => {
+                tracing::warn!(
+                    "no identity provider ({} is not set): every sign-in route answers 404",
+                    signin::OIDC_ISSUER
+                );
+                Served::new()
+            }
+        };
+        let registry = registry_with(settings, &sdk, None);
+        Ok::<_, InitError>((registry, served))
+    };
+    let (registry, served) = match started.await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(error = %e, "init failed");
+            return Err(e.into());
+        }
+    };
+    lambda_http::run(App::new(Arc::new(registry), served).router()).await
+}
+
 /// The archive store of a function that reaches archives.
 type Archives = fn(&SdkConfig, &Settings) -> Arc<dyn BlobStore>;
 
@@ -84,23 +125,41 @@ pub async fn registry_from_env(
     let settings = Settings::from_env()?;
     let env = |name: &str| std::env::var(name).ok();
     let sdk = function_sdk_config(Roots::for_function(env), env)?;
-    let items: Arc<dyn ItemStore> = Arc::new(DynamoStore::new(
-        dynamodb_client(&sdk, endpoint_url(env, "DYNAMODB").as_deref()),
-        &settings.table,
-    ));
-    let blobs = match archives {
-        Some(make) => make(&sdk, &settings),
-        None => Arc::new(NoBlobs) as Arc<dyn BlobStore>,
-    };
-    let config = settings.registry_config();
     let registry = match secret {
         Secret::CreateAtInit => {
+            let items = items(&sdk, &settings);
             let signer = tfreg_http::signed_url::load_signer(items.as_ref()).await?;
-            Registry::new(items, blobs, signer, config)
+            let blobs = blobs(&sdk, &settings, archives);
+            Registry::new(items, blobs, signer, settings.registry_config())
         }
-        Secret::ReadWhenNeeded => Registry::with_stored_signer(items, blobs, config),
+        Secret::ReadWhenNeeded => registry_with(settings, &sdk, archives),
     };
-    if secret == Secret::ReadWhenNeeded && settings.connect_at_init {
+    Ok(registry)
+}
+
+fn items(sdk: &SdkConfig, settings: &Settings) -> Arc<dyn ItemStore> {
+    let env = |name: &str| std::env::var(name).ok();
+    Arc::new(DynamoStore::new(
+        dynamodb_client(sdk, endpoint_url(env, "DYNAMODB").as_deref()),
+        &settings.table,
+    ))
+}
+
+fn blobs(sdk: &SdkConfig, settings: &Settings, archives: Option<Archives>) -> Arc<dyn BlobStore> {
+    match archives {
+        Some(make) => make(sdk, settings),
+        None => Arc::new(NoBlobs) as Arc<dyn BlobStore>,
+    }
+}
+
+/// A registry that reads the URL signing secret when it first needs it.
+fn registry_with(settings: Settings, sdk: &SdkConfig, archives: Option<Archives>) -> Registry {
+    let registry = Registry::with_stored_signer(
+        items(sdk, &settings),
+        blobs(sdk, &settings, archives),
+        settings.registry_config(),
+    );
+    if settings.connect_at_init {
         // Read the URL signing secret (those that sign URLs need it on their
         // first request anyway) beside init, not in it: the connection to
         // DynamoDB, TLS handshake included, opens while the runtime asks
@@ -114,7 +173,7 @@ pub async fn registry_from_env(
             }
         });
     }
-    Ok(registry)
+    registry
 }
 
 async fn serve(

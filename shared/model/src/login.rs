@@ -22,6 +22,10 @@ use sha2::{Digest, Sha256};
 pub const REDIRECT_PATH: &str = "/login";
 /// The only grant `login.v1` advertises.
 pub const GRANT_AUTHZ_CODE: &str = "authz_code";
+/// The client id Terraform (and OpenTofu, `tfreg login`) use: public, no
+/// secret. Advertised by discovery (the read function too, which links no
+/// sign-in code) and required at the authorize endpoint.
+pub const CLI_CLIENT_ID: &str = "terraform-cli";
 /// The longest `state` accepted (Terraform sends a UUID, 36 characters).
 pub const MAX_STATE_LEN: usize = 256;
 /// How long a code issued to the CLI may wait for its exchange.

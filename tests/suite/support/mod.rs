@@ -8,6 +8,7 @@ pub mod dist;
 pub mod fixtures;
 pub mod gpg;
 pub mod log;
+pub mod moto;
 pub mod server;
 pub mod terraform;
 pub mod tools;

@@ -14,7 +14,7 @@ use super::tools::{Tools, require_emulators, tfreg_bin};
 const LOG_MARK: &str = "/_log-mark/";
 
 /// The function binaries, by the names cargo lambda watch's router gives them.
-pub const FUNCTIONS: [&str; 5] = ["read", "blob", "publish", "admin", "ui"];
+pub const FUNCTIONS: [&str; 6] = ["read", "blob", "publish", "admin", "ui", "auth"];
 
 /// A loopback port that was free a moment ago.
 pub fn free_port() -> u16 {
@@ -267,9 +267,15 @@ impl Server {
     /// Like [`Server::start_lambda`], with more of the functions' settings
     /// (`tfreg_lambda::config`: `TFREG_ANONYMOUS_READS`, `TFREG_URL_TTL`, ...).
     pub fn start_lambda_with(dir: &Path, settings: &[(&str, &str)]) -> Server {
+        Self::start_lambda_on(dir, free_port_pair(), settings)
+    }
+
+    /// Like [`Server::start_lambda_with`] on `port` (from [`free_port_pair`]:
+    /// the runtime API takes the next one), for a test that must name the
+    /// registry's URL before it starts (an identity provider's redirect URI).
+    pub fn start_lambda_on(dir: &Path, port: u16, settings: &[(&str, &str)]) -> Server {
         require_emulators();
         let tools = Tools::get();
-        let port = free_port_pair();
         let host = format!("127.0.0.1:{port}");
         let name = format!("tfreg-e2e-{port}");
         std::fs::create_dir_all(dir).unwrap();
@@ -449,6 +455,22 @@ impl Server {
             "token create must print only the token"
         );
         token.trim().to_string()
+    }
+
+    /// Run the tfreg CLI on this registry's store directly (`--data-dir`, or
+    /// the Lambda stack's `--table`/`--bucket`), as an operator would.
+    pub fn cli_on_store(&self, args: &[&str]) -> Output {
+        let out = Command::new(tfreg_bin())
+            .args(args)
+            .args(&self.store_args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "tfreg {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
     }
 
     /// The DynamoDB table (and S3 bucket, same name) of a Lambda server.
