@@ -15,7 +15,7 @@ use std::sync::Arc;
 use tfreg_model::upstream::{check_origin_url, refused_range};
 
 use crate::error::AuthError;
-use crate::oidc::UPSTREAM_TIMEOUT;
+use crate::jwt::UPSTREAM_TIMEOUT;
 
 /// Which addresses the provider's URLs may lead to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,7 +116,7 @@ impl reqwest::dns::Resolve for GuardedResolver {
     }
 }
 
-/// An HTTP client for the provider as [`crate::oidc::http_client`] makes
+/// An HTTP client for the provider as [`crate::jwt::http_client`] makes
 /// one (`tls`, no redirects, [`UPSTREAM_TIMEOUT`]), its names resolved by
 /// [`GuardedResolver`].
 pub fn guarded_client(

@@ -78,14 +78,7 @@ pub const ALL: [&str; 21] = [
     CI_MAX_TOKEN_LIFETIME,
 ];
 
-/// A missing or malformed setting, named so the operator can fix it.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("environment variable {0} is not set (it is required)")]
-    Missing(&'static str),
-    #[error("environment variable {name} is invalid: {reason}")]
-    Invalid { name: &'static str, reason: String },
-}
+pub use crate::env::ConfigError;
 
 /// tfreg's own settings.
 #[derive(Debug, Clone)]
@@ -104,19 +97,7 @@ pub struct Settings {
     pub signin: Option<crate::signin::SignIn>,
 }
 
-pub(crate) fn flag(
-    get: &impl Fn(&str) -> Option<String>,
-    name: &'static str,
-) -> Result<bool, ConfigError> {
-    match get(name).as_deref().map(str::trim) {
-        None | Some("") | Some("false") | Some("0") => Ok(false),
-        Some("true") | Some("1") => Ok(true),
-        Some(other) => Err(ConfigError::Invalid {
-            name,
-            reason: format!("{other:?} is not true or false"),
-        }),
-    }
-}
+pub(crate) use crate::env::flag;
 
 impl Settings {
     /// Read the settings from the process environment.

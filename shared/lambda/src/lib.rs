@@ -14,6 +14,7 @@
 #[cfg(feature = "signin")]
 pub mod auth;
 pub mod config;
+pub mod env;
 pub mod signin;
 
 use std::sync::Arc;

@@ -1,5 +1,5 @@
 //! The sign-in settings of the Lambda functions (issue 21), read from the
-//! environment like the rest of [`crate::config`], and pure: `terraform
+//! environment like the rest of the functions' settings, and pure: `terraform
 //! login` (login.v1) brokered to one OpenID Provider.
 //!
 //! Every function that answers discovery reads [`OIDC_ISSUER`] and
@@ -14,7 +14,7 @@ use tfreg_model::protocol::LoginV1;
 use tfreg_model::signin::DEFAULT_LOGIN_TOKEN_TTL_SECS;
 use tfreg_model::upstream::check_origin_url;
 
-use crate::config::ConfigError;
+use crate::env::ConfigError;
 
 /// The provider's issuer URL, exactly as its ID tokens' `iss`; unset or
 /// empty: no sign-in (no login.v1, the auth function answers 404).
@@ -151,7 +151,7 @@ fn check_issuer(text: &str, allow_loopback: bool) -> Result<(), String> {
 impl SignIn {
     /// The settings through `get`; `None` without an issuer.
     pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<Option<Self>, ConfigError> {
-        let allow_loopback = crate::config::flag(get, OIDC_ALLOW_LOOPBACK)?;
+        let allow_loopback = crate::env::flag(get, OIDC_ALLOW_LOOPBACK)?;
         let Some(issuer) = non_empty(get, OIDC_ISSUER) else {
             return Ok(None);
         };
