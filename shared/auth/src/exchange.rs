@@ -8,7 +8,7 @@
 
 use http::{HeaderValue, StatusCode, header};
 use tfreg_http::body::{Body, Response, json, read_body};
-use tfreg_http::{Call, Error, Identified, Note, Registry};
+use tfreg_http::{Call, Error, Registry};
 use tfreg_model::exchange::{
     ExchangeAnswer, ExchangeRequest, MAX_EXCHANGE_BODY, exchange_token, trusted_namespaces,
 };
@@ -18,6 +18,7 @@ use tfreg_store::catalog::{login, sso, tokens};
 
 use crate::ci::{CiIssuers, CiSettings};
 use crate::error::ExchangeError;
+use crate::issued::mark_issued;
 
 /// The CI token exchange of one registry.
 #[derive(Debug)]
@@ -99,7 +100,8 @@ impl Exchange {
             token_id: None,
             token_name: None,
         };
-        let (token, record) = tokens::create_issued(store, new, now, &by, Some(subject)).await?;
+        let (token, record) =
+            tokens::create_issued(store, new, now, &by, Some(subject.clone())).await?;
         let answer = ExchangeAnswer {
             token,
             token_id: record.id.clone(),
@@ -110,20 +112,8 @@ impl Exchange {
         let mut resp = json(StatusCode::OK, &answer);
         resp.headers_mut()
             .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        let note = format!(
-            "token {} ({}) issued to sub {:?} of {} by trust policies {}",
-            record.id,
-            record.describe_grants(),
-            who.sub,
-            who.iss,
-            trusted.policies.join(", ")
-        );
-        resp.extensions_mut().insert(Note(note));
-        resp.extensions_mut().insert(Identified(Actor {
-            kind: "token".into(),
-            token_id: Some(record.id.clone()),
-            token_name: Some(record.name.clone()),
-        }));
+        let why = format!("by trust policies {}", trusted.policies.join(", "));
+        mark_issued(&mut resp, &record, &subject, &why);
         Ok(resp)
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use http::{HeaderValue, StatusCode, header};
 use tfreg_http::body::{Body, Response, json, read_body, redirect};
-use tfreg_http::{AuditAs, Call, Error, Handler, Identified, Note, Registry, session};
+use tfreg_http::{AuditAs, Call, Error, Handler, Registry, session};
 use tfreg_model::login::{
     AuthorizeRefusal, AuthorizeRequest, OAuthError, TokenRequest, random_value,
 };
@@ -24,6 +24,7 @@ use tfreg_store::catalog::{login, sso, tokens};
 use crate::error::AuthError;
 use crate::exchange::Exchange;
 use crate::flow::{self, CallbackParams, Fresh, LOGIN_COOKIE, LoginSettings};
+use crate::issued::mark_issued;
 use crate::oidc::Upstream;
 
 /// Largest token request body (five short form fields).
@@ -258,19 +259,11 @@ impl Login {
             &session::set_cookie(&session::value(signer, &opened)),
         );
         resp.extensions_mut().insert(AuditAs("token.login"));
-        resp.extensions_mut().insert(Note(format!(
-            "web UI session: token {} ({}) issued to sub {:?} of {} (groups {})",
-            record.id,
-            record.describe_grants(),
-            subject.sub,
-            subject.iss,
+        let why = format!(
+            "(groups {}) for a web UI session",
             granted.groups.join(", ")
-        )));
-        resp.extensions_mut().insert(Identified(Actor {
-            kind: "token".into(),
-            token_id: Some(record.id.clone()),
-            token_name: Some(record.name.clone()),
-        }));
+        );
+        mark_issued(&mut resp, &record, &subject, &why);
         Ok(resp)
     }
 
@@ -313,21 +306,8 @@ impl Login {
         );
         resp.headers_mut()
             .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        let who = &code.subject;
-        let note = format!(
-            "token {} ({}) issued to sub {:?} of {} (groups {})",
-            record.id,
-            record.describe_grants(),
-            who.sub,
-            who.iss,
-            granted.groups.join(", ")
-        );
-        resp.extensions_mut().insert(Note(note));
-        resp.extensions_mut().insert(Identified(Actor {
-            kind: "token".into(),
-            token_id: Some(record.id.clone()),
-            token_name: Some(record.name.clone()),
-        }));
+        let why = format!("(groups {})", granted.groups.join(", "));
+        mark_issued(&mut resp, &record, &code.subject, &why);
         Ok(resp)
     }
 }

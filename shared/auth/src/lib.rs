@@ -19,6 +19,7 @@ pub mod error;
 pub mod exchange;
 pub mod flow;
 pub mod handlers;
+pub mod issued;
 pub mod jwt;
 pub mod oidc;
 pub mod reach;
