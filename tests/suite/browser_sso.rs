@@ -21,7 +21,7 @@ use crate::support::dist::write_tree;
 use crate::support::tools::tfreg_bin;
 
 /// Wait (15 s at most) until the browser is at `path`.
-fn wait_for_path(b: &Browser, path: &str) {
+pub(crate) fn wait_for_path(b: &Browser, path: &str) {
     let deadline = Instant::now() + Duration::from_secs(15);
     while b.path() != path {
         assert!(
@@ -35,7 +35,7 @@ fn wait_for_path(b: &Browser, path: &str) {
 }
 
 /// At the provider's login form (another origin): sign in as `user`.
-fn at_the_provider(b: &Browser, user: &str) {
+pub(crate) fn at_the_provider(b: &Browser, user: &str) {
     let deadline = Instant::now() + Duration::from_secs(15);
     while b.js("return document.querySelector('input[name=login]') !== null") != true {
         assert!(Instant::now() < deadline, "no login form at the provider");

@@ -26,15 +26,15 @@ const SECRET: &str = "s3cret-of-the-registry-in-ssm";
 const SECRET_PARAMETER: &str = "/tfreg/oidc-client-secret";
 
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Mode {
+pub(crate) enum Mode {
     Serve,
     Lambda,
 }
 
 /// A registry signing in with the provider: alice is in `acme-readers`
 /// (read on `acme`), carol in `other-readers` (read on `other` only).
-struct Rig {
-    server: Server,
+pub(crate) struct Rig {
+    pub(crate) server: Server,
     /// The two-port range Terraform may listen on (it takes the first).
     login_ports: [u16; 2],
     _op: Provider,
@@ -55,6 +55,12 @@ fn provider(config: Value) -> Provider {
 }
 
 fn start(tmp: &Path, mode: Mode) -> Rig {
+    start_with(tmp, mode, &[])
+}
+
+/// [`start`], the Lambda functions also given `extra` settings (`{issuer}`
+/// in a value stands for the provider's issuer URL, known once it runs).
+pub(crate) fn start_with(tmp: &Path, mode: Mode, extra: &[(&str, &str)]) -> Rig {
     let port = free_port_pair();
     let login_port = free_port_pair();
     let ports = format!("{login_port}-{}", login_port + 1);
@@ -67,6 +73,10 @@ fn start(tmp: &Path, mode: Mode) -> Rig {
         ],
         "skip_consent": true,
     }));
+    let extra_settings: Vec<(&str, String)> = extra
+        .iter()
+        .map(|(k, v)| (*k, v.replace("{issuer}", &op.issuer)))
+        .collect();
     let (server, moto) = match mode {
         Mode::Serve => {
             let secret_file = tmp.join("client-secret");
@@ -103,7 +113,10 @@ fn start(tmp: &Path, mode: Mode) -> Rig {
                     // The provider runs on this machine: loopback, for the test only.
                     (c::OIDC_ALLOW_LOOPBACK, "true"),
                     ("AWS_ENDPOINT_URL_SSM", moto.url.as_str()),
-                ],
+                ]
+                .into_iter()
+                .chain(extra_settings.iter().map(|(k, v)| (*k, v.as_str())))
+                .collect::<Vec<_>>(),
             );
             (server, Some(moto))
         }

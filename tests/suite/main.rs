@@ -93,6 +93,7 @@ mod probes;
 mod publish_attacks;
 mod scale;
 mod shared_build;
+mod signin_lambda;
 mod signin_secret;
 mod sso_admin;
 mod support;

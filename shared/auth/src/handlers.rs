@@ -204,20 +204,19 @@ impl Login {
             name: claims.name,
             email: claims.email,
         };
-        let mut resp = match pending.requester {
+        match pending.requester {
             Requester::Cli { request, client_id } => {
                 let ours = random_value();
                 let issued = LoginCode::new(&client_id, &request, subject, claims.groups, now);
                 login::put_code(store, &ours, &issued).await?;
-                redirect(&flow::back_to_client(&request, &ours))
+                let mut resp = redirect(&flow::back_to_client(&request, &ours));
+                set_cookie(&mut resp, &flow::clear_login_cookie());
+                Ok(resp)
             }
-            Requester::Ui { next } => {
-                self.open_session(registry, &granted, subject, &next)
-                    .await?
-            }
-        };
-        set_cookie(&mut resp, &flow::clear_login_cookie());
-        Ok(resp)
+            // Only the session's cookie: the sign-in cookie names a pending
+            // sign-in already taken, and lapses within its 10 minutes.
+            Requester::Ui { next } => self.open_session(registry, &granted, subject, &next).await,
+        }
     }
 
     /// A UI sign-in's end: a token of the user's grants (as `terraform

@@ -78,6 +78,28 @@ impl Browser {
     /// A fresh browser profile trusting `server`'s certificate, `width`
     /// pixels wide, in `scheme` (`light` or `dark`).
     pub fn open(server: &Server, width: u32, height: u32, scheme: &str) -> Browser {
+        Self::open_with(server, width, height, scheme, &[])
+    }
+
+    /// [`Browser::open`] speaking HTTP/1.1 only. For the Lambda functions
+    /// behind `cargo lambda watch`: over HTTP/2 Chromium sends each cookie
+    /// as its own `cookie` field (RFC 9113 8.2.3 allows it), and that front
+    /// end passes only the first on to the function, so a session cookie
+    /// behind another cookie of the host is lost (seen: the web UI's
+    /// single sign-on passes over HTTP/1.1 and fails over HTTP/2 there,
+    /// while `tfreg serve` joins the fields). API Gateway gets one Cookie
+    /// header from CloudFront, which speaks HTTP/1.1 to its origins.
+    pub fn open_http1(server: &Server, width: u32, height: u32, scheme: &str) -> Browser {
+        Self::open_with(server, width, height, scheme, &["--disable-http2"])
+    }
+
+    fn open_with(
+        server: &Server,
+        width: u32,
+        height: u32,
+        scheme: &str,
+        extra: &[&str],
+    ) -> Browser {
         let tools = Tools::get();
         let chromium = tools.path("TFREG_CHROMIUM");
         let chromedriver = tools.path("TFREG_CHROMEDRIVER");
@@ -113,6 +135,10 @@ impl Browser {
                 if scheme == "dark" { 0 } else { 1 }
             ),
         ];
+        let args: Vec<String> = args
+            .into_iter()
+            .chain(extra.iter().map(|a| a.to_string()))
+            .collect();
         let mut caps = serde_json::Map::new();
         caps.insert(
             "goog:chromeOptions".into(),
