@@ -134,15 +134,18 @@ pub fn check_times(
     {
         return Err(ClaimError::TooLong { lifetime, max });
     }
-    if exp.saturating_add(leeway_secs) <= now {
+    // In u128: `exp + leeway` past u64::MAX is still later than any `now`
+    // (a saturating add made it equal to a `now` of u64::MAX: "expired").
+    let (leeway, wide) = (u128::from(leeway_secs), u128::from);
+    if wide(exp) + leeway <= wide(now) {
         return Err(ClaimError::Expired { exp, now });
     }
-    let horizon = now.saturating_add(leeway_secs);
-    if iat > horizon {
+    let horizon = wide(now) + leeway;
+    if wide(iat) > horizon {
         return Err(ClaimError::IssuedInFuture { iat, now });
     }
     if let Some(nbf) = nbf
-        && nbf > horizon
+        && wide(nbf) > horizon
     {
         return Err(ClaimError::NotYetValid { nbf, now });
     }
@@ -446,6 +449,17 @@ mod tests {
             wrong(one("x"), None).to_string(),
             "the token is for another audience: aud does not include \"tfreg\""
         );
+    }
+
+    #[test]
+    fn a_leeway_past_the_end_of_time_is_not_expiry() {
+        // proptest's find (a fresh clone's run): exp + leeway overflows u64.
+        let t = times(17_051_803_401_839_702_047, 0, None);
+        assert_eq!(
+            check_times(&t, u64::MAX, 1_394_940_671_869_849_569, None),
+            Ok(())
+        );
+        assert!(check_times(&t, u64::MAX, 1_394_940_671_869_849_568, None).is_err());
     }
 
     #[test]
