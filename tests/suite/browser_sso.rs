@@ -18,6 +18,7 @@ use crate::login::{runtime, start};
 use crate::support::browser::Browser;
 use crate::support::command::ok;
 use crate::support::dist::write_tree;
+use crate::support::server::Server;
 use crate::support::tools::tfreg_bin;
 
 /// Wait (15 s at most) until the browser is at `path`.
@@ -44,6 +45,31 @@ pub(crate) fn at_the_provider(b: &Browser, user: &str) {
     b.type_into("input[name=login]", user);
     b.type_into("input[name=password]", "x");
     b.click("button[type=submit]");
+}
+
+/// `user` signs in with single sign-on from `page` (whose namespace their
+/// groups do not read): back at `page` within `limit`, signed in as `user`,
+/// shown a refusal.
+pub(crate) fn signed_in_but_refused(
+    b: &Browser,
+    server: &Server,
+    page: &str,
+    user: &str,
+    limit: Duration,
+) {
+    b.goto(&server.url(page));
+    b.click("#sso");
+    at_the_provider(b, user);
+    let deadline = Instant::now() + limit;
+    while !b.path().starts_with(page) {
+        assert!(Instant::now() < deadline, "{user} is at {}", b.path());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(b.text("#signed-in-as").contains(user));
+    assert!(
+        !b.text("#error-heading").is_empty(),
+        "{user} reads nothing of {page}"
+    );
 }
 
 #[test]
@@ -118,18 +144,13 @@ fn a_person_signs_in_to_the_ui_with_single_sign_on_in_chromium() {
 
     // bob's groups give nothing on acme: signed in, but refused the page;
     // and the audit trail has alice's sign-in.
-    let b = Browser::open(&server, 1280, 900, "light");
-    b.goto(&server.url(page));
-    b.click("#sso");
-    at_the_provider(&b, "bob");
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !b.path().starts_with(page) {
-        assert!(Instant::now() < deadline, "bob is at {}", b.path());
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(b.text("#signed-in-as").contains("bob"));
-    let refused = b.text("#error-heading");
-    assert!(!refused.is_empty(), "bob reads nothing of acme");
+    signed_in_but_refused(
+        &Browser::open(&server, 1280, 900, "light"),
+        &server,
+        page,
+        "bob",
+        Duration::from_secs(15),
+    );
     let audit = std::process::Command::new(tfreg_bin())
         .args(["audit", "--data-dir"])
         .arg(&data)

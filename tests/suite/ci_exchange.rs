@@ -96,27 +96,12 @@ impl Issuer {
 
     /// A JWT signed as `/_test/sign` says (`claims` over iss, iat, exp, jti).
     pub async fn sign(&self, body: Value) -> String {
-        let resp = self
-            .http
-            .post(format!("{}/_test/sign", self.op.issuer))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert!(resp.status().is_success(), "sign: {}", resp.status());
-        resp.text().await.unwrap()
+        self.op.sign_with(&self.http, body).await
     }
 
     /// New keys sign from now on (the old ones stay published).
     pub async fn rotate(&self) -> Value {
-        let resp = self
-            .http
-            .post(format!("{}/_test/rotate", self.op.issuer))
-            .send()
-            .await
-            .unwrap();
-        assert!(resp.status().is_success());
-        resp.json().await.unwrap()
+        self.op.rotate_with(&self.http, false).await
     }
 
     /// A rustls configuration trusting this issuer's CA (for the registry).

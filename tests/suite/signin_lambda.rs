@@ -5,11 +5,11 @@
 //! publish token (`POST /v1/auth/exchange`) that then publishes. The same
 //! flows on `tfreg serve` are in `browser_sso` and `ci_exchange`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
-use crate::browser_sso::{at_the_provider, wait_for_path};
+use crate::browser_sso::{at_the_provider, signed_in_but_refused, wait_for_path};
 use crate::ci_exchange::{Issuer, github_claims};
 use crate::login::runtime;
 use crate::login_cli::{Mode, start_with};
@@ -47,19 +47,7 @@ fn a_person_signs_in_to_the_ui_with_single_sign_on_on_the_lambda_functions() {
 
     // carol's group reads `other` only: signed in, refused this page.
     let b = Browser::open_http1(server, 1280, 900, "light");
-    b.goto(&server.url(page));
-    b.click("#sso");
-    at_the_provider(&b, "carol");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !b.path().starts_with(page) {
-        assert!(Instant::now() < deadline, "carol is at {}", b.path());
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(b.text("#signed-in-as").contains("carol"));
-    assert!(
-        !b.text("#error-heading").is_empty(),
-        "carol reads nothing of acme"
-    );
+    signed_in_but_refused(&b, server, page, "carol", Duration::from_secs(20));
 }
 
 #[test]

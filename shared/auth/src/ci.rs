@@ -156,21 +156,10 @@ impl CiSettings {
 /// no credentials, query or fragment. Kept as given: it is compared byte
 /// for byte with tokens' `iss`.
 pub fn check_issuer(issuer: &str) -> Result<String, SettingsError> {
-    let bad = || SettingsError::BadIssuer(issuer.to_string());
-    if issuer.len() > 512 || !issuer.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(bad());
+    match tfreg_model::trust::issuer_url(issuer, 512) {
+        Some(url) if crate::jwt::check_scheme(&url, "issuer").is_ok() => Ok(issuer.to_string()),
+        _ => Err(SettingsError::BadIssuer(issuer.to_string())),
     }
-    let url = url::Url::parse(issuer).map_err(|_| bad())?;
-    if url.host_str().is_none_or(str::is_empty)
-        || !url.username().is_empty()
-        || url.password().is_some()
-        || url.query().is_some()
-        || url.fragment().is_some()
-        || crate::jwt::check_scheme(&url, "issuer").is_err()
-    {
-        return Err(bad());
-    }
-    Ok(issuer.to_string())
 }
 
 /// A duration as `15m`, `1h`, `90s` or plain seconds.

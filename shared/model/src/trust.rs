@@ -373,25 +373,28 @@ impl TrustPolicy {
     }
 }
 
-fn check_issuer(issuer: &str) -> Result<(), PolicyError> {
-    let bad = || PolicyError::BadIssuer(issuer.to_string());
-    if issuer.len() > MAX_URL_CHARS
-        || !issuer.starts_with("https://")
-        || !issuer.bytes().all(|b| b.is_ascii_graphic())
-        || [GITHUB_ISSUER, GITLAB_COM_ISSUER]
-            .iter()
-            .any(|known| issuer.strip_suffix('/') == Some(known))
-    {
-        return Err(bad());
+/// An issuer's URL as its tokens' `iss` may name it: at most `max_chars`
+/// printable ASCII characters, a host, no credentials, query or fragment
+/// (the scheme is the caller's rule). `None` when it is not one.
+pub fn issuer_url(issuer: &str, max_chars: usize) -> Option<url::Url> {
+    if issuer.len() > max_chars || !issuer.bytes().all(|b| b.is_ascii_graphic()) {
+        return None;
     }
-    let url = url::Url::parse(issuer).map_err(|_| bad())?;
-    if url.host_str().is_none_or(str::is_empty)
-        || !url.username().is_empty()
-        || url.password().is_some()
-        || url.query().is_some()
-        || url.fragment().is_some()
-    {
-        return Err(bad());
+    let url = url::Url::parse(issuer).ok()?;
+    let plain = url.host_str().is_some_and(|h| !h.is_empty())
+        && url.username().is_empty()
+        && url.password().is_none()
+        && url.query().is_none()
+        && url.fragment().is_none();
+    plain.then_some(url)
+}
+
+fn check_issuer(issuer: &str) -> Result<(), PolicyError> {
+    let known = [GITHUB_ISSUER, GITLAB_COM_ISSUER]
+        .iter()
+        .any(|known| issuer.strip_suffix('/') == Some(known));
+    if known || !issuer.starts_with("https://") || issuer_url(issuer, MAX_URL_CHARS).is_none() {
+        return Err(PolicyError::BadIssuer(issuer.to_string()));
     }
     Ok(())
 }

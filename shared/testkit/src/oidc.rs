@@ -95,9 +95,13 @@ impl Provider {
 
     /// New keys sign from now on (`retire`: the old ones are no longer published).
     pub async fn rotate(&self, retire: bool) -> Value {
+        self.rotate_with(&self.http, retire).await
+    }
+
+    /// [`Provider::rotate`] through `http` (a client trusting its HTTPS).
+    pub async fn rotate_with(&self, http: &reqwest::Client, retire: bool) -> Value {
         let q = if retire { "?retire=1" } else { "" };
-        let resp = self
-            .http
+        let resp = http
             .post(format!("{}/_test/rotate{q}", self.issuer))
             .send()
             .await
@@ -108,8 +112,12 @@ impl Provider {
 
     /// A JWT the provider signs with `claims` (see `/_test/sign`).
     pub async fn sign(&self, body: Value) -> String {
-        let resp = self
-            .http
+        self.sign_with(&self.http, body).await
+    }
+
+    /// [`Provider::sign`] through `http` (a client trusting its HTTPS).
+    pub async fn sign_with(&self, http: &reqwest::Client, body: Value) -> String {
+        let resp = http
             .post(format!("{}/_test/sign", self.issuer))
             .json(&body)
             .send()
