@@ -2,10 +2,11 @@
 //! emulators (the auth function reading its client secret from SSM on
 //! moto, brokering to the real OpenID Provider): the web UI's single
 //! sign-on in headless Chromium, and a CI job's OIDC token exchanged for a
-//! publish token (`POST /v1/auth/exchange`) that then publishes. The same
+//! publish token (`POST /v1/auth/exchange`) that then publishes, on a
+//! registry with CI issuers and no identity provider. The same
 //! flows on `tfreg serve` are in `browser_sso` and `ci_exchange`.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
 
@@ -16,6 +17,7 @@ use crate::login_cli::{Mode, start_with};
 use crate::support::browser::Browser;
 use crate::support::command::ok;
 use crate::support::dist::write_tree;
+use crate::support::server::Server;
 
 #[test]
 fn a_person_signs_in_to_the_ui_with_single_sign_on_on_the_lambda_functions() {
@@ -50,6 +52,9 @@ fn a_person_signs_in_to_the_ui_with_single_sign_on_on_the_lambda_functions() {
     signed_in_but_refused(&b, server, page, "carol", Duration::from_secs(20));
 }
 
+/// CI publishing on a registry with no identity provider (the template's
+/// `CiIssuers` without `OidcIssuer`): the auth function serves the exchange
+/// alone; `terraform login` is off (no login.v1, its routes 404).
 #[test]
 fn a_ci_job_exchanges_its_token_and_publishes_through_the_lambda_functions() {
     let tmp = tempfile::tempdir().unwrap();
@@ -57,15 +62,31 @@ fn a_ci_job_exchanges_its_token_and_publishes_through_the_lambda_functions() {
     // functions trust through SSL_CERT_FILE), signing GitHub-shaped tokens.
     let issuer = Issuer::start(tmp.path());
     let ca = issuer.ca.to_str().unwrap().to_string();
-    let rig = start_with(
-        tmp.path(),
-        Mode::Lambda,
+    use tfreg_lambda::signin as s;
+    let server = &Server::start_lambda_with(
+        &tmp.path().join("lambda"),
         &[
-            (tfreg_lambda::signin::CI_ISSUERS, issuer.op.issuer.as_str()),
+            (s::CI_ISSUERS, issuer.op.issuer.as_str()),
+            (s::CI_TOKEN_TTL, "10m"),
+            // The issuer runs on this machine: loopback, for the test only.
+            (s::OIDC_ALLOW_LOOPBACK, "true"),
             ("SSL_CERT_FILE", ca.as_str()),
         ],
     );
-    let server = &rig.server;
+    let discovery: serde_json::Value = server
+        .http
+        .get(server.url("/.well-known/terraform.json"))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert!(discovery.get("login.v1").is_none(), "{discovery}");
+    let authorize = server
+        .http
+        .get(server.url("/oauth/authorize"))
+        .send()
+        .unwrap();
+    assert_eq!(authorize.status(), 404, "no identity provider: no login");
     server.cli_on_store(&[
         "trust",
         "add",
@@ -97,6 +118,8 @@ fn a_ci_job_exchanges_its_token_and_publishes_through_the_lambda_functions() {
     assert_eq!(status, 200, "{answer}");
     let token = answer["token"].as_str().unwrap().to_string();
     assert_eq!(answer["namespaces"], json!(["acme"]), "{answer}");
+    let lasts = answer["expires_at"].as_u64().unwrap() as i64 - now() as i64;
+    assert!((595..=605).contains(&lasts), "CiTokenTtl 10m: {answer}");
 
     // The exchanged token publishes to acme, and only there.
     let src = tmp.path().join("module");
@@ -121,4 +144,11 @@ fn a_ci_job_exchanges_its_token_and_publishes_through_the_lambda_functions() {
         !log.contains(&jwt) && !log.contains(&token),
         "no token in the functions' log"
     );
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
 }

@@ -1187,19 +1187,43 @@ fn substitute(
     out
 }
 
-/// The auth function, only with an identity provider: it and everything
-/// that reaches it (log group, integration, its three routes, API
-/// Gateway's permission) exist under `HasSignIn`, which an issuer sets.
+/// A condition of the template, for the given parameters: `!Not`,
+/// `!Equals` (of `!Ref`s and strings), `!And`, `!Or`, `!Condition`.
+fn condition(t: &Value, name: &str, params: &BTreeMap<String, String>) -> bool {
+    fn eval(t: &Value, v: &Value, params: &BTreeMap<String, String>) -> bool {
+        let Value::Tagged(expr) = v else {
+            panic!("not a condition: {v:?}")
+        };
+        let args = || expr.value.as_sequence().unwrap();
+        let text = |v: &Value| match tagged(v, "!Ref") {
+            Some(name) => params[name.as_str().unwrap()].clone(),
+            None => v.as_str().unwrap().to_string(),
+        };
+        match expr.tag.to_string().as_str() {
+            "!Not" => !eval(t, &args()[0], params),
+            "!And" => args().iter().all(|c| eval(t, c, params)),
+            "!Or" => args().iter().any(|c| eval(t, c, params)),
+            "!Equals" => text(&args()[0]) == text(&args()[1]),
+            "!Condition" => condition(t, expr.value.as_str().unwrap(), params),
+            other => panic!("cannot evaluate {other}"),
+        }
+    }
+    eval(t, &t["Conditions"][name], params)
+}
+
+/// The auth function exists with an identity provider (`OidcIssuer`: the
+/// login.v1 and single sign-on routes), with CI issuers (`CiIssuers`: the
+/// exchange route), or both; without either, nothing of it exists. Each
+/// route exists only where its part is configured, and everything that
+/// reaches the function (log group, integration, API Gateway's permission)
+/// only with the function.
 #[test]
-fn the_auth_function_exists_only_with_an_identity_provider() {
+fn the_auth_function_exists_only_with_sign_in_or_ci_publishing() {
+    use tfreg_model::router::AuthRoute;
     let t = template();
     let functions = functions(&t);
     let id = &functions["auth"];
-    let conditions = &t["Conditions"];
-    let has = tagged(&conditions["HasSignIn"], "!Not").expect("HasSignIn: !Not [...]");
-    let equals = tagged(&has[0], "!Equals").unwrap();
-    assert_eq!(tagged_str(&equals[0], "!Ref"), "OidcIssuer");
-    assert_eq!(equals[1].as_str(), Some(""));
+    assert_eq!(id, "AuthFunction");
     let auth_ids: Vec<String> = resources(&t)
         .keys()
         .map(|k| k.as_str().unwrap().to_string())
@@ -1219,34 +1243,69 @@ fn the_auth_function_exists_only_with_an_identity_provider() {
             "AuthPermission"
         ]
     );
-    assert_eq!(id, "AuthFunction");
-    for (name, r) in resources(&t) {
-        let name = name.as_str().unwrap();
-        let text = format!("{r:?}");
-        let reaches = auth_ids
-            .iter()
-            .any(|a| a != name && text.contains(a.as_str()));
-        if auth_ids.iter().any(|a| a == name) || reaches {
-            assert_eq!(
-                r["Condition"].as_str(),
-                Some("HasSignIn"),
-                "{name} exists only with sign-in"
-            );
-        }
-    }
     let mut keys = routes(&t)[id].clone();
     keys.sort();
-    let mut expected: Vec<String> = tfreg_model::router::AuthRoute::ALL
+    let mut expected: Vec<String> = AuthRoute::ALL
         .iter()
         .map(|r| format!("ANY {}", r.path()))
         .collect();
     expected.sort();
     assert_eq!(keys, expected, "one route per sign-in step, nothing more");
+    let route_of = |resource: &Value| {
+        let key = resource["Properties"]["RouteKey"].as_str()?;
+        AuthRoute::ALL
+            .iter()
+            .copied()
+            .find(|r| key == format!("ANY {}", r.path()))
+    };
+
+    for (issuer, ci) in [(false, false), (true, false), (false, true), (true, true)] {
+        let mut params = parameter_defaults(&t);
+        if issuer {
+            params.insert("OidcIssuer".into(), "https://login.example.com".into());
+        }
+        if ci {
+            params.insert(
+                "CiIssuers".into(),
+                "https://token.actions.githubusercontent.com".into(),
+            );
+        }
+        let exists = |name: &str, r: &Value| match r["Condition"].as_str() {
+            None => true,
+            Some(c) => {
+                assert!(
+                    matches!(t["Conditions"][c], Value::Tagged(_)),
+                    "{name}: no condition {c}"
+                );
+                condition(&t, c, &params)
+            }
+        };
+        for (name, r) in resources(&t) {
+            let name = name.as_str().unwrap();
+            let text = format!("{r:?}");
+            let reaches = auth_ids
+                .iter()
+                .any(|a| a != name && text.contains(a.as_str()));
+            if !(auth_ids.iter().any(|a| a == name) || reaches) {
+                continue;
+            }
+            let wanted = match route_of(r) {
+                Some(AuthRoute::Exchange) => ci,
+                Some(_) => issuer,
+                None => issuer || ci,
+            };
+            assert_eq!(
+                exists(name, r),
+                wanted,
+                "{name} with an issuer: {issuer}, CI issuers: {ci}"
+            );
+        }
+    }
     let log = tagged_str(
         &resources(&t)[id.as_str()]["Properties"]["LoggingConfig"]["LogGroup"],
         "!Ref",
     );
-    assert_eq!(resources(&t)[log]["Condition"].as_str(), Some("HasSignIn"));
+    assert_eq!(resources(&t)[log]["Condition"].as_str(), Some("HasAuth"));
 }
 
 /// Least privilege, from the items the sign-in steps use
@@ -1254,7 +1313,8 @@ fn the_auth_function_exists_only_with_an_identity_provider() {
 /// (DeleteItem) its own state, put a token and its audit event, record a CI
 /// token's jti, query the group mappings and trust policies, read the URL
 /// signing secret (a UI session's MAC key), and read that one client
-/// secret; nothing else.
+/// secret (only with an identity provider: a CI-only registry has none);
+/// nothing else.
 #[test]
 fn the_auth_function_writes_only_sign_in_items_and_reads_one_secret() {
     use tfreg_store::catalog::schema::{
@@ -1302,13 +1362,16 @@ fn the_auth_function_writes_only_sign_in_items_and_reads_one_secret() {
       Condition:
         ForAllValues:StringEquals:
           dynamodb:LeadingKeys: ["{SECRET_PK}"]
-    - Sid: ReadClientSecret
-      Effect: Allow
-      Action: !If [SecretInSecretsManager, secretsmanager:GetSecretValue, ssm:GetParameter]
-      Resource: !If
-        - SecretInSecretsManager
-        - !Ref OidcClientSecretArn
-        - !Sub "arn:${{AWS::Partition}}:ssm:${{AWS::Region}}:${{AWS::AccountId}}:parameter${{OidcClientSecretParameter}}"
+    - !If
+      - HasSignIn
+      - Sid: ReadClientSecret
+        Effect: Allow
+        Action: !If [SecretInSecretsManager, secretsmanager:GetSecretValue, ssm:GetParameter]
+        Resource: !If
+          - SecretInSecretsManager
+          - !Ref OidcClientSecretArn
+          - !Sub "arn:${{AWS::Partition}}:ssm:${{AWS::Region}}:${{AWS::AccountId}}:parameter${{OidcClientSecretParameter}}"
+      - !Ref AWS::NoValue
 "#
     );
     let expected: Value = serde_norway::from_str(&yaml).unwrap();
@@ -1327,6 +1390,16 @@ fn the_auth_function_writes_only_sign_in_items_and_reads_one_secret() {
         tagged_str(&env[tfreg_lambda::config::LOGIN_TOKEN_TTL], "!Ref"),
         "LoginTokenTtlSeconds"
     );
+    // The CI exchange's settings, each from its parameter.
+    use tfreg_lambda::signin::{CI_AUDIENCE, CI_ISSUERS, CI_MAX_TOKEN_LIFETIME, CI_TOKEN_TTL};
+    for (name, param) in [
+        (CI_ISSUERS, "CiIssuers"),
+        (CI_AUDIENCE, "CiAudience"),
+        (CI_TOKEN_TTL, "CiTokenTtl"),
+        (CI_MAX_TOKEN_LIFETIME, "CiMaxTokenLifetime"),
+    ] {
+        assert_eq!(tagged_str(&env[name], "!Ref"), param, "{name}");
+    }
     // Either form of the reference is one the function reads.
     let params = &t["Parameters"];
     for (param, example) in [
@@ -1397,4 +1470,49 @@ fn sign_in_parameters_reach_the_functions_with_the_code_s_defaults() {
         settings.registry_config().login_v1.unwrap().ports,
         [10000, 10010]
     );
+
+    // The CI exchange: off by default (every parameter empty, as the
+    // function reads them), and values of the documented forms read as meant.
+    let lookup = |values: BTreeMap<&'static str, String>| {
+        tfreg_auth::CiSettings::from_lookup(move |name| {
+            let param = match name {
+                "TFREG_CI_ISSUERS" => "CiIssuers",
+                "TFREG_CI_AUDIENCE" => "CiAudience",
+                "TFREG_CI_TOKEN_TTL" => "CiTokenTtl",
+                "TFREG_CI_MAX_TOKEN_LIFETIME" => "CiMaxTokenLifetime",
+                _ => return None,
+            };
+            values.get(param).cloned()
+        })
+    };
+    let defaults: BTreeMap<&'static str, String> = [
+        "CiIssuers",
+        "CiAudience",
+        "CiTokenTtl",
+        "CiMaxTokenLifetime",
+    ]
+    .into_iter()
+    .map(|name| (name, p[name]["Default"].as_str().unwrap().to_string()))
+    .collect();
+    assert!(lookup(defaults.clone()).unwrap().is_none(), "no exchange");
+    let mut set = defaults;
+    set.insert(
+        "CiIssuers",
+        "https://token.actions.githubusercontent.com,https://gitlab.com".into(),
+    );
+    set.insert("CiTokenTtl", "30m".into());
+    set.insert("CiMaxTokenLifetime", "10800".into());
+    let ci = lookup(set).unwrap().unwrap();
+    assert_eq!(
+        ci.issuers,
+        [
+            "https://token.actions.githubusercontent.com",
+            "https://gitlab.com"
+        ]
+    );
+    assert_eq!(
+        (ci.token_ttl_secs, ci.max_token_lifetime_secs),
+        (1800, 10800)
+    );
+    assert_eq!(ci.audience, None, "the registry's URL");
 }

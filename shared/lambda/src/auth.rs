@@ -90,57 +90,68 @@ fn describe(reference: &SecretRef) -> String {
     }
 }
 
-/// Where the provider's URLs may lead under `signin`.
-pub fn reach(signin: &SignIn) -> Reach {
-    if signin.allow_loopback {
+/// Where the provider's and the CI issuers' URLs may lead: public
+/// addresses, and loopback too under the tests'
+/// [`OIDC_ALLOW_LOOPBACK`](crate::signin::OIDC_ALLOW_LOOPBACK).
+pub fn reach(allow_loopback: bool) -> Reach {
+    if allow_loopback {
         Reach::PublicAndLoopback
     } else {
         Reach::Public
     }
 }
 
-/// The sign-in handlers: the secret read, the provider discovered.
+/// The sign-in handlers: `terraform login` and the UI's single sign-on
+/// where an identity provider is configured (`signin`: the secret read, the
+/// provider discovered), the CI token exchange where CI issuers are. Either
+/// works without the other; `None` when neither is configured.
 pub async fn auth(
-    signin: &SignIn,
+    signin: Option<&SignIn>,
     sdk: &SdkConfig,
     get: impl Fn(&str) -> Option<String>,
-) -> Result<Auth, SignInError> {
-    let (client_id, reference) = signin.client()?;
-    let client_secret = read_secret(sdk, reference, &get).await?;
-    let provider = |source| SignInError::Provider {
-        issuer: signin.issuer.clone(),
-        source,
-    };
-    let reach = reach(signin);
-    let http = guarded_client(system_tls().map_err(provider)?, reach).map_err(provider)?;
-    let config = OidcConfig::new(&signin.issuer, client_id, client_secret);
-    let upstream = Upstream::discover_within(config, http, reach)
-        .await
-        .map_err(provider)?;
-    tracing::info!(
-        issuer = signin.issuer,
-        client_id,
-        "terraform login signs in with this identity provider"
-    );
-    let mut auth = Auth::new().with_login(
-        upstream,
-        LoginSettings {
-            ports: signin.ports,
-            token_ttl_secs: signin.token_ttl_secs,
-            ..LoginSettings::default()
-        },
-    );
-    // The CI token exchange, where CI issuers are allow-listed: their
-    // documents and keys fetched under the same address rules.
-    if let Some(ci) = CiSettings::from_lookup(&get).map_err(|e| SignInError::Ci(e.to_string()))? {
+) -> Result<Option<Auth>, SignInError> {
+    let allow_loopback = crate::env::flag(&get, crate::signin::OIDC_ALLOW_LOOPBACK)?;
+    let reach = reach(allow_loopback);
+    let mut auth = Auth::new();
+    if let Some(signin) = signin {
+        let (client_id, reference) = signin.client()?;
+        let client_secret = read_secret(sdk, reference, &get).await?;
+        let provider = |source| SignInError::Provider {
+            issuer: signin.issuer.clone(),
+            source,
+        };
         let http = guarded_client(system_tls().map_err(provider)?, reach).map_err(provider)?;
+        let config = OidcConfig::new(&signin.issuer, client_id, client_secret);
+        let upstream = Upstream::discover_within(config, http, reach)
+            .await
+            .map_err(provider)?;
+        tracing::info!(
+            issuer = signin.issuer,
+            client_id,
+            "terraform login signs in with this identity provider"
+        );
+        auth = auth.with_login(
+            upstream,
+            LoginSettings {
+                ports: signin.ports,
+                token_ttl_secs: signin.token_ttl_secs,
+                ..LoginSettings::default()
+            },
+        );
+    }
+    // The CI token exchange, where CI issuers are allow-listed: their
+    // documents and keys fetched under the same address rules, when a
+    // token first names one.
+    if let Some(ci) = CiSettings::from_lookup(&get).map_err(|e| SignInError::Ci(e.to_string()))? {
+        let ci_error = |e: AuthError| SignInError::Ci(e.to_string());
+        let http = guarded_client(system_tls().map_err(ci_error)?, reach).map_err(ci_error)?;
         tracing::info!(
             issuers = ?ci.issuers,
             "CI jobs of these issuers may exchange their tokens"
         );
         auth = auth.with_exchange(Exchange::new(ci, http));
     }
-    Ok(auth)
+    Ok((!auth.is_empty()).then_some(auth))
 }
 
 #[cfg(test)]

@@ -69,11 +69,13 @@ pub async fn run_with_archives(served: Served, secret: Secret) -> Result<(), lam
     serve(served, Some(archives), secret).await
 }
 
-/// The `auth` function's life (feature `signin`): `terraform login`
-/// brokered to the identity provider the settings name
-/// ([`signin`]), its client secret read at init. Without an issuer it
-/// serves nothing: every sign-in route answers 404, as `tfreg serve` does
-/// without `--oidc-issuer` (the template creates the function only with one).
+/// The `auth` function's life (feature `signin`): `terraform login` and
+/// the UI's single sign-on brokered to the identity provider the settings
+/// name ([`signin`]), its client secret read at init, and the CI token
+/// exchange for the CI issuers they list; either without the other. With
+/// neither it serves nothing: every sign-in route answers 404, as `tfreg
+/// serve` does without `--oidc-issuer` and `--ci-issuer` (the template
+/// creates the function only with one of them).
 #[cfg(feature = "signin")]
 pub async fn run_signin() -> Result<(), lambda_http::Error> {
     init_tracing();
@@ -81,12 +83,13 @@ pub async fn run_signin() -> Result<(), lambda_http::Error> {
         let settings = Settings::from_env()?;
         let env = |name: &str| std::env::var(name).ok();
         let sdk = function_sdk_config(Roots::for_function(env), env)?;
-        let served = match &settings.signin {
-            Some(signin) => Served::new().auth(auth::auth(signin, &sdk, env).await?),
+        let served = match auth::auth(settings.signin.as_ref(), &sdk, env).await? {
+            Some(auth) => Served::new().auth(auth),
             None => {
                 tracing::warn!(
-                    "no identity provider ({} is not set): every sign-in route answers 404",
-                    signin::OIDC_ISSUER
+                    "neither an identity provider ({}) nor CI issuers ({}) are set: every sign-in route answers 404",
+                    signin::OIDC_ISSUER,
+                    signin::CI_ISSUERS
                 );
                 Served::new()
             }
