@@ -605,13 +605,13 @@ fn runtime() -> tokio::runtime::Runtime {
 /// Bearer $ACTIONS_ID_TOKEN_REQUEST_TOKEN` answers `{"value": "<JWT>"}`
 /// (and 401 to a wrong bearer). Here the JWT is minted beforehand by the
 /// issuer for the audience the test expects; the requests seen are kept.
-struct GitHubStandIn {
-    url: String,
-    seen: Arc<Mutex<Vec<String>>>,
+pub(crate) struct GitHubStandIn {
+    pub url: String,
+    pub seen: Arc<Mutex<Vec<String>>>,
 }
 
 impl GitHubStandIn {
-    fn start(bearer: &'static str, jwt: String) -> GitHubStandIn {
+    pub fn start(bearer: &'static str, jwt: String) -> GitHubStandIn {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -655,6 +655,26 @@ impl GitHubStandIn {
             seen,
         }
     }
+}
+
+/// `tfreg serve --private` in `dir` exchanging the tokens of two CI
+/// issuers over HTTPS: GitHub-shaped and GitLab-shaped (their CA trusted).
+pub(crate) fn serve_with_ci_issuers(dir: &Path) -> (Issuer, Issuer, Server) {
+    let github = Issuer::start(dir);
+    let gitlab = Issuer::start(dir);
+    let server = Server::start_with_env(
+        &dir.join("data"),
+        &format!("127.0.0.1:{}", free_port()),
+        &[
+            "--private",
+            "--ci-issuer",
+            &github.op.issuer,
+            "--ci-issuer",
+            &gitlab.op.issuer,
+        ],
+        &[("SSL_CERT_FILE", &github.ca)],
+    );
+    (github, gitlab, server)
 }
 
 /// `tfreg publish module --oidc` of `src` as `module` `version`, with `env`
@@ -702,22 +722,7 @@ fn stderr(out: &Output) -> String {
 #[test]
 fn tfreg_serve_exchanges_ci_tokens_and_tfreg_publish_oidc_uses_them() {
     let tmp = tempfile::tempdir().unwrap();
-    let github = Issuer::start(tmp.path());
-    let gitlab = Issuer::start(tmp.path());
-    let port = free_port();
-    let data = tmp.path().join("data");
-    let server = Server::start_with_env(
-        &data,
-        &format!("127.0.0.1:{port}"),
-        &[
-            "--private",
-            "--ci-issuer",
-            &github.op.issuer,
-            "--ci-issuer",
-            &gitlab.op.issuer,
-        ],
-        &[("SSL_CERT_FILE", &github.ca)],
-    );
+    let (github, gitlab, server) = serve_with_ci_issuers(tmp.path());
     let registry_url = server.url("");
     let admin = server.token("admin", None);
     // The policies, as the README says to add them.

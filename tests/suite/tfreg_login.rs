@@ -17,6 +17,7 @@ use tfreg_store::sqlite::SqliteStore;
 
 use crate::login::{runtime, start};
 use crate::login_cli::STANDIN_BROWSER;
+use crate::support::command::said;
 use crate::support::dist::write_tree;
 use crate::support::server::Server;
 use crate::support::tools::tfreg_bin;
@@ -97,14 +98,6 @@ fn publish(
     )
     .output()
     .unwrap()
-}
-
-fn said(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 #[test]

@@ -24,3 +24,12 @@ pub fn fails(out: Output, what: &str) -> String {
     assert!(!out.status.success(), "{what} should have failed:\n{text}");
     text
 }
+
+/// What a command printed: its stdout, then its stderr.
+pub fn said(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
