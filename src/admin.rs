@@ -1,4 +1,4 @@
-//! `tfreg token|key|deprecate|yank|delete|audit|sso|trust`: the admin API, spoken two
+//! `tfreg token|key|deprecate|yank|delete|audit|sso|trust|upstream`: the admin API, spoken two
 //! ways with the same requests and answers:
 //! - to a registry's URL with an admin token (`--registry`, `--token`), as
 //!   any client would;
@@ -14,6 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 mod releases;
 mod sso;
+mod upstream;
 
 use clap::{Args, Subcommand, ValueEnum};
 use http::{Method, StatusCode};
@@ -34,6 +35,7 @@ use crate::data_dir::{self, DataDir};
 
 pub use releases::{DeleteArgs, DeprecateArgs, YankArgs, delete, deprecate, yank};
 pub use sso::{SsoCommand, TrustCommand, sso, trust};
+pub use upstream::{UpstreamCommand, upstream};
 
 /// Which registry an admin command works on.
 #[derive(Args, Clone)]

@@ -63,6 +63,9 @@ enum Command {
     /// claims) may publish to a namespace: add, list, remove.
     #[command(subcommand)]
     Trust(admin::TrustCommand),
+    /// The registries the pull-through cache reads from: set, show, list, remove.
+    #[command(subcommand)]
+    Upstream(admin::UpstreamCommand),
     /// Mark a provider or module version deprecated (still installable;
     /// `terraform init` warns), or undo it with --undo.
     Deprecate(admin::DeprecateArgs),
@@ -195,6 +198,7 @@ async fn main() -> ExitCode {
         Command::Key(cmd) => admin::key(cmd).await,
         Command::Sso(cmd) => admin::sso(cmd).await,
         Command::Trust(cmd) => admin::trust(cmd).await,
+        Command::Upstream(cmd) => admin::upstream(cmd).await,
         Command::Deprecate(args) => admin::deprecate(args).await,
         Command::Yank(args) => admin::yank(args).await,
         Command::Delete(args) => admin::delete(args).await,

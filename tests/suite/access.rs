@@ -547,6 +547,35 @@ fn endpoints(blob_path: &str, own_host: &str) -> Vec<Endpoint> {
             Value::Null,
             Need::Token(Scope::Admin, Some(A)),
         ),
+        // The registries the cache reads from (issue 22): registry-wide.
+        ep(
+            "admin list upstreams",
+            Method::GET,
+            "/v1/admin/upstreams".into(),
+            Value::Null,
+            Need::Token(Scope::Admin, None),
+        ),
+        ep(
+            "admin show upstream",
+            Method::GET,
+            "/v1/admin/upstreams/registry.example.test".into(),
+            Value::Null,
+            Need::Token(Scope::Admin, None),
+        ),
+        ep(
+            "admin set upstream",
+            Method::PUT,
+            "/v1/admin/upstreams/registry.example.test".into(),
+            json!({"serves": {"providers": false, "modules": false}}),
+            Need::Token(Scope::Admin, None),
+        ),
+        ep(
+            "admin remove upstream",
+            Method::DELETE,
+            "/v1/admin/upstreams/registry.example.test".into(),
+            Value::Null,
+            Need::Token(Scope::Admin, None),
+        ),
         ep(
             "admin delete mirrored (other host)",
             Method::DELETE,

@@ -100,3 +100,4 @@ mod sso_admin;
 mod support;
 mod template;
 mod tfreg_login;
+mod upstream_admin;

@@ -13,7 +13,7 @@ use crate::backend_contract::contract;
 
 const GITHUB: &str = "https://token.actions.githubusercontent.com";
 
-fn errors(resp: &tfreg_testkit::TestResponse) -> String {
+pub(crate) fn errors(resp: &tfreg_testkit::TestResponse) -> String {
     let body = resp.json();
     let errors = body["errors"]
         .as_array()
@@ -122,13 +122,7 @@ async fn group_mappings(r: TestRegistry) {
     assert_eq!(list.json(), json!({"mappings": []}));
 
     let events = audit(&r, &admin).await;
-    let of = |action: &str, outcome: &str| {
-        events
-            .iter()
-            .filter(|e| e["action"] == action && e["outcome"] == outcome)
-            .cloned()
-            .collect::<Vec<_>>()
-    };
+    let of = |action: &str, outcome: &str| audited(&events, action, outcome);
     let maps = of("sso.map", "ok");
     assert_eq!(maps.len(), 2, "{events:#?}");
     assert_eq!(
@@ -145,7 +139,16 @@ async fn group_mappings(r: TestRegistry) {
     assert_eq!(of("sso.map", "refused").len(), 2 + 6, "{events:#?}");
 }
 
-async fn audit(r: &TestRegistry, admin: &str) -> Vec<Value> {
+/// The events of `action` that ended `outcome`, newest first.
+pub(crate) fn audited(events: &[Value], action: &str, outcome: &str) -> Vec<Value> {
+    events
+        .iter()
+        .filter(|e| e["action"] == action && e["outcome"] == outcome)
+        .cloned()
+        .collect()
+}
+
+pub(crate) async fn audit(r: &TestRegistry, admin: &str) -> Vec<Value> {
     let listed = send(
         r,
         Method::GET,

@@ -1,6 +1,7 @@
 //! The admin API (`/v1/admin/...`): tokens, namespace signing keys, release
-//! lifecycle (deprecate, yank, delete), the audit trail, and sign-in data
-//! ([`sso`]: group mappings, CI trust policies). The pipeline
+//! lifecycle (deprecate, yank, delete), the audit trail, sign-in data
+//! ([`sso`]: group mappings, CI trust policies) and the registries the
+//! cache reads from ([`upstreams`]). The pipeline
 //! has already checked the caller holds an admin token covering the
 //! route's realm (or is the operator, for the CLI on a local data dir);
 //! every change is audited there too, with the [`Note`] left here.
@@ -23,6 +24,7 @@ use tfreg_store::catalog::{self, audit, keys, tokens};
 use tfreg_verify::signing::PublicKey;
 
 mod sso;
+mod upstreams;
 
 /// The admin API.
 pub struct Admin;
@@ -226,6 +228,12 @@ async fn handle(
         | AdminRoute::AddTrust { .. }
         | AdminRoute::RemoveTrust { .. } => {
             sso::handle(registry, &by, route, headers, req_body).await
+        }
+        AdminRoute::ListUpstreams
+        | AdminRoute::ShowUpstream { .. }
+        | AdminRoute::SetUpstream { .. }
+        | AdminRoute::RemoveUpstream { .. } => {
+            upstreams::handle(registry, &by, route, headers, req_body).await
         }
         AdminRoute::Audit => {
             let limit = audit_limit(query)?;

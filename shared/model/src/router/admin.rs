@@ -8,8 +8,12 @@ use crate::error::RouteError;
 use crate::protocol::ADMIN_V1;
 use crate::release::LifecycleAction;
 use crate::router::publish::PublishTarget;
-use crate::router::segments::{DELETE, GET, GET_POST, POST, key_id_segment, not_found, token_id};
+use crate::router::segments::{
+    DELETE, GET, GET_POST, GET_PUT_DELETE, POST, PUT, host_segment, key_id_segment, not_found,
+    token_id,
+};
 use crate::token::Realm;
+use crate::upstream::UpstreamHost;
 use crate::version::Version;
 
 /// What the admin API does: one variant per operation (the method is part
@@ -50,6 +54,14 @@ pub enum AdminRoute {
     AddTrust { namespace: String },
     /// `DELETE /v1/admin/trust/{namespace}/{id}`.
     RemoveTrust { namespace: String, id: String },
+    /// `GET /v1/admin/upstreams`: every registry the cache reads from.
+    ListUpstreams,
+    /// `GET /v1/admin/upstreams/{host}`.
+    ShowUpstream { host: UpstreamHost },
+    /// `PUT /v1/admin/upstreams/{host}` with [`crate::upstream::UpstreamSettings`].
+    SetUpstream { host: UpstreamHost },
+    /// `DELETE /v1/admin/upstreams/{host}`.
+    RemoveUpstream { host: UpstreamHost },
 }
 
 impl AdminRoute {
@@ -87,6 +99,16 @@ impl AdminRoute {
                 namespace: "team".into(),
                 id: "0123456789ab".into(),
             },
+            AdminRoute::ListUpstreams,
+            AdminRoute::ShowUpstream {
+                host: example_upstream(),
+            },
+            AdminRoute::SetUpstream {
+                host: example_upstream(),
+            },
+            AdminRoute::RemoveUpstream {
+                host: example_upstream(),
+            },
         ];
         for release in targets {
             all.push(AdminRoute::Delete {
@@ -109,7 +131,10 @@ impl AdminRoute {
             | AdminRoute::ListKeys { .. }
             | AdminRoute::Audit
             | AdminRoute::ListMappings
-            | AdminRoute::ListTrust { .. } => GET,
+            | AdminRoute::ListTrust { .. }
+            | AdminRoute::ListUpstreams
+            | AdminRoute::ShowUpstream { .. } => GET,
+            AdminRoute::SetUpstream { .. } => PUT,
             AdminRoute::CreateToken
             | AdminRoute::AddKeys { .. }
             | AdminRoute::Lifecycle { .. }
@@ -119,12 +144,14 @@ impl AdminRoute {
             AdminRoute::RevokeToken { .. }
             | AdminRoute::RemoveKey { .. }
             | AdminRoute::Delete { .. }
-            | AdminRoute::RemoveTrust { .. } => DELETE,
+            | AdminRoute::RemoveTrust { .. }
+            | AdminRoute::RemoveUpstream { .. } => DELETE,
         }
     }
 
     /// Token management, group mappings (which grant any namespace), every
-    /// namespace's trust policies and the audit trail are registry-wide;
+    /// namespace's trust policies, the upstream registries (which any
+    /// namespace may be cached from) and the audit trail are registry-wide;
     /// keys, a namespace's trust policies and releases are in their namespace.
     pub fn realm(&self) -> Realm<'_> {
         match self {
@@ -135,7 +162,11 @@ impl AdminRoute {
             | AdminRoute::ListMappings
             | AdminRoute::MapGroup
             | AdminRoute::UnmapGroup
-            | AdminRoute::ListTrust { namespace: None } => Realm::Registry,
+            | AdminRoute::ListTrust { namespace: None }
+            | AdminRoute::ListUpstreams
+            | AdminRoute::ShowUpstream { .. }
+            | AdminRoute::SetUpstream { .. }
+            | AdminRoute::RemoveUpstream { .. } => Realm::Registry,
             AdminRoute::ListKeys { namespace }
             | AdminRoute::AddKeys { namespace }
             | AdminRoute::RemoveKey { namespace, .. }
@@ -175,6 +206,12 @@ impl AdminRoute {
             | AdminRoute::AddTrust { namespace } => format!("{ADMIN_V1}trust/{namespace}"),
             AdminRoute::RemoveTrust { namespace, id } => {
                 format!("{ADMIN_V1}trust/{namespace}/{id}")
+            }
+            AdminRoute::ListUpstreams => format!("{ADMIN_V1}upstreams"),
+            AdminRoute::ShowUpstream { host }
+            | AdminRoute::SetUpstream { host }
+            | AdminRoute::RemoveUpstream { host } => {
+                format!("{ADMIN_V1}upstreams/{}", host_segment(host.hostname()))
             }
         }
     }
@@ -287,6 +324,23 @@ pub(crate) fn admin_route(
                 DELETE,
             )
         }
+        ["upstreams"] => pick(&[(Method::GET, A::ListUpstreams)], GET),
+        ["upstreams", host] => {
+            let host = UpstreamHost::parse(host)?;
+            pick(
+                &[
+                    (Method::GET, A::ShowUpstream { host: host.clone() }),
+                    (Method::PUT, A::SetUpstream { host: host.clone() }),
+                    (Method::DELETE, A::RemoveUpstream { host }),
+                ],
+                GET_PUT_DELETE,
+            )
+        }
         _ => Err(not_found(path)),
     }
+}
+
+/// The upstream the examples name.
+fn example_upstream() -> UpstreamHost {
+    UpstreamHost::parse("registry.example.test").expect("a valid host")
 }

@@ -118,7 +118,11 @@ impl Route {
                 | AdminRoute::ListKeys { .. }
                 | AdminRoute::Audit
                 | AdminRoute::ListMappings
-                | AdminRoute::ListTrust { .. } => None,
+                | AdminRoute::ListTrust { .. }
+                | AdminRoute::ListUpstreams
+                | AdminRoute::ShowUpstream { .. } => None,
+                AdminRoute::SetUpstream { .. } => Some("upstream.set"),
+                AdminRoute::RemoveUpstream { .. } => Some("upstream.remove"),
                 AdminRoute::MapGroup => Some("sso.map"),
                 AdminRoute::UnmapGroup => Some("sso.unmap"),
                 AdminRoute::AddTrust { .. } => Some("trust.add"),
@@ -166,6 +170,10 @@ impl Route {
                 AdminRoute::RemoveTrust { namespace, id } => {
                     format!("trust policy {id} of {namespace}")
                 }
+                AdminRoute::ListUpstreams => "upstreams".into(),
+                AdminRoute::ShowUpstream { host }
+                | AdminRoute::SetUpstream { host }
+                | AdminRoute::RemoveUpstream { host } => format!("upstream {host}"),
             },
             Route::Ui(UiRoute::SignOut) => "web UI session".into(),
             Route::Auth(AuthRoute::Token | AuthRoute::Callback | AuthRoute::Exchange) => {

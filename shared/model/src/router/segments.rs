@@ -14,6 +14,8 @@ pub(crate) const GET: &[Method] = &[Method::GET];
 pub(crate) const GET_POST: &[Method] = &[Method::GET, Method::POST];
 pub(crate) const DELETE: &[Method] = &[Method::DELETE];
 pub(crate) const POST: &[Method] = &[Method::POST];
+pub(crate) const PUT: &[Method] = &[Method::PUT];
+pub(crate) const GET_PUT_DELETE: &[Method] = &[Method::GET, Method::PUT, Method::DELETE];
 pub(crate) const GET_HEAD_POST: &[Method] = &[Method::GET, Method::HEAD, Method::POST];
 
 /// A hostname as one path segment: `:` (before a port) is escaped.

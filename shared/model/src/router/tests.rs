@@ -392,3 +392,70 @@ fn group_mappings_and_trust_policies_are_admin_routes() {
         assert_eq!(Route::Admin(r).audit_action(), action);
     }
 }
+
+#[test]
+fn upstreams_are_registry_wide_admin_routes() {
+    use crate::token::Realm;
+    use crate::upstream::UpstreamHost;
+    let host = UpstreamHost::parse("registry.example.test").unwrap();
+    for (method, path, expected, action) in [
+        (
+            Method::GET,
+            "/v1/admin/upstreams",
+            AdminRoute::ListUpstreams,
+            None,
+        ),
+        (
+            Method::GET,
+            "/v1/admin/upstreams/registry.example.test",
+            AdminRoute::ShowUpstream { host: host.clone() },
+            None,
+        ),
+        (
+            Method::PUT,
+            "/v1/admin/upstreams/Registry.Example.Test",
+            AdminRoute::SetUpstream { host: host.clone() },
+            Some("upstream.set"),
+        ),
+        (
+            Method::DELETE,
+            "/v1/admin/upstreams/registry.example.test",
+            AdminRoute::RemoveUpstream { host: host.clone() },
+            Some("upstream.remove"),
+        ),
+    ] {
+        let got = route(&method, path).unwrap();
+        assert_eq!(got, Route::Admin(expected.clone()), "{method} {path}");
+        assert_eq!(expected.realm(), Realm::Registry);
+        assert_eq!(got.audit_action(), action);
+        // The path a client builds routes back here.
+        assert_eq!(route(&method, &got.path()).unwrap(), got);
+    }
+    // With a port (escaped as the mirror's hosts are).
+    let with_port = AdminRoute::SetUpstream {
+        host: UpstreamHost::parse("registry.example.test:8443").unwrap(),
+    };
+    assert_eq!(
+        route(&Method::PUT, &with_port.path()).unwrap(),
+        Route::Admin(with_port)
+    );
+    // Not an upstream's name: 400. Another method: 405 naming the three.
+    for bad in [
+        "/v1/admin/upstreams/127.0.0.1",
+        "/v1/admin/upstreams/localhost",
+        "/v1/admin/upstreams/nodot",
+        "/v1/admin/upstreams/%2e%2e",
+    ] {
+        let err = route(&Method::PUT, bad).unwrap_err();
+        assert_eq!(status_of(&err), 400, "{bad}: {err:?}");
+    }
+    let err = route(&Method::POST, "/v1/admin/upstreams/registry.example.test").unwrap_err();
+    assert!(
+        matches!(&err, RouteError::MethodNotAllowed { allow, .. } if allow.len() == 3),
+        "{err:?}"
+    );
+    assert_eq!(
+        status_of(&route(&Method::PUT, "/v1/admin/upstreams").unwrap_err()),
+        405
+    );
+}

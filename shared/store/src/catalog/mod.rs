@@ -8,7 +8,8 @@
 //! - [`tokens`], [`keys`] (namespace signing keys), [`uploads`] (publishes
 //!   in progress, bounded with [`places`]), [`audit`] (the trail),
 //!   [`secret`] (the URL signing secret), [`login`] (sign-ins between
-//!   their steps: pending logins, codes, used nonces), [`sso`] (group mappings).
+//!   their steps: pending logins, codes, used nonces), [`sso`] (group mappings),
+//!   [`upstreams`] (the registries the cache reads from).
 //! - [`releases`], [`docs`], [`indexing`], [`import`]: releases, module docs,
 //!   keeping indexes in step, bulk writes; [`cas`]: the one compare-and-swap
 //!   loop; [`codec`]: item bodies as JSON.
@@ -32,6 +33,7 @@ pub mod sessions;
 pub mod sso;
 pub mod tokens;
 pub mod uploads;
+pub mod upstreams;
 
 pub use codec::{decode, encode};
 pub use docs::{module_docs, put_module_docs};

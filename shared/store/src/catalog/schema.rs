@@ -24,6 +24,7 @@
 //! | used CI OIDC token (until its exp) | `JTI`                            | `<sha256 of the issuer, a newline and the jti>` |
 //! | identity-provider group mapping    | `SSOMAP`                         | `<group>`                           |
 //! | CI trust policy of a namespace     | `TRUST`                          | `<ns>#<policy id>`                  |
+//! | upstream registry (cache origin)   | `UPSTREAMS`                      | `<hostname>`                        |
 //!
 //! One release is one item holding every platform, so a download is one
 //! `GetItem`; a versions list is one `GetItem` of the partition's index.
@@ -73,6 +74,9 @@ pub const SSOMAP_PK: &str = "SSOMAP";
 /// exact `LeadingKeys`, and `tfreg trust list` reads every namespace's in
 /// one query).
 pub const TRUST_PK: &str = "TRUST";
+/// The partition of the upstream registries the cache reads from, by
+/// hostname: every cached request reads one, `tfreg upstream list` all.
+pub const UPSTREAMS_PK: &str = "UPSTREAMS";
 
 /// The sort-key prefix of a namespace's trust policies (a namespace has no `#`).
 pub fn trust_prefix(namespace: &str) -> String {

@@ -1,8 +1,12 @@
 //! Other registries the pull-through cache reads from (issue 22), and where
 //! it may connect: pure rules, no I/O. `tests/cache/plan.md` §1–2 has the
-//! design; the origin client (not yet built) applies [`refused_range`] to
-//! every address it is about to connect to and [`check_origin_url`] to
-//! every URL and redirect hop before it asks DNS anything.
+//! design. [`settings`]: an upstream as an admin configures it; here: its
+//! hostname, and the addresses ([`refused_range`]) and URLs
+//! ([`check_origin_url`]) an origin may never make the registry connect to.
+
+mod settings;
+
+pub use settings::*;
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -11,64 +15,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::Invalid;
 use crate::address::Hostname;
-
-/// One configured upstream registry. Admin data (API and CLI, audited);
-/// never the secret of its credentials, only where to read it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Upstream {
-    /// Its hostname as clients write it in a mirror path or a `host` block.
-    pub hostname: UpstreamHost,
-    pub serves: Serves,
-    #[serde(default)]
-    pub mode: Mode,
-    /// How long a fetched version list is answered without asking again.
-    #[serde(default = "default_metadata_ttl")]
-    pub metadata_ttl_secs: u32,
-}
-
-/// What an upstream is used for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Serves {
-    pub providers: bool,
-    pub modules: bool,
-}
-
-/// `online` fetches on a miss; `sealed` answers only from the cache
-/// (air-gapped registries), so it never opens a connection.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    #[default]
-    Online,
-    Sealed,
-}
-
-pub const METADATA_TTL_DEFAULT: u32 = 3600;
-pub const METADATA_TTL_MIN: u32 = 60;
-pub const METADATA_TTL_MAX: u32 = 7 * 24 * 3600;
-
-fn default_metadata_ttl() -> u32 {
-    METADATA_TTL_DEFAULT
-}
-
-impl Upstream {
-    /// The settings' own rules (the hostname's are [`UpstreamHost::parse`]'s).
-    pub fn validate(&self) -> Result<(), Invalid> {
-        if !self.serves.providers && !self.serves.modules {
-            return Err(Invalid::bad(format!(
-                "upstream {}: serves neither providers nor modules",
-                self.hostname
-            )));
-        }
-        if !(METADATA_TTL_MIN..=METADATA_TTL_MAX).contains(&self.metadata_ttl_secs) {
-            return Err(Invalid::bad(format!(
-                "upstream {}: metadata_ttl_secs must be {METADATA_TTL_MIN} to {METADATA_TTL_MAX}",
-                self.hostname
-            )));
-        }
-        Ok(())
-    }
-}
 
 /// An upstream's hostname: a DNS name with at least one dot, in the form
 /// [`Hostname::parse`] gives (lowercase, IDNA to ASCII, no default port),
@@ -115,6 +61,10 @@ impl UpstreamHost {
 
     pub fn as_str(&self) -> &str {
         self.0.as_str()
+    }
+
+    pub fn hostname(&self) -> &Hostname {
+        &self.0
     }
 }
 
@@ -202,12 +152,12 @@ const REFUSED_V6: &[(Ipv6Addr, u8, &str)] = &[
     (Ipv6Addr::new(0xff00, 0, 0, 0, 0, 0, 0, 0), 8, "multicast"),
 ];
 
-fn in_v4(ip: Ipv4Addr, net: Ipv4Addr, prefix: u8) -> bool {
+pub(super) fn in_v4(ip: Ipv4Addr, net: Ipv4Addr, prefix: u8) -> bool {
     let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
     u32::from(ip) & mask == u32::from(net) & mask
 }
 
-fn in_v6(ip: Ipv6Addr, net: Ipv6Addr, prefix: u8) -> bool {
+pub(super) fn in_v6(ip: Ipv6Addr, net: Ipv6Addr, prefix: u8) -> bool {
     let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
     u128::from(ip) & mask == u128::from(net) & mask
 }
@@ -482,33 +432,6 @@ mod tests {
         ] {
             assert!(!host.matches(other), "{other}");
         }
-    }
-
-    #[test]
-    fn upstream_settings() {
-        let mut u: Upstream = serde_json::from_str(
-            r#"{"hostname": "registry.terraform.io", "serves": {"providers": true, "modules": false}}"#,
-        )
-        .unwrap();
-        assert_eq!(u.mode, Mode::Online);
-        assert_eq!(u.metadata_ttl_secs, METADATA_TTL_DEFAULT);
-        u.validate().unwrap();
-        u.metadata_ttl_secs = 10;
-        assert!(u.validate().is_err());
-        u.metadata_ttl_secs = 60;
-        u.serves.providers = false;
-        assert!(u.validate().is_err());
-        assert!(
-            serde_json::from_str::<Upstream>(
-                r#"{"hostname": "169.254.169.254", "serves": {"providers": true, "modules": true}}"#
-            )
-            .is_err()
-        );
-        let sealed: Upstream = serde_json::from_str(
-            r#"{"hostname": "registry.opentofu.org", "serves": {"providers": true, "modules": true}, "mode": "sealed"}"#,
-        )
-        .unwrap();
-        assert_eq!(sealed.mode, Mode::Sealed);
     }
 
     proptest! {
