@@ -27,7 +27,7 @@ use tfreg_model::protocol::{
 };
 use tfreg_model::router::{AdminRoute, Route};
 use tfreg_model::text::escaped;
-use tfreg_model::token::{NewToken, Scope, TokenInfo};
+use tfreg_model::token::{NewToken, Scope, TokenInfo, TokenRecord};
 
 use crate::cli_error::Result;
 use crate::client::PublishClient;
@@ -242,6 +242,10 @@ pub struct TokenCreateArgs {
     /// Expire after this long, e.g. 90d, 12h, 1y; default: never.
     #[arg(long, value_parser = humantime::parse_duration)]
     expires_in: Option<Duration>,
+    /// Its requests may make the pull-through cache fetch what it has not
+    /// cached from an upstream (`tfreg upstream set`); admin tokens may anyway.
+    #[arg(long)]
+    fill: bool,
     #[command(flatten)]
     r#where: Where,
 }
@@ -291,6 +295,7 @@ pub async fn token(cmd: TokenCommand) -> Result<()> {
                         d,
                     )
                 }),
+                fill: args.fill,
             };
             let api = args.r#where.connect().await?;
             let created: CreatedToken = api.send(AdminRoute::CreateToken, Some(&new)).await?;
@@ -299,7 +304,7 @@ pub async fn token(cmd: TokenCommand) -> Result<()> {
                 "created token {} (id {}): grants {}, expires {}",
                 escaped(&r.name),
                 r.id,
-                r.describe_grants(),
+                grants_of(r),
                 when(r.expires_at)
             );
             println!("{}", created.token);
@@ -325,6 +330,12 @@ pub async fn token(cmd: TokenCommand) -> Result<()> {
     }
 }
 
+/// A token's grants, and `+fill` when it may make the cache fetch.
+fn grants_of(r: &TokenRecord) -> String {
+    let fill = if r.fill { " +fill" } else { "" };
+    format!("{}{fill}", r.describe_grants())
+}
+
 fn print_tokens(tokens: &[TokenInfo]) {
     println!(
         "{:<12}  {:<20}  {:<30}  {:<20}  {:<20}  LAST USED",
@@ -336,7 +347,7 @@ fn print_tokens(tokens: &[TokenInfo]) {
             "{:<12}  {:<20}  {:<30}  {:<20}  {:<20}  {}",
             r.id,
             escaped(&r.name),
-            r.describe_grants(),
+            grants_of(r),
             when(Some(r.created_at)),
             when(r.expires_at),
             when(t.last_used_at)

@@ -71,6 +71,7 @@ async fn named(r: &TestRegistry, name: &str, scope: Scope, ns: Option<&str>) -> 
         namespaces: ns.map(str::to_string).into_iter().collect(),
         grants: vec![],
         expires_at: None,
+        fill: false,
     })
     .await
 }
@@ -627,6 +628,7 @@ async fn make_credential(r: &TestRegistry, cred: Cred) -> Option<String> {
                 namespaces: vec![],
                 grants: vec![],
                 expires_at: Some(2),
+                fill: false,
             };
             Some(
                 tfreg_store::catalog::tokens::create(items, new, 1, &operator)
@@ -1131,6 +1133,7 @@ async fn expiry_is_exact() {
             namespaces: vec![],
             grants: vec![],
             expires_at: Some(t),
+            fill: false,
         })
         .await;
     let path = format!("/v1/modules/{A}/m/aws/versions");

@@ -279,6 +279,27 @@ fn tfreg_upstream_sets_shows_lists_and_removes() {
     );
     assert!(err.contains("403"), "{err}");
 
+    // A token whose requests may fill the cache: marked in lists.
+    let out = ok(
+        server.tfreg(
+            &admin,
+            &[
+                "token", "create", "--name", "ci-fill", "--scope", "read", "--fill",
+            ],
+        ),
+        "token create --fill",
+    );
+    assert!(out.contains("grants read:* +fill"), "{out}");
+    let tokens = server.tfreg(&admin, &["token", "list", "--json"]);
+    let tokens: Value = serde_json::from_slice(&tokens.stdout).unwrap();
+    let fill: Vec<bool> = tokens["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["fill"].as_bool().unwrap_or(false))
+        .collect();
+    assert_eq!(fill.iter().filter(|f| **f).count(), 1, "{tokens}");
+
     ok(
         server.tfreg(&admin, &["upstream", "remove", "registry.example.test"]),
         "upstream remove",

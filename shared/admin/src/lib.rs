@@ -90,10 +90,15 @@ async fn handle(
             let (token, record) =
                 tokens::create(items, new, registry.now(), &principal.actor()).await?;
             let note = format!(
-                "token {} ({}) with grants {}",
+                "token {} ({}) with grants {}{}",
                 record.name,
                 record.id,
-                record.describe_grants()
+                record.describe_grants(),
+                if record.fill {
+                    ", and may fill the cache"
+                } else {
+                    ""
+                }
             );
             Ok(noted(
                 StatusCode::CREATED,

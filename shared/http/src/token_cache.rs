@@ -99,6 +99,7 @@ mod tests {
                 expires_at: None,
                 created_by: "operator".into(),
                 issued_to: None,
+                fill: false,
             }),
             touched_at: None,
         };

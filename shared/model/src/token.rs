@@ -86,6 +86,10 @@ pub struct TokenRecord {
     /// an admin).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub issued_to: Option<Subject>,
+    /// May its requests make the pull-through cache fetch from an upstream
+    /// (`tfreg token create --fill`)? Admin tokens may anyway.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fill: bool,
 }
 
 /// [`TokenRecord`] as JSON, both forms.
@@ -107,6 +111,8 @@ struct StoredRecord {
     created_by: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     issued_to: Option<Subject>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    fill: bool,
 }
 
 impl From<StoredRecord> for TokenRecord {
@@ -136,6 +142,7 @@ impl From<StoredRecord> for TokenRecord {
             expires_at: r.expires_at,
             created_by: r.created_by,
             issued_to: r.issued_to,
+            fill: r.fill,
         }
     }
 }
@@ -156,6 +163,7 @@ impl From<TokenRecord> for StoredRecord {
             expires_at: r.expires_at,
             created_by: r.created_by,
             issued_to: r.issued_to,
+            fill: r.fill,
         }
     }
 }
@@ -213,6 +221,9 @@ pub struct NewToken {
     /// Unix seconds; none: never expires.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+    /// See [`TokenRecord::fill`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fill: bool,
 }
 
 impl NewToken {
@@ -224,6 +235,7 @@ impl NewToken {
             namespaces: Vec::new(),
             grants,
             expires_at: None,
+            fill: false,
         }
     }
 
@@ -364,6 +376,7 @@ mod tests {
             namespaces: namespaces.iter().map(|s| s.to_string()).collect(),
             grants: Vec::new(),
             expires_at: None,
+            fill: false,
         }
     }
 
@@ -380,7 +393,23 @@ mod tests {
             expires_at: Some(100),
             created_by: "operator".into(),
             issued_to: None,
+            fill: false,
         }
+    }
+
+    #[test]
+    fn the_fill_mark_is_kept_and_absent_means_no() {
+        let mut r = record(vec![grant(Scope::Read, &["*"])]);
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(!text.contains("fill"), "not written when false: {text}");
+        assert!(!serde_json::from_str::<TokenRecord>(&text).unwrap().fill);
+        r.fill = true;
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(text.contains(r#""fill":true"#), "{text}");
+        assert_eq!(serde_json::from_str::<TokenRecord>(&text).unwrap(), r);
+        let new: NewToken =
+            serde_json::from_str(r#"{"name": "ci", "scopes": ["read"], "fill": true}"#).unwrap();
+        assert!(new.fill);
     }
 
     #[test]

@@ -254,6 +254,7 @@ impl TestRegistry {
             namespaces: namespace.map(str::to_string).into_iter().collect(),
             grants: vec![],
             expires_at: None,
+            fill: false,
         })
         .await
     }

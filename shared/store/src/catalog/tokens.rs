@@ -50,6 +50,7 @@ pub async fn create_issued(
         expires_at: new.expires_at,
         created_by: created_by.describe(),
         issued_to,
+        fill: new.fill,
     };
     store
         .put(
@@ -137,6 +138,7 @@ mod tests {
             namespaces: namespaces.iter().map(|s| s.to_string()).collect(),
             grants: Vec::new(),
             expires_at: None,
+            fill: false,
         }
     }
 
