@@ -4,6 +4,7 @@
 //! |---|---|
 //! | an upload slot of a publish in progress | `uploads/<upload id>/<file name>` |
 //! | a published file | `archives/<upload id>/<file name>` |
+//! | a file the cache keeps from an upstream | `cache/<host>/p/<ns>/<type>/<sha256>/<file name>` |
 //!
 //! A published file's key names the upload that published it, so no two
 //! publishes ever share or overwrite an object: a release owns its files, and
@@ -20,6 +21,8 @@ use serde::{Deserialize, Serialize};
 pub const UPLOADS: &str = "uploads/";
 /// Prefix of published files.
 pub const ARCHIVES: &str = "archives/";
+/// Prefix of files the pull-through cache keeps (never written by a publish).
+pub const CACHE: &str = "cache/";
 
 /// Longest key accepted.
 pub const MAX_KEY_LEN: usize = 512;
@@ -131,7 +134,7 @@ impl BlobKey {
             && s.split('/').all(|seg| {
                 !seg.is_empty() && seg != "." && seg != ".." && seg.chars().all(is_key_char)
             });
-        if safe && (s.starts_with(UPLOADS) || s.starts_with(ARCHIVES)) {
+        if safe && (s.starts_with(UPLOADS) || s.starts_with(ARCHIVES) || s.starts_with(CACHE)) {
             Ok(BlobKey(s.to_string()))
         } else {
             Err(KeyError::Malformed)
@@ -146,6 +149,29 @@ impl BlobKey {
     /// Where a verified file of the publish `id` is kept once published.
     pub fn archive(id: &UploadId, name: &FileName) -> Self {
         BlobKey(format!("{ARCHIVES}{id}/{name}"))
+    }
+
+    /// Where the cache keeps a provider's file `name` whose sha256 (hex) is
+    /// `sha256`, from upstream `host`: per upstream and per content, so
+    /// two upstreams never share an object and a file is never replaced.
+    /// `name` must be one safe segment ([`FileName::parse`]); a port in the
+    /// host is written `_PORT` (a hostname has no `_`).
+    pub fn cached(
+        host: &str,
+        namespace: &str,
+        provider_type: &str,
+        sha256: &str,
+        name: &FileName,
+    ) -> Result<Self, KeyError> {
+        let host = host.replace(':', "_");
+        BlobKey::parse(&format!(
+            "{CACHE}{host}/p/{namespace}/{provider_type}/{sha256}/{name}"
+        ))
+    }
+
+    /// True for a file the cache keeps.
+    pub fn is_cached(&self) -> bool {
+        self.0.starts_with(CACHE)
     }
 
     /// True for an upload slot.
@@ -170,7 +196,7 @@ impl BlobKey {
             "application/zip"
         } else if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
             "application/gzip"
-        } else if name.ends_with("_SHA256SUMS") || name.ends_with(".json") {
+        } else if name.ends_with("_SHA256SUMS") || name == "SHA256SUMS" || name.ends_with(".json") {
             "text/plain; charset=utf-8"
         } else {
             "application/octet-stream"
@@ -206,6 +232,36 @@ impl fmt::Display for BlobKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cached_files_are_kept_per_upstream_and_content() {
+        let name = FileName::parse("terraform-provider-null_3.2.0_linux_amd64.zip").unwrap();
+        let sha = "ab".repeat(32);
+        let key =
+            BlobKey::cached("registry.terraform.io", "hashicorp", "null", &sha, &name).unwrap();
+        assert_eq!(
+            key.as_str(),
+            format!("cache/registry.terraform.io/p/hashicorp/null/{sha}/{name}")
+        );
+        assert!(key.is_cached() && !key.is_upload());
+        assert_eq!(BlobKey::parse(key.as_str()).unwrap(), key);
+        let port = BlobKey::cached("registry.example.test:8443", "h", "n", &sha, &name).unwrap();
+        assert!(
+            port.as_str()
+                .starts_with("cache/registry.example.test_8443/")
+        );
+        assert_ne!(
+            BlobKey::cached("other.example.com", "hashicorp", "null", &sha, &name).unwrap(),
+            key,
+            "another upstream, another object"
+        );
+        let sums = FileName::parse("SHA256SUMS").unwrap();
+        let sums =
+            BlobKey::cached("registry.terraform.io", "hashicorp", "null", &sha, &sums).unwrap();
+        assert_eq!(sums.content_type(), "text/plain; charset=utf-8");
+        assert!(BlobKey::cached("h..x", "a", "b", &sha, &name).is_ok());
+        assert!(BlobKey::cached("h", "..", "b", &sha, &name).is_err());
+    }
 
     #[test]
     fn files_are_served_as_attachments_of_their_type() {

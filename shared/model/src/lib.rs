@@ -17,12 +17,14 @@
 //!   [`signin`] (a sign-in's state between its steps, the token it issues),
 //!   [`exchange`] (a CI job's OIDC token for a short-lived publish token).
 //! - [`upstream`]: other registries the pull-through cache reads from, and
-//!   which addresses and URLs an origin may never make it connect to.
+//!   which addresses and URLs an origin may never make it connect to;
+//!   [`cache`]: what the cache keeps of them and how it answers and fills.
 //! - [`error`]: why a value is refused; the HTTP pipeline maps it.
 
 pub mod address;
 pub mod audit;
 pub mod blob_key;
+pub mod cache;
 pub mod date;
 pub mod docs;
 pub mod error;

@@ -9,12 +9,14 @@
 //!   in progress, bounded with [`places`]), [`audit`] (the trail),
 //!   [`secret`] (the URL signing secret), [`login`] (sign-ins between
 //!   their steps: pending logins, codes, used nonces), [`sso`] (group mappings),
-//!   [`upstreams`] (the registries the cache reads from).
+//!   [`upstreams`] (the registries the cache reads from), [`cache`] (what it
+//!   keeps of them), [`lease`] (one fetch per miss).
 //! - [`releases`], [`docs`], [`indexing`], [`import`]: releases, module docs,
 //!   keeping indexes in step, bulk writes; [`cas`]: the one compare-and-swap
 //!   loop; [`codec`]: item bodies as JSON.
 
 pub mod audit;
+pub mod cache;
 pub mod cas;
 pub mod codec;
 pub mod docs;
@@ -23,6 +25,7 @@ pub mod index;
 pub mod indexing;
 mod items;
 pub mod keys;
+pub mod lease;
 pub mod listing;
 pub mod login;
 pub mod places;

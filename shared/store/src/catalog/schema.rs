@@ -25,6 +25,10 @@
 //! | identity-provider group mapping    | `SSOMAP`                         | `<group>`                           |
 //! | CI trust policy of a namespace     | `TRUST`                          | `<ns>#<policy id>`                  |
 //! | upstream registry (cache origin)   | `UPSTREAMS`                      | `<hostname>`                        |
+//! | an origin's provider list (cached) | `CACHE#<host>/<ns>/<type>`       | `ORIGIN`                            |
+//! | a cached provider release (verified) | `CACHE#<host>/<ns>/<type>`     | `VERSION#<version>`                 |
+//! | an origin's 404, remembered briefly | `CACHE#<host>/<ns>/<type>`      | `MISSING#<version or "versions">`   |
+//! | a fill in progress (lease, outcome) | `FILLING`                       | `<sha256 of what is filled>`        |
 //!
 //! One release is one item holding every platform, so a download is one
 //! `GetItem`; a versions list is one `GetItem` of the partition's index.
@@ -77,6 +81,21 @@ pub const TRUST_PK: &str = "TRUST";
 /// The partition of the upstream registries the cache reads from, by
 /// hostname: every cached request reads one, `tfreg upstream list` all.
 pub const UPSTREAMS_PK: &str = "UPSTREAMS";
+/// The prefix of the cache's partitions, one per upstream provider (never
+/// `PROVIDER#` or `MIRROR#`: a publish cannot reach cached data, nor the
+/// reverse).
+pub const CACHE_PREFIX: &str = "CACHE#";
+/// The sort key of a cached origin list.
+pub const ORIGIN_SK: &str = "ORIGIN";
+/// The sort-key prefix of a remembered origin 404.
+pub const MISSING_PREFIX: &str = "MISSING#";
+/// The partition of fills in progress (leases; each expires).
+pub const FILLING_PK: &str = "FILLING";
+
+/// The cache partition of `namespace/type` from upstream `host`.
+pub fn cache_pk(host: &str, namespace: &str, provider_type: &str) -> String {
+    format!("{CACHE_PREFIX}{host}/{namespace}/{provider_type}")
+}
 
 /// The sort-key prefix of a namespace's trust policies (a namespace has no `#`).
 pub fn trust_prefix(namespace: &str) -> String {

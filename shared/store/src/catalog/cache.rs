@@ -1,0 +1,205 @@
+//! What the pull-through cache keeps of an upstream's providers (issue
+//! 22), in the partition `CACHE#<host>/<ns>/<type>`
+//! ([`schema::cache_pk`]): the origin's version list ([`OriginList`],
+//! replaced on each fetch), each verified release ([`CachedRelease`],
+//! created once; its SHA256SUMS never changes, archives are added as they
+//! are stored), and an origin's 404 remembered for the upstream's
+//! `negative_ttl` (an item that expires).
+
+use std::collections::BTreeMap;
+
+use tfreg_model::cache::{CachedRelease, OriginList, StoredArchive};
+
+use super::cas::{Step, update};
+use super::codec::{decode, encode};
+use super::schema::{MISSING_PREFIX, ORIGIN_SK, VERSION_PREFIX, cache_pk};
+use crate::{Condition, Item, ItemStore, StoreError, query_all};
+
+/// One upstream provider's place in the cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CachedProvider {
+    pk: String,
+}
+
+/// Why a verified release cannot be kept.
+#[derive(Debug, thiserror::Error)]
+pub enum KeepError {
+    /// SHA256SUMS is immutable once stored: the origin changed a release.
+    #[error("SHA256SUMS changed since first fill (stored sha256 {stored}, now {now})")]
+    SumsChanged { stored: String, now: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl CachedProvider {
+    pub fn new(host: &str, namespace: &str, provider_type: &str) -> Self {
+        CachedProvider {
+            pk: cache_pk(host, namespace, provider_type),
+        }
+    }
+
+    /// The origin's list as last fetched.
+    pub async fn origin_list(
+        &self,
+        store: &dyn ItemStore,
+    ) -> Result<Option<OriginList>, StoreError> {
+        store
+            .get(&self.pk, ORIGIN_SK)
+            .await?
+            .map(|item| decode(&item))
+            .transpose()
+    }
+
+    /// Keep a freshly fetched list (replacing the last one).
+    pub async fn put_origin_list(
+        &self,
+        store: &dyn ItemStore,
+        list: &OriginList,
+    ) -> Result<(), StoreError> {
+        let item = Item::new(&self.pk, ORIGIN_SK, encode(list)?);
+        store.put(item, Condition::Always).await
+    }
+
+    /// Note that fetching the list failed at `now` (the cached list is then
+    /// answered degraded); nothing when no list is cached.
+    pub async fn list_failed(&self, store: &dyn ItemStore, now: u64) -> Result<(), StoreError> {
+        update(
+            store,
+            &self.pk,
+            ORIGIN_SK,
+            8,
+            |item| async move {
+                let Some(item) = item else {
+                    return Ok(Step::Keep(()));
+                };
+                let mut list: OriginList = decode(&item)?;
+                list.failed_at = Some(now);
+                Ok(Step::Write(encode(&list)?, ()))
+            },
+            || StoreError::unavailable("the cached list kept changing"),
+        )
+        .await
+    }
+
+    /// A verified release.
+    pub async fn release(
+        &self,
+        store: &dyn ItemStore,
+        version: &str,
+    ) -> Result<Option<CachedRelease>, StoreError> {
+        store
+            .get(&self.pk, &format!("{VERSION_PREFIX}{version}"))
+            .await?
+            .map(|item| decode(&item))
+            .transpose()
+    }
+
+    /// Every verified release, by version text.
+    pub async fn releases(
+        &self,
+        store: &dyn ItemStore,
+    ) -> Result<BTreeMap<String, CachedRelease>, StoreError> {
+        query_all(store, &self.pk, VERSION_PREFIX)
+            .await?
+            .iter()
+            .map(|item| {
+                let r: CachedRelease = decode(item)?;
+                Ok((r.version.clone(), r))
+            })
+            .collect()
+    }
+
+    /// Keep a release just verified: created once. If it is already there
+    /// with the same SHA256SUMS, the stored one is kept (and answered); with
+    /// other SHA256SUMS, [`KeepError::SumsChanged`] and nothing changes.
+    pub async fn keep_release(
+        &self,
+        store: &dyn ItemStore,
+        release: &CachedRelease,
+    ) -> Result<CachedRelease, KeepError> {
+        let sk = format!("{VERSION_PREFIX}{}", release.version);
+        let item = Item::new(&self.pk, &sk, encode(release)?);
+        match store.put(item, Condition::IfAbsent).await {
+            Ok(()) => Ok(release.clone()),
+            Err(StoreError::ConditionFailed) => {
+                let stored = self
+                    .release(store, &release.version)
+                    .await?
+                    .ok_or_else(|| StoreError::unavailable("a cached release vanished"))?;
+                if stored.shasums_sha256 == release.shasums_sha256 {
+                    Ok(stored)
+                } else {
+                    Err(KeepError::SumsChanged {
+                        stored: stored.shasums_sha256,
+                        now: release.shasums_sha256.clone(),
+                    })
+                }
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Record that `platform`'s archive of `version` is stored (after the
+    /// object exists); the release as it now is. A platform the release
+    /// does not list is refused.
+    pub async fn archive_stored(
+        &self,
+        store: &dyn ItemStore,
+        version: &str,
+        platform: &str,
+        stored: StoredArchive,
+    ) -> Result<CachedRelease, StoreError> {
+        let sk = format!("{VERSION_PREFIX}{version}");
+        update(
+            store,
+            &self.pk,
+            &sk,
+            8,
+            |item| {
+                let stored = stored.clone();
+                async move {
+                    let item =
+                        item.ok_or_else(|| StoreError::not_found("no such cached release"))?;
+                    let mut release: CachedRelease = decode(&item)?;
+                    let archive = release.platforms.get_mut(platform).ok_or_else(|| {
+                        StoreError::not_found(format!("{version} has no {platform} archive"))
+                    })?;
+                    if archive.stored.is_some() {
+                        return Ok(Step::Keep(release));
+                    }
+                    archive.stored = Some(stored);
+                    Ok(Step::Write(encode(&release)?, release))
+                }
+            },
+            || StoreError::unavailable("the cached release kept changing"),
+        )
+        .await
+    }
+
+    /// When the origin last answered 404 for `what` (a version, or
+    /// `versions` for the list), if that is remembered.
+    pub async fn missing(
+        &self,
+        store: &dyn ItemStore,
+        what: &str,
+    ) -> Result<Option<u64>, StoreError> {
+        store
+            .get(&self.pk, &format!("{MISSING_PREFIX}{what}"))
+            .await?
+            .map(|item| decode(&item))
+            .transpose()
+    }
+
+    /// Remember the origin's 404 for `what` from `now` for `ttl_secs`.
+    pub async fn note_missing(
+        &self,
+        store: &dyn ItemStore,
+        what: &str,
+        now: u64,
+        ttl_secs: u32,
+    ) -> Result<(), StoreError> {
+        let item = Item::new(&self.pk, format!("{MISSING_PREFIX}{what}"), encode(&now)?)
+            .expiring_at(now.saturating_add(u64::from(ttl_secs)));
+        store.put(item, Condition::Always).await
+    }
+}
