@@ -199,8 +199,67 @@ async fn cached_releases_and_lists(r: TestRegistry) {
     assert_eq!(p.missing(store, "9.9.9").await.unwrap(), Some(50));
 }
 
+/// A verified file is stored under its content-addressed key, hashed
+/// again on the way; storing it twice is fine; bytes that are not what the
+/// caller verified are refused and leave nothing.
+async fn verified_files_are_stored_once(r: TestRegistry) {
+    use tfreg_model::blob_key::{BlobKey, FileName};
+    use tfreg_store::Digest;
+    let s = r.registry.blobs.as_ref();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("archive.zip");
+    std::fs::write(&path, b"the origin's bytes").unwrap();
+    let sha256 = tfreg_model::hashing::sha256_hex(b"the origin's bytes");
+    let digest = Digest {
+        size: 18,
+        sha256: sha256.clone(),
+    };
+    let name = FileName::parse("terraform-provider-null_1.0.0_linux_amd64.zip").unwrap();
+    let key =
+        BlobKey::cached("registry.example.test", "hashicorp", "null", &sha256, &name).unwrap();
+    s.put_file(&key, &path, &digest).await.unwrap();
+    s.put_file(&key, &path, &digest).await.unwrap();
+    let url = r.registry.read_url(&key).await.unwrap();
+    assert_eq!(r.download(&url).await.body.as_ref(), b"the origin's bytes");
+
+    std::fs::write(&path, b"the origin's bytez").unwrap();
+    let other = BlobKey::cached(
+        "registry.example.test",
+        "hashicorp",
+        "null",
+        &"0".repeat(64),
+        &name,
+    )
+    .unwrap();
+    let refused = s
+        .put_file(
+            &other,
+            &path,
+            &Digest {
+                sha256: "0".repeat(64),
+                ..digest.clone()
+            },
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::Mismatch { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(
+        s.list("cache/").await.unwrap(),
+        [key.clone()],
+        "nothing of the refused file"
+    );
+    let publish_key = BlobKey::archive(&tfreg_model::blob_key::UploadId::random(), &name);
+    assert!(matches!(
+        s.put_file(&publish_key, &path, &digest).await,
+        Err(StoreError::Internal(_))
+    ));
+}
+
 contract!(
     one_holder_per_fill,
     concurrent_takers_leave_one_holder,
-    cached_releases_and_lists
+    cached_releases_and_lists,
+    verified_files_are_stored_once
 );

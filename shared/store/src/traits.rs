@@ -389,6 +389,41 @@ pub trait BlobStore: Send + Sync {
     async fn download(&self, key: &BlobKey, head: bool) -> Result<Download, StoreError>;
     /// Where a client should upload the slot `key`, declared as `expected`.
     async fn upload_via(&self, key: &BlobKey, expected: &Digest) -> Result<UploadVia, StoreError>;
+
+    /// Store the file at `path`, which the caller verified to be
+    /// `expected`, as the content-addressed object `key` (a file the cache
+    /// keeps, [`BlobKey::cached`]): hashed again on the way, never replacing
+    /// an object. Its key names its sha256, so an object already there is
+    /// these bytes: storing it again (a duplicate fill) is not an error.
+    async fn put_file(
+        &self,
+        key: &BlobKey,
+        path: &std::path::Path,
+        expected: &Digest,
+    ) -> Result<(), StoreError> {
+        if !key.is_cached() {
+            return Err(StoreError::internal(format!(
+                "{key} is not a content-addressed key"
+            )));
+        }
+        let file = tokio::fs::File::open(path)
+            .await
+            .map_err(StoreError::unavailable)?;
+        let chunks = futures_util::stream::try_unfold(file, |mut file| async move {
+            use tokio::io::AsyncReadExt;
+            let mut buf = vec![0u8; 256 * 1024];
+            let n = file.read(&mut buf).await?;
+            if n == 0 {
+                return Ok(None);
+            }
+            buf.truncate(n);
+            Ok(Some((Bytes::from(buf), file)))
+        });
+        match self.receive(key, Box::pin(chunks), expected).await {
+            Err(StoreError::AlreadyExists(_)) => Ok(()),
+            other => other,
+        }
+    }
 }
 
 /// The blob store of a process that reaches no archives (a read function,
