@@ -247,7 +247,7 @@ async fn verified_files_are_stored_once(r: TestRegistry) {
     );
     assert_eq!(
         s.list("cache/").await.unwrap(),
-        [key.clone()],
+        std::slice::from_ref(&key),
         "nothing of the refused file"
     );
     let publish_key = BlobKey::archive(&tfreg_model::blob_key::UploadId::random(), &name);
