@@ -106,6 +106,9 @@ pub fn error_headers(err: &Error, headers: &mut HeaderMap) {
         }
         Error::TooMany {
             retry_after_secs, ..
+        }
+        | Error::OriginUnavailable {
+            retry_after_secs, ..
         } => {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
         }

@@ -73,6 +73,18 @@ pub enum Error {
     /// answer as it must: 502, the detail logged.
     #[error("upstream: {0}")]
     BadGateway(String),
+    /// An upstream registry's answer was refused by the cache (a bad
+    /// signature, checksums that do not match, an address it may not
+    /// reach): 502, the reason told (it is about the origin's data).
+    #[error("{0}")]
+    OriginRefused(String),
+    /// An upstream registry failed (timeout, 5xx) and nothing is cached,
+    /// or a fill is still going on: 503 with `Retry-After` (seconds).
+    #[error("{message}")]
+    OriginUnavailable {
+        message: String,
+        retry_after_secs: u64,
+    },
     /// A store is unavailable or throttled; the request may be retried.
     #[error("store unavailable: {0}")]
     Unavailable(String),
@@ -101,7 +113,8 @@ impl Error {
             Error::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Error::Timeout(_) => StatusCode::REQUEST_TIMEOUT,
             Error::OAuth(_) => StatusCode::BAD_REQUEST,
-            Error::BadGateway(_) => StatusCode::BAD_GATEWAY,
+            Error::BadGateway(_) | Error::OriginRefused(_) => StatusCode::BAD_GATEWAY,
+            Error::OriginUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }

@@ -18,6 +18,7 @@ pub mod app;
 pub mod auth;
 pub mod body;
 pub mod error;
+pub mod fill;
 pub mod groups;
 pub mod registry;
 pub mod session;

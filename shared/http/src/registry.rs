@@ -85,6 +85,8 @@ pub struct Registry {
     /// Answers made lately, while still current (see [`crate::answer_cache`]);
     /// a clone of the registry starts with none.
     pub answers: AnswerCache,
+    /// What fetches a miss of the pull-through cache (none: never fetch).
+    pub filler: Option<Arc<dyn crate::fill::Filler>>,
     clock: fn() -> u64,
 }
 
@@ -102,6 +104,7 @@ impl Registry {
             tokens: token_cache(&config),
             answers: AnswerCache::default(),
             config,
+            filler: None,
             clock: unix_now,
         }
     }
@@ -122,6 +125,7 @@ impl Registry {
             tokens: token_cache(&config),
             answers: AnswerCache::default(),
             config,
+            filler: None,
             clock: unix_now,
         }
     }
@@ -166,6 +170,12 @@ impl Registry {
     }
 
     /// Replace the clock (tests of expiry).
+    /// This registry, fetching cache misses with `filler`.
+    pub fn with_filler(mut self, filler: Arc<dyn crate::fill::Filler>) -> Self {
+        self.filler = Some(filler);
+        self
+    }
+
     pub fn with_clock(mut self, clock: fn() -> u64) -> Self {
         self.clock = clock;
         self

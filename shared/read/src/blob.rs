@@ -7,6 +7,8 @@ use tfreg_http::error::Error;
 use tfreg_http::registry::Registry;
 use tfreg_http::signed_url::UrlSigner;
 use tfreg_model::blob_key::BlobKey;
+use tfreg_model::upstream::UpstreamHost;
+use tfreg_store::catalog::upstreams;
 use tfreg_store::{Download, StoreError};
 
 /// The headers of every answer to an archive URL: a download, never a page
@@ -42,7 +44,11 @@ pub async fn handle(
         return upload(registry, signer, key, query, headers, body).await;
     }
     signer.verify_read(key, query, registry.now())?;
-    match registry.blobs.download(key, method == Method::HEAD).await? {
+    let download = match registry.blobs.download(key, method == Method::HEAD).await {
+        Err(StoreError::NotFound(_)) if key.is_cached() => return fill_then_again(registry, key).await,
+        other => other?,
+    };
+    match download {
         Download::Whole(bytes) => {
             let len = bytes.len() as u64;
             archive(registry, key, Body::from(bytes), len)
@@ -56,6 +62,34 @@ pub async fn handle(
             Ok(resp)
         }
     }
+}
+
+/// A cached archive whose URL was handed out before it was fetched: fetch
+/// it now (within [`crate::wait::ARCHIVE_WAIT`]), then send the client to a
+/// freshly signed URL of itself, which finds it stored (Terraform follows
+/// up to 10 redirects; a slow fetch gets another wait per redirect). A
+/// HEAD (Terraform 1.11.0-1.12.0 sends one first) starts the fetch too.
+async fn fill_then_again(registry: &Registry, key: &BlobKey) -> Result<Response, Error> {
+    let host = key
+        .as_str()
+        .split('/')
+        .nth(1)
+        .map(|h| h.replace('_', ":"))
+        .unwrap_or_default();
+    let not_cached = || Error::not_found(format!("{} is not cached here", key.file_name()));
+    let host = UpstreamHost::parse(&host).map_err(|_| not_cached())?;
+    let upstream = upstreams::upstream(registry.items.as_ref(), &host)
+        .await?
+        .ok_or_else(not_cached)?;
+    let stored = crate::cached::fill_archive(registry, &upstream, key).await?;
+    if !stored {
+        tracing::info!(%key, "archive still being fetched: redirecting the client to wait again");
+    }
+    let mut resp = empty(StatusCode::TEMPORARY_REDIRECT);
+    resp.headers_mut()
+        .insert(header::LOCATION, header_value(&registry.read_url(key).await?)?);
+    as_download(key, resp.headers_mut())?;
+    Ok(resp)
 }
 
 /// An archive's bytes (or a HEAD's length) answered by the registry itself.

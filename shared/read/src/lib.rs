@@ -5,7 +5,9 @@
 //! function links none of it.
 
 mod blob;
+mod cached;
 mod read;
+mod wait;
 
 use async_trait::async_trait;
 use tfreg_http::body::{Body, Response};
@@ -22,10 +24,10 @@ impl Handler<ReadRoute> for Read {
         &self,
         registry: &Registry,
         route: ReadRoute,
-        _call: Call<'_>,
+        call: Call<'_>,
         _body: Body,
     ) -> Result<Response, Error> {
-        read::handle(registry, route).await
+        read::handle(registry, route, call.principal).await
     }
 }
 

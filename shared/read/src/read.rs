@@ -12,12 +12,37 @@ use tfreg_model::address::{Hostname, ProviderName};
 use tfreg_model::protocol::*;
 use tfreg_model::router::ReadRoute;
 use tfreg_store::catalog::index::{VersionIndex, View};
-use tfreg_store::catalog::{self, Origin, ProviderRelease};
+use tfreg_model::token::Principal;
+use tfreg_model::upstream::{UpstreamHost, UpstreamRecord};
+use tfreg_store::catalog::{self, Origin, ProviderRelease, upstreams};
+
+use crate::cached;
 
 /// Answer a read route: the answer kept from an earlier request while the
 /// store and the second are unchanged (the caller was authorised already:
 /// every caller allowed to read a route gets the same answer), else a new one.
-pub async fn handle(registry: &Registry, route: ReadRoute) -> Result<Response, Error> {
+pub async fn handle(
+    registry: &Registry,
+    route: ReadRoute,
+    principal: &Principal,
+) -> Result<Response, Error> {
+    // A configured upstream's mirror: answered from the cache, by who asks
+    // (who may make it fetch), never kept as everyone's answer.
+    if let Some((upstream, route)) = upstream_of(registry, &route).await? {
+        return Ok(match route {
+            ReadRoute::MirrorIndex { provider, .. } => {
+                cached::mirror_index(registry, &upstream, &provider, principal).await?
+            }
+            ReadRoute::MirrorVersion {
+                provider, version, ..
+            } => {
+                cached::mirror_version(registry, &upstream, &provider, &version.to_string(), principal)
+                    .await?
+            }
+            _ => unreachable!("upstream_of answers mirror routes only"),
+        }
+        .response());
+    }
     // The counter before the reads: what they return is at least that new.
     let Some(counter) = registry.items.change_counter() else {
         return Ok(answer(registry, route).await?.response());
@@ -34,6 +59,27 @@ pub async fn handle(registry: &Registry, route: ReadRoute) -> Result<Response, E
         registry.answers.put(&key, counter, second, &made);
     }
     Ok(made.response())
+}
+
+/// The upstream a mirror route's hostname names, if it is one.
+async fn upstream_of(
+    registry: &Registry,
+    route: &ReadRoute,
+) -> Result<Option<(UpstreamRecord, ReadRoute)>, Error> {
+    let (ReadRoute::MirrorIndex { hostname, .. } | ReadRoute::MirrorVersion { hostname, .. }) =
+        route
+    else {
+        return Ok(None);
+    };
+    if *hostname == registry.config.hostname {
+        return Ok(None);
+    }
+    let Ok(host) = UpstreamHost::parse(hostname.as_str()) else {
+        return Ok(None);
+    };
+    Ok(upstreams::upstream(registry.items.as_ref(), &host)
+        .await?
+        .map(|u| (u, route.clone())))
 }
 
 /// A read route's answer, made afresh.

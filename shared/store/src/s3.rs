@@ -291,6 +291,11 @@ impl BlobStore for S3BlobStore {
                 body: Box::pin(futures_util::stream::empty()),
             });
         }
+        // A file the cache keeps may not be fetched yet: the registry
+        // fetches it on this miss rather than send the client to S3's 404.
+        if key.is_cached() && self.head(key).await?.is_none() {
+            return Err(StoreError::NotFound(format!("{key} not found")));
+        }
         // S3 answers the presigned GET as the registry would: an attachment
         // of the file's media type (it cannot add `nosniff`; the URL is S3's
         // origin, not the UI's, so the UI's CSP never admits it as a script).

@@ -1,0 +1,294 @@
+//! The network mirror for a configured upstream (issue 22): the answers
+//! come from what the pull-through cache keeps of it (`CACHE#`, never a
+//! publish's or an import's items), and a miss is fetched by the registry's
+//! filler when the caller may cause that ([`may_fill`]), within Terraform's
+//! request timeout. How a list is answered is
+//! [`tfreg_model::cache::fresh::decide`]'s decision.
+
+use std::collections::BTreeMap;
+
+use http::StatusCode;
+use tfreg_http::answer_cache::Answer;
+use tfreg_http::error::Error;
+use tfreg_http::registry::Registry;
+use tfreg_model::address::ProviderName;
+use tfreg_model::blob_key::{BlobKey, FileName};
+use tfreg_model::cache::fresh::{Answer as Plan, decide, listable, still_missing};
+use tfreg_model::cache::lease::{Fill, FillWhat};
+use tfreg_model::cache::{CachedRelease, OriginList, may_fill};
+use tfreg_model::protocol::{EmptyObject, MirrorArchive, MirrorIndex, MirrorVersion};
+use tfreg_model::token::Principal;
+use tfreg_model::upstream::UpstreamRecord;
+use tfreg_store::catalog::cache::CachedProvider;
+
+use crate::wait::{ARCHIVE_WAIT, METADATA_WAIT, fill_and_wait, still_filling};
+
+/// One upstream provider, as one request sees it.
+struct Cached<'a> {
+    registry: &'a Registry,
+    upstream: &'a UpstreamRecord,
+    provider: &'a ProviderName,
+    place: CachedProvider,
+    /// May this request make the cache fetch?
+    may_fill: bool,
+}
+
+impl<'a> Cached<'a> {
+    fn new(
+        registry: &'a Registry,
+        upstream: &'a UpstreamRecord,
+        provider: &'a ProviderName,
+        principal: &Principal,
+    ) -> Result<Self, Error> {
+        if !upstream.settings.serves.providers {
+            return Err(Error::not_found(format!(
+                "{} is not cached for providers here",
+                upstream.hostname
+            )));
+        }
+        Ok(Cached {
+            registry,
+            upstream,
+            provider,
+            place: CachedProvider::new(
+                upstream.hostname.as_str(),
+                &provider.namespace,
+                &provider.r#type,
+            ),
+            may_fill: registry.filler.is_some() && may_fill(principal, upstream),
+        })
+    }
+
+    fn fill(&self, what: FillWhat) -> Fill {
+        Fill {
+            host: self.upstream.hostname.clone(),
+            namespace: self.provider.namespace.clone(),
+            name: self.provider.r#type.clone(),
+            what,
+        }
+    }
+
+    fn name(&self) -> String {
+        format!("{}/{}", self.upstream.hostname, self.provider)
+    }
+
+    fn not_cached(&self, what: &str) -> Error {
+        Error::not_found(format!(
+            "{what} of {} is not cached here, and this request may not fetch it (a token made with `tfreg token create --fill` may)",
+            self.name()
+        ))
+    }
+
+    /// An origin 404 still remembered for `what`.
+    async fn remembered_missing(&self, what: &str) -> Result<Option<Error>, Error> {
+        let items = self.registry.items.as_ref();
+        Ok(self
+            .place
+            .missing(items, what)
+            .await?
+            .filter(|at| {
+                still_missing(
+                    *at,
+                    self.upstream.settings.negative_ttl_secs,
+                    self.registry.now(),
+                )
+            })
+            .map(|_| Error::not_found(format!("{} has no {what}", self.name()))))
+    }
+
+    /// The origin's list as cached, fetched first if need be; and whether
+    /// it is to be answered degraded.
+    async fn list(&self) -> Result<(OriginList, bool), Error> {
+        let items = self.registry.items.as_ref();
+        if let Some(e) = self.remembered_missing("versions").await? {
+            return Err(e);
+        }
+        let cached = self.place.origin_list(items).await?;
+        match decide(
+            cached.as_ref(),
+            &self.upstream.settings,
+            self.may_fill,
+            self.registry.now(),
+        ) {
+            Plan::Cached { refresh, degraded } => {
+                if refresh && let Some(filler) = &self.registry.filler {
+                    // Stale-while-revalidate: answered now, fetched meanwhile.
+                    if let Err(e) = filler.start(self.fill(FillWhat::ProviderList)).await {
+                        tracing::warn!(provider = %self.name(), error = %e, "cannot refresh a cached list");
+                    }
+                }
+                let list = cached.expect("decide answers Cached only for a cached list");
+                Ok((list, degraded))
+            }
+            Plan::NotCached => Err(self.not_cached("the version list")),
+            Plan::Fill => {
+                let found = fill_and_wait(
+                    self.registry,
+                    self.fill(FillWhat::ProviderList),
+                    METADATA_WAIT,
+                    || async { Ok(self.place.origin_list(items).await?) },
+                )
+                .await?
+                .ok_or_else(|| {
+                    still_filling(format!("fetching {}'s versions; retry", self.name()))
+                })?;
+                let degraded = matches!(
+                    decide(Some(&found), &self.upstream.settings, false, self.registry.now()),
+                    Plan::Cached { degraded: true, .. }
+                );
+                Ok((found, degraded))
+            }
+        }
+    }
+
+    /// A version's verified release, fetched first if need be.
+    async fn release(&self, version: &str) -> Result<CachedRelease, Error> {
+        let items = self.registry.items.as_ref();
+        if let Some(release) = self.place.release(items, version).await? {
+            return Ok(release);
+        }
+        if let Some(e) = self.remembered_missing(version).await? {
+            return Err(e);
+        }
+        if !self.may_fill {
+            return Err(self.not_cached(&format!("version {version}")));
+        }
+        fill_and_wait(
+            self.registry,
+            self.fill(FillWhat::ProviderVersion {
+                version: version.to_string(),
+            }),
+            METADATA_WAIT,
+            || async { Ok(self.place.release(items, version).await?) },
+        )
+        .await?
+        .ok_or_else(|| still_filling(format!("verifying {} {version}; retry", self.name())))
+    }
+}
+
+/// `index.json` of a configured upstream's provider.
+pub async fn mirror_index(
+    registry: &Registry,
+    upstream: &UpstreamRecord,
+    provider: &ProviderName,
+    principal: &Principal,
+) -> Result<Answer, Error> {
+    let cached = Cached::new(registry, upstream, provider, principal)?;
+    let (list, degraded) = cached.list().await?;
+    let releases = if degraded {
+        cached.place.releases(registry.items.as_ref()).await?
+    } else {
+        BTreeMap::new()
+    };
+    let versions: BTreeMap<String, EmptyObject> = listable(&list, &releases, degraded)
+        .into_iter()
+        .map(|v| (v.version, EmptyObject {}))
+        .collect();
+    if versions.is_empty() {
+        return Err(Error::not_found(format!(
+            "no version of {} can be answered from the cache now",
+            cached.name()
+        )));
+    }
+    Ok(Answer::json(StatusCode::OK, &MirrorIndex { versions }))
+}
+
+/// `<version>.json` of a configured upstream's provider: every platform
+/// with the archive's URL (fetched when first downloaded, for a caller
+/// that may fill) and its hashes; only stored archives for a caller that
+/// may not.
+pub async fn mirror_version(
+    registry: &Registry,
+    upstream: &UpstreamRecord,
+    provider: &ProviderName,
+    version: &str,
+    principal: &Principal,
+) -> Result<Answer, Error> {
+    let cached = Cached::new(registry, upstream, provider, principal)?;
+    let release = cached.release(version).await?;
+    let mut archives = BTreeMap::new();
+    for (platform, archive) in &release.platforms {
+        if archive.stored.is_none() && !cached.may_fill {
+            continue;
+        }
+        let key = archive_key(upstream, provider, &archive.sha256, &archive.filename)?;
+        archives.insert(
+            platform.clone(),
+            MirrorArchive {
+                url: registry.read_url(&key).await?,
+                hashes: release.hashes(platform),
+            },
+        );
+    }
+    if archives.is_empty() {
+        return Err(cached.not_cached(&format!("any archive of {version}")));
+    }
+    Ok(Answer::json(StatusCode::OK, &MirrorVersion { archives }))
+}
+
+/// Where the cache keeps an archive.
+pub fn archive_key(
+    upstream: &UpstreamRecord,
+    provider: &ProviderName,
+    sha256: &str,
+    filename: &str,
+) -> Result<BlobKey, Error> {
+    let name = FileName::parse(filename).map_err(Error::internal)?;
+    BlobKey::cached(
+        upstream.hostname.as_str(),
+        &provider.namespace,
+        &provider.r#type,
+        sha256,
+        &name,
+    )
+    .map_err(Error::internal)
+}
+
+/// A cached archive that is not stored yet: fetch it (its URL was handed
+/// out to a caller that may fill) and wait; true once it is there.
+pub async fn fill_archive(
+    registry: &Registry,
+    upstream: &UpstreamRecord,
+    key: &BlobKey,
+) -> Result<bool, Error> {
+    // cache/<host>/p/<ns>/<type>/<sha256>/<file>
+    let parts: Vec<&str> = key.as_str().split('/').collect();
+    let [_, _, "p", ns, ty, sha256, filename] = parts[..] else {
+        return Err(Error::not_found(format!("{key} is not a cached archive")));
+    };
+    let provider = ProviderName::parse(ns, ty)?;
+    let place = CachedProvider::new(upstream.hostname.as_str(), ns, ty);
+    let items = registry.items.as_ref();
+    let releases = place.releases(items).await?;
+    let Some((version, platform)) = releases.values().find_map(|r| {
+        r.platforms
+            .iter()
+            .find(|(_, a)| a.sha256 == sha256 && a.filename == filename)
+            .map(|(p, _)| (r.version.clone(), p.clone()))
+    }) else {
+        return Err(Error::not_found(format!("{key}: no cached release has it")));
+    };
+    if registry.filler.is_none() || upstream.settings.mode == tfreg_model::upstream::Mode::Sealed {
+        return Err(Error::not_found(format!(
+            "{filename} of {}/{provider} {version} is not cached here",
+            upstream.hostname
+        )));
+    }
+    let fill = Fill {
+        host: upstream.hostname.clone(),
+        namespace: provider.namespace.clone(),
+        name: provider.r#type.clone(),
+        what: FillWhat::ProviderArchive {
+            version: version.clone(),
+            platform: platform.clone(),
+        },
+    };
+    let stored = fill_and_wait(registry, fill, ARCHIVE_WAIT, || async {
+        let release = place.release(items, &version).await?;
+        Ok(release
+            .and_then(|r| r.platforms.get(&platform).cloned())
+            .and_then(|a| a.stored))
+    })
+    .await?;
+    Ok(stored.is_some())
+}
