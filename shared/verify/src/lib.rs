@@ -11,9 +11,12 @@
 //!   [`release_check`]: a provider release as one chain of those checks.
 //! - [`module_docs`]: a module's page, read from its files (HCL parser,
 //!   Markdown rendered and sanitised).
+//! - [`origin`]: what another registry serves, checked before the
+//!   pull-through cache stores it (SHA256SUMS, its signature, the archives).
 
 pub mod archives;
 pub mod module_docs;
+pub mod origin;
 pub mod release_check;
 pub mod release_files;
 pub mod signing;

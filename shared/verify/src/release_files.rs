@@ -140,12 +140,7 @@ pub const MAX_FILES: usize = 200;
 /// within `max_size`.
 pub fn check_decl(f: &FileDecl, max_size: u64) -> Result<FileName, ReleaseError> {
     let name = FileName::parse(&f.name).map_err(|e| ReleaseError::invalid(e.to_string()))?;
-    if f.sha256.len() != 64
-        || !f
-            .sha256
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    {
+    if !is_sha256_hex(&f.sha256) {
         return Err(ReleaseError::invalid(format!(
             "{}: sha256 must be 64 lowercase hex characters",
             f.name
@@ -158,6 +153,14 @@ pub fn check_decl(f: &FileDecl, max_size: u64) -> Result<FileName, ReleaseError>
         )));
     }
     Ok(name)
+}
+
+/// Is `s` a sha256 as the registry writes and compares it: 64 lowercase hex
+/// digits?
+pub fn is_sha256_hex(s: &str) -> bool {
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// Check every declared file and that none is listed twice.

@@ -56,12 +56,7 @@ pub fn inspect<R: Read + Seek>(
     mut reader: R,
     provider_type: &str,
 ) -> Result<ProviderZip, ArchiveError> {
-    let end = end_record(&mut reader)?;
-    let mut entries = central_directory(&mut reader, &end)?;
-    for entry in &mut entries {
-        check_local_header(&mut reader, entry)?;
-    }
-    check_layout(&mut entries, &end)?;
+    let (end, entries) = read_entries(&mut reader)?;
     let prefix = format!("terraform-provider-{provider_type}");
     if !entries
         .iter()
@@ -70,6 +65,28 @@ pub fn inspect<R: Read + Seek>(
         return Err(ArchiveError::NoProviderBinary { prefix });
     }
     hash_entries(reader, &end, entries)
+}
+
+/// The `h1:` hash of a zip someone else published (another registry, which
+/// the pull-through cache mirrors): [`inspect`] without asking what the zip
+/// holds. Its limits (sizes, ratio, entry count and kinds, overlapping data)
+/// bound the work of hashing it and make the hash the one Go's
+/// `dirhash.HashZip` computes; a refusal only means the registry cannot vouch
+/// for an `h1:` of that zip.
+pub fn hash_any<R: Read + Seek>(mut reader: R) -> Result<ProviderZip, ArchiveError> {
+    let (end, entries) = read_entries(&mut reader)?;
+    hash_entries(reader, &end, entries)
+}
+
+/// Steps 1 to 3: the end record, the central directory and the local headers.
+fn read_entries<R: Read + Seek>(reader: &mut R) -> Result<(EndRecord, Vec<Entry>), ArchiveError> {
+    let end = end_record(reader)?;
+    let mut entries = central_directory(reader, &end)?;
+    for entry in &mut entries {
+        check_local_header(reader, entry)?;
+    }
+    check_layout(&mut entries, &end)?;
+    Ok((end, entries))
 }
 
 fn not_zip(e: impl std::fmt::Display) -> ArchiveError {
@@ -736,6 +753,40 @@ mod tests {
         assert_eq!(refused(zip_of(&[])), missing);
         let dotted = E::file("./terraform-provider-foo", b"x");
         assert!(inspect(Cursor::new(zip_of(&[dotted])), "foo").is_ok());
+    }
+
+    #[test]
+    fn any_zip_is_hashed_under_the_same_limits_without_asking_what_it_holds() {
+        assert_eq!(
+            hash_any(Cursor::new(FIXTURE_ZIP)),
+            inspect(Cursor::new(FIXTURE_ZIP), "sample")
+        );
+        // No binary at the top level: not publishable, hashed as it is.
+        let nested = zip_of(&[E::file("bin/terraform-provider-foo_v1.0.0", b"x")]);
+        assert_eq!(
+            hash_any(Cursor::new(nested)).unwrap().h1,
+            h1_from_file_hashes(vec![(
+                "bin/terraform-provider-foo_v1.0.0".into(),
+                sha256_hex(b"x")
+            )])
+        );
+        // The limits hold: 200 entries of 1 MiB of zeros, 1000:1 together.
+        let mib = E::file("x", &vec![0u8; RATIO_FLOOR as usize]);
+        let entries: Vec<E> = (0..200)
+            .map(|i| E {
+                name: format!("f{i}"),
+                ..mib.clone()
+            })
+            .collect();
+        assert!(matches!(
+            hash_any(Cursor::new(zip_of(&entries))),
+            Err(ArchiveError::Ratio { ref name, .. }) if name == "the zip"
+        ));
+        let twice = zip_of(&[E::file("a", b"x"), E::file("./a", b"y")]);
+        assert_eq!(
+            hash_any(Cursor::new(twice)),
+            Err(ArchiveError::Duplicate("./a".into()))
+        );
     }
 
     #[test]

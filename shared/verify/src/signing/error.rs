@@ -73,6 +73,18 @@ pub enum SignatureError {
         /// Expiry date, `YYYY-MM-DD` (UTC).
         expired: String,
     },
+    /// The signature is dated after its key had expired (only from
+    /// [`PublicKey::verify_as_client`](super::PublicKey::verify_as_client),
+    /// which accepts an expired key's signatures made while it was valid).
+    #[error("the signature is dated {signed}, after key {key_id} expired on {expired}")]
+    SignedAfterKeyExpired {
+        /// Key ID of the expired (sub)key.
+        key_id: String,
+        /// Expiry date, `YYYY-MM-DD` (UTC).
+        expired: String,
+        /// Creation date of the signature, `YYYY-MM-DD` (UTC).
+        signed: String,
+    },
     /// The signature carries an expiration time that has passed.
     #[error("the signature expired on {expired}; sign SHA256SUMS again")]
     SignatureExpired {

@@ -17,7 +17,10 @@
 //!   is revoked or expired, and the signature itself has not expired
 //!   (Terraform ≥ 1.6 with ProtonMail go-crypto checks these against the
 //!   current time, so an expired key breaks installs). The time of the check
-//!   is always the caller's `now`: nothing here reads the clock.
+//!   is always the caller's `now`: nothing here reads the clock. What
+//!   another registry serves is judged as the clients that install judge it
+//!   ([`PublicKey::verify_as_client`]): an expired key's signature made while
+//!   it was valid is accepted.
 //! * Terraform ≤ 1.5 uses golang.org/x/crypto/openpgp, which reads only RSA,
 //!   DSA, Elgamal (encryption), and ECDSA/ECDH on the NIST curves. A key
 //!   with *any* other (sub)key, e.g. an Ed25519 primary key or a Curve25519
@@ -46,7 +49,7 @@ mod usable;
 mod verify;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -55,7 +58,7 @@ use std::sync::Arc;
 pub use error::SignatureError;
 
 use key::{LoadedKey, load_key};
-use verify::verify_with_key;
+use verify::{Checked, Expired, verify_with_key};
 
 /// How far in the future a signature may be dated (clock skew between the signing
 /// machine and the registry) before it is refused.
@@ -89,6 +92,17 @@ pub struct VerifiedSignature {
     /// signature too: every (sub)key of the key uses an algorithm it reads, and the
     /// signature is a v3/v4 one with an issuer key ID and a hash it knows.
     pub legacy_compatible: bool,
+}
+
+/// A signature accepted by the rules of the clients that install
+/// ([`PublicKey::verify_as_client`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientSignature {
+    pub verified: VerifiedSignature,
+    /// When the key (or the signing subkey, or a self-signature) stopped being
+    /// valid, in seconds since the epoch, if it had by the time of the check;
+    /// the signature was made before. `None`: the key is valid.
+    pub key_expired: Option<u64>,
 }
 
 /// A provider signing key, parsed and checked once; cheap to clone and to share
@@ -148,8 +162,8 @@ impl PublicKey {
         signature: &[u8],
         now: u64,
     ) -> Result<VerifiedSignature, SignatureError> {
-        self.verify_guarded(data, signature, now)
-            .map(|(verified, _)| verified)
+        self.verify_guarded(data, signature, now, Expired::Refuse)
+            .map(|checked| checked.verified)
     }
 
     /// Like [`verify_detached`](Self::verify_detached), and additionally refuse
@@ -166,13 +180,39 @@ impl PublicKey {
         allow_modern: bool,
         now: u64,
     ) -> Result<VerifiedSignature, SignatureError> {
-        let (verified, legacy_problem) = self.verify_guarded(data, signature, now)?;
-        match legacy_problem {
+        let checked = self.verify_guarded(data, signature, now, Expired::Refuse)?;
+        match checked.legacy_problem {
             Some(algorithm) if !allow_modern => {
                 Err(SignatureError::LegacyIncompatibleKey { algorithm })
             }
-            _ => Ok(verified),
+            _ => Ok(checked.verified),
         }
+    }
+
+    /// Verify a binary detached signature the way the clients that install a
+    /// provider do, for a release another registry serves: like
+    /// [`verify_detached`](Self::verify_detached), except that a key that has
+    /// expired by `now` is accepted if it was valid when the signature was
+    /// made (else [`SignatureError::SignedAfterKeyExpired`]), and the result
+    /// says when it expired. Every other fault is still refused.
+    ///
+    /// Why: Terraform maps go-crypto's `ErrKeyExpired` to success
+    /// (`checkDetachedSignature`), and OpenTofu ignores expiry unless
+    /// `OPENTOFU_ENFORCE_GPG_EXPIRATION=true`, so old public releases signed
+    /// by a key that has since expired install everywhere; refusing them, as
+    /// publishing does, would break them only behind the cache. Stricter than
+    /// both: Terraform accepts an expired key's signature whenever it was made.
+    pub fn verify_as_client(
+        &self,
+        data: &[u8],
+        signature: &[u8],
+        now: u64,
+    ) -> Result<ClientSignature, SignatureError> {
+        self.verify_guarded(data, signature, now, Expired::ValidWhenSigned)
+            .map(|checked| ClientSignature {
+                verified: checked.verified,
+                key_expired: checked.key_expired,
+            })
     }
 
     /// The signature check with panics inside the OpenPGP library caught.
@@ -181,9 +221,10 @@ impl PublicKey {
         data: &[u8],
         signature: &[u8],
         now: u64,
-    ) -> Result<(VerifiedSignature, Option<String>), SignatureError> {
+        expired: Expired,
+    ) -> Result<Checked, SignatureError> {
         catch_unwind(AssertUnwindSafe(|| {
-            verify_with_key(&self.0, data, signature, now)
+            verify_with_key(&self.0, data, signature, now, expired)
         }))
         .unwrap_or_else(|_| {
             Err(SignatureError::MalformedSignature(

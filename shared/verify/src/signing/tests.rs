@@ -8,7 +8,7 @@ use pgp::armor::{BlockType, Dearmor};
 use super::armor::{PUBLIC_KEY_BEGIN, PUBLIC_KEY_END, dearmor_public_key};
 use super::describe::{created_secs, format_date};
 use super::key::{LoadedKey, load_key};
-use super::verify::{MAX_SIGNATURE_LEN, parse_signature, verify_with_key};
+use super::verify::{Expired, MAX_SIGNATURE_LEN, parse_signature, verify_with_key};
 use super::*;
 
 const SUMS: &[u8] = include_bytes!("../../tests/fixtures/signing/SHA256SUMS");
@@ -554,13 +554,14 @@ fn mutations_never_panic() {
     let now = now();
     for round in 0..1200 {
         let which = round % keys.len();
+        let expired = [Expired::Refuse, Expired::ValidWhenSigned][(round / keys.len()) % 2];
         let (armor_text, sig) = keys[which];
         let bad_sig = mutate(sig, &mut rand);
-        let _ = verify_with_key(&loaded[which], SUMS, &bad_sig, now);
+        let _ = verify_with_key(&loaded[which], SUMS, &bad_sig, now, expired);
         let key_bytes = mutate(&dearmored(armor_text), &mut rand);
         let bad_key = armor("PUBLIC KEY BLOCK", &key_bytes);
         if let Ok(k) = load_key(&bad_key) {
-            let _ = verify_with_key(&k, SUMS, sig, now);
+            let _ = verify_with_key(&k, SUMS, sig, now, expired);
         }
         let _ = load_key(&String::from_utf8_lossy(&mutate(
             armor_text.as_bytes(),
@@ -861,4 +862,209 @@ fn armor_holding_control_or_invisible_characters_is_refused() {
         1,
     );
     assert!(PublicKey::parse(&commented).is_ok());
+}
+
+// ---------------------------------------------------------------------------
+// As the clients that install check: an expired key's signatures made while
+// it was valid are accepted (`verify_as_client`).
+
+const SIGNER_EXPIRED_SECRET: &str =
+    include_str!("../../tests/fixtures/signing/signer-expired.secret.asc");
+
+/// A binary detached signature over `data` by the primary key of
+/// `secret_armor`, dated `created`, lasting `lifetime` seconds if given:
+/// signatures gpg will not make (by a key that had expired, with a short
+/// life). RSA signing needs no randomness.
+pub(crate) fn sign_at(
+    secret_armor: &str,
+    data: &[u8],
+    created: u32,
+    lifetime: Option<u32>,
+) -> Vec<u8> {
+    use pgp::composed::{Deserializable, DetachedSignature, SignedSecretKey};
+    use pgp::crypto::hash::HashAlgorithm;
+    use pgp::packet::{SignatureConfig, SignatureType, Subpacket, SubpacketData};
+    use pgp::ser::Serialize;
+    use pgp::types::{Duration, KeyDetails, Password, Timestamp};
+
+    let (key, _) = SignedSecretKey::from_string(secret_armor).expect("a fixture secret key");
+    let key = &key.primary_key;
+    let mut config = SignatureConfig::v4(
+        SignatureType::Binary,
+        key.algorithm(),
+        HashAlgorithm::Sha256,
+    );
+    let packet = |data| Subpacket::regular(data).expect("subpacket");
+    config.hashed_subpackets = vec![packet(SubpacketData::SignatureCreationTime(
+        Timestamp::from_secs(created),
+    ))];
+    if let Some(secs) = lifetime {
+        config
+            .hashed_subpackets
+            .push(packet(SubpacketData::SignatureExpirationTime(
+                Duration::from_secs(secs),
+            )));
+    }
+    config.unhashed_subpackets = vec![packet(SubpacketData::IssuerKeyId(key.legacy_key_id()))];
+    let sig = config.sign(key, &Password::empty(), data).expect("signing");
+    DetachedSignature::new(sig)
+        .to_bytes()
+        .expect("a serialisable signature")
+}
+
+#[test]
+fn as_a_client_a_key_that_expired_after_signing_is_accepted_and_said_to_be() {
+    // gpg's `expired` key: made 2020-01-01, valid up to and including
+    // 2020-01-02T00:00:00Z; it signed on 2020-01-01T12:00.
+    let key = PublicKey::parse(EXPIRED_PUB).unwrap();
+    let expired_at = T_2020_01_01 + DAY;
+    let accepted = key.verify_as_client(SUMS, EXPIRED_SIG, now()).unwrap();
+    assert_eq!(accepted.key_expired, Some(expired_at));
+    assert_eq!(accepted.verified.key_id, primary_id(EXPIRED_COLONS));
+    assert_eq!(
+        accepted.verified,
+        key.verify_detached(SUMS, EXPIRED_SIG, T_2020_01_01 + 13 * HOUR)
+            .unwrap(),
+        "the same signature as while the key was valid"
+    );
+    // The publish rule is unchanged: expired means refused.
+    assert!(matches!(
+        key.verify_detached(SUMS, EXPIRED_SIG, now()),
+        Err(SignatureError::KeyExpired { .. })
+    ));
+    // While the key is valid, nothing is said about expiry.
+    for at in [T_2020_01_01 + 13 * HOUR, expired_at] {
+        let v = key.verify_as_client(SUMS, EXPIRED_SIG, at).unwrap();
+        assert_eq!(v.key_expired, None, "at {at}");
+    }
+    assert_eq!(
+        key.verify_as_client(SUMS, EXPIRED_SIG, expired_at + 1)
+            .unwrap()
+            .key_expired,
+        Some(expired_at)
+    );
+    // A key that does not expire.
+    let rsa = PublicKey::parse(RSA_PUB).unwrap();
+    let v = rsa.verify_as_client(SUMS, RSA_SIG, now()).unwrap();
+    assert_eq!(v.key_expired, None);
+    assert_eq!(
+        v.verified,
+        rsa.verify_detached(SUMS, RSA_SIG, now()).unwrap()
+    );
+}
+
+#[test]
+fn as_a_client_a_signing_subkey_that_expired_after_signing_is_accepted() {
+    // A primary key that never expires; its signing subkey was valid for a
+    // day from 2020-01-01 and signed on 2020-01-01T12:00.
+    const PUB: &str = include_str!("../../tests/fixtures/signing/subkey-expired.pub.asc");
+    const SIG: &[u8] = include_bytes!("../../tests/fixtures/signing/SHA256SUMS.subkey-expired.sig");
+    const COLONS: &str = include_str!("../../tests/fixtures/signing/subkey-expired.colons.txt");
+    let ids = gpg_ids(COLONS);
+    let key = PublicKey::parse(PUB).unwrap();
+    let v = key
+        .verify_detached(SUMS, SIG, T_2020_01_01 + 13 * HOUR)
+        .unwrap();
+    assert_eq!(
+        (v.key_id.as_str(), v.signer_key_id.as_str()),
+        (ids[0].0.as_str(), ids[1].0.as_str())
+    );
+    assert_eq!(
+        key.verify_detached(SUMS, SIG, now()),
+        Err(SignatureError::KeyExpired {
+            key_id: ids[1].0.clone(),
+            expired: "2020-01-02".into()
+        })
+    );
+    let accepted = key.verify_as_client(SUMS, SIG, now()).unwrap();
+    assert_eq!(accepted.verified, v);
+    assert_eq!(accepted.key_expired, Some(T_2020_01_01 + DAY));
+}
+
+#[test]
+fn as_a_client_a_signature_made_after_the_key_expired_is_refused() {
+    // `signer-expired`: made 2020-01-01T00:00:00Z, valid for a day.
+    let key = PublicKey::parse(tfreg_testkit::TestSigner::expired().public_armor).unwrap();
+    let key_id = primary_id(SIGNER_EXPIRED_COLONS);
+    let last_valid = T_2020_01_01 + DAY;
+    let signed_then = |created: u64| {
+        let sig = sign_at(SIGNER_EXPIRED_SECRET, SUMS, created as u32, None);
+        key.verify_as_client(SUMS, &sig, now())
+    };
+    assert_eq!(
+        signed_then(last_valid).unwrap().key_expired,
+        Some(last_valid)
+    );
+    for created in [last_valid + 1, T_2020_01_01 + 2 * DAY] {
+        assert_eq!(
+            signed_then(created),
+            Err(SignatureError::SignedAfterKeyExpired {
+                key_id: key_id.clone(),
+                expired: "2020-01-02".into(),
+                signed: format_date(created),
+            })
+        );
+    }
+    let err = signed_then(T_2020_01_01 + 2 * DAY).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("the signature is dated 2020-01-03, after key {key_id} expired on 2020-01-02")
+    );
+}
+
+#[test]
+fn as_a_client_every_other_fault_is_still_refused() {
+    let at_now = |armor: &str, data: &[u8], sig: &[u8]| {
+        PublicKey::parse(armor)
+            .unwrap()
+            .verify_as_client(data, sig, now())
+    };
+    // An expired key's signature over other bytes.
+    let mut data = SUMS.to_vec();
+    data[0] ^= 1;
+    assert_eq!(
+        at_now(EXPIRED_PUB, &data, EXPIRED_SIG),
+        Err(SignatureError::BadSignature)
+    );
+    // An expired key's signature that has expired itself: the key is
+    // forgiven, the signature's own expiry is not.
+    let short_lived = sign_at(
+        SIGNER_EXPIRED_SECRET,
+        SUMS,
+        (T_2020_01_01 + 6 * HOUR) as u32,
+        Some(HOUR as u32),
+    );
+    let signer_expired = tfreg_testkit::TestSigner::expired().public_armor;
+    assert_eq!(
+        at_now(signer_expired, SUMS, &short_lived),
+        Err(SignatureError::SignatureExpired {
+            expired: "2020-01-01".into()
+        })
+    );
+    assert_eq!(
+        at_now(REVOKED_PUB, SUMS, REVOKED_SIG),
+        Err(SignatureError::KeyRevoked {
+            key_id: primary_id(REVOKED_COLONS)
+        })
+    );
+    assert!(matches!(
+        at_now(RSA_PUB, SUMS, EXPIRED_SIG),
+        Err(SignatureError::UnknownKey { .. })
+    ));
+    assert!(matches!(
+        at_now(CERT_ONLY_PUB, SUMS, CERT_ONLY_SIG),
+        Err(SignatureError::UnusableSigningKey { .. })
+    ));
+    const FUTURE_SIG: &[u8] =
+        include_bytes!("../../tests/fixtures/signing/SHA256SUMS.rsa.future.sig");
+    assert_eq!(
+        at_now(RSA_PUB, SUMS, FUTURE_SIG),
+        Err(SignatureError::SignatureInFuture {
+            created: "2099-01-01".into()
+        })
+    );
+    assert_eq!(
+        at_now(RSA_PUB, SUMS, RSA_SIG_ASC),
+        Err(SignatureError::ArmoredSignature)
+    );
 }

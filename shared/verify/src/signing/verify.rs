@@ -23,15 +23,36 @@ pub(super) enum Signer {
     Subkey(usize),
 }
 
+/// What a key that has expired by `now` means for its signatures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Expired {
+    /// Refused: a publish must verify for Terraform ≥ 1.6 today.
+    Refuse,
+    /// Accepted if the key was valid when the signature was made, as the
+    /// clients that install accept it ([`PublicKey::verify_as_client`](super::PublicKey::verify_as_client)).
+    ValidWhenSigned,
+}
+
+/// A signature that passed, and what the callers report about it.
+pub(super) struct Checked {
+    pub(super) verified: VerifiedSignature,
+    /// What Terraform ≤ 1.5 cannot handle in the key or signature, if anything.
+    pub(super) legacy_problem: Option<String>,
+    /// When the key stopped being valid, if it had by `now` (only with
+    /// [`Expired::ValidWhenSigned`]).
+    pub(super) key_expired: Option<u64>,
+}
+
 /// Verify `signature` over `data` with `key` at the time `now` (seconds since the
-/// epoch); on success also returns what Terraform ≤ 1.5 could not handle, if anything.
+/// epoch), treating an expired key as `expired` says.
 /// Unguarded: a panic inside rPGP escapes.
 pub(super) fn verify_with_key(
     key: &LoadedKey,
     data: &[u8],
     signature: &[u8],
     now: u64,
-) -> Result<(VerifiedSignature, Option<String>), SignatureError> {
+    expired: Expired,
+) -> Result<Checked, SignatureError> {
     let sigs = parse_signature(signature)?;
 
     // Like Terraform (go-crypto's CheckDetachedSignature): use the first signature whose
@@ -57,7 +78,7 @@ pub(super) fn verify_with_key(
         }
         for signer in candidates {
             match signing_capability(key, signer) {
-                Ok(()) => return check_signature(key, signer, sig, data, now),
+                Ok(()) => return check_signature(key, signer, sig, data, now, expired),
                 Err(reason) => {
                     unusable.get_or_insert(SignatureError::UnusableSigningKey {
                         key_id: signer_key_id(key, signer),
@@ -192,13 +213,21 @@ pub(super) fn explicit_key_flags(sig: &Signature) -> Option<bool> {
 }
 
 /// The cryptographic check, then Terraform's validity checks at `now`.
+///
+/// With [`Expired::ValidWhenSigned`], a key that has expired by `now` is
+/// judged at the signature's creation time instead; the signature's own
+/// checks (dated in the future, expired) stay at `now`. That creation time is
+/// the signer's claim: the rule refuses what an honest signer could not
+/// have made (gpg will not sign with an expired key), not a backdated
+/// signature by whoever still holds the old secret key.
 pub(super) fn check_signature(
     key: &LoadedKey,
     signer: Signer,
     sig: &Signature,
     data: &[u8],
     now: u64,
-) -> Result<(VerifiedSignature, Option<String>), SignatureError> {
+    expired: Expired,
+) -> Result<Checked, SignatureError> {
     match signer {
         Signer::Primary => verify_data(sig, &key.key.primary_key, data)?,
         Signer::Subkey(i) => verify_data(sig, &key.key.public_subkeys[i].key, data)?,
@@ -209,62 +238,44 @@ pub(super) fn check_signature(
     let signer_id = signer_key_id(key, signer);
 
     // The order of these checks follows go-crypto's checkSignatureDetails.
-    let subkey = match signer {
-        Signer::Primary => None,
-        Signer::Subkey(i) => Some((&key.key.public_subkeys[i].key, &key.subkeys[i])),
-    };
     if key.primary_revoked || key.primary_identity_revoked {
         return Err(SignatureError::KeyRevoked { key_id: primary_id });
     }
-    if subkey.is_some_and(|(_, state)| state.revoked) {
+    if let Signer::Subkey(i) = signer
+        && key.subkeys[i].revoked
+    {
         return Err(SignatureError::KeyRevoked { key_id: signer_id });
     }
-    let expired = |expiry: Option<u64>| expiry.filter(|&e| now > e);
-    if let Some(expiry) = expired(key_expiry(
-        primary.created_at().as_secs(),
-        &key.primary_self_sig,
-    )) {
-        return Err(SignatureError::KeyExpired {
-            key_id: primary_id,
-            expired: format_date(expiry),
-        });
-    }
-    // The subkey binding: it carries the subkey's expiry, and (below) may itself expire.
-    let binding = subkey.and_then(|(sub, state)| Some((sub, state.binding.as_ref()?)));
-    if let Some((sub, binding)) = binding
-        && let Some(expiry) = expired(key_expiry(sub.created_at().as_secs(), binding))
-    {
-        return Err(SignatureError::KeyExpired {
-            key_id: signer_id,
-            expired: format_date(expiry),
-        });
-    }
+    let ends = KeyEnds::of(key, signer);
     let created = u64::from(created_secs(sig));
+    let (key_time, key_expired) = match (expired, ends.passed(now)) {
+        (Expired::ValidWhenSigned, Some((_, end))) => {
+            if let Some((key_id, before)) = ends.passed(created) {
+                return Err(SignatureError::SignedAfterKeyExpired {
+                    key_id,
+                    expired: format_date(before),
+                    signed: format_date(created),
+                });
+            }
+            (created, Some(end))
+        }
+        _ => (now, None),
+    };
+    if let Some(e) = first_passed(&ends.lifetimes, key_time) {
+        return Err(e);
+    }
     if created > now.saturating_add(CLOCK_SKEW_SECS) {
         return Err(SignatureError::SignatureInFuture {
             created: format_date(created),
         });
     }
-    if let Some(expiry) = expired(signature_expiry(sig)) {
+    if let Some(expiry) = signature_expiry(sig).filter(|&e| now > e) {
         return Err(SignatureError::SignatureExpired {
             expired: format_date(expiry),
         });
     }
-    // An expired self-signature (primary user ID or subkey binding) makes go-crypto
-    // refuse the signature too; report it as the key having expired.
-    if let Some(expiry) = expired(signature_expiry(&key.primary_self_sig)) {
-        return Err(SignatureError::KeyExpired {
-            key_id: primary_id,
-            expired: format_date(expiry),
-        });
-    }
-    if let Some((_, binding)) = binding
-        && let Some(expiry) = expired(signature_expiry(binding))
-    {
-        return Err(SignatureError::KeyExpired {
-            key_id: signer_id,
-            expired: format_date(expiry),
-        });
+    if let Some(e) = first_passed(&ends.self_signatures, key_time) {
+        return Err(e);
     }
 
     let algorithm = match signer {
@@ -275,15 +286,77 @@ pub(super) fn check_signature(
         .legacy_problem
         .clone()
         .or_else(|| legacy_signature_problem(sig));
-    Ok((
-        VerifiedSignature {
+    Ok(Checked {
+        verified: VerifiedSignature {
             key_id: key.info.key_id.clone(),
             signer_key_id: signer_id,
             algorithm,
             legacy_compatible: legacy_problem.is_none(),
         },
         legacy_problem,
-    ))
+        key_expired,
+    })
+}
+
+/// Where a key's validity for a signature by `signer` ends, as `(key ID,
+/// last valid second)`, in go-crypto's order: the lifetimes of the primary
+/// key and of the signing subkey, then the expiry of the primary
+/// self-signature and of the subkey binding (an expired self-signature makes
+/// go-crypto refuse too; it is reported as the key having expired).
+struct KeyEnds {
+    lifetimes: Vec<(String, u64)>,
+    self_signatures: Vec<(String, u64)>,
+}
+
+impl KeyEnds {
+    fn of(key: &LoadedKey, signer: Signer) -> Self {
+        let primary = &key.key.primary_key;
+        let primary_id = key_id_of(primary);
+        let mut lifetimes = Vec::new();
+        let mut self_signatures = Vec::new();
+        let self_sig = &key.primary_self_sig;
+        if let Some(end) = key_expiry(primary.created_at().as_secs(), self_sig) {
+            lifetimes.push((primary_id.clone(), end));
+        }
+        if let Some(end) = signature_expiry(self_sig) {
+            self_signatures.push((primary_id, end));
+        }
+        // The subkey binding carries the subkey's expiry, and may itself expire.
+        if let Signer::Subkey(i) = signer
+            && let Some(binding) = &key.subkeys[i].binding
+        {
+            let sub = &key.key.public_subkeys[i].key;
+            if let Some(end) = key_expiry(sub.created_at().as_secs(), binding) {
+                lifetimes.push((key_id_of(sub), end));
+            }
+            if let Some(end) = signature_expiry(binding) {
+                self_signatures.push((key_id_of(sub), end));
+            }
+        }
+        KeyEnds {
+            lifetimes,
+            self_signatures,
+        }
+    }
+
+    /// The first end that has passed at `time`, of either kind.
+    fn passed(&self, time: u64) -> Option<(String, u64)> {
+        self.lifetimes
+            .iter()
+            .chain(&self.self_signatures)
+            .find(|&&(_, end)| time > end)
+            .cloned()
+    }
+}
+
+/// `KeyExpired` for the first of `ends` that has passed at `time`.
+fn first_passed(ends: &[(String, u64)], time: u64) -> Option<SignatureError> {
+    ends.iter()
+        .find(|&&(_, end)| time > end)
+        .map(|(key_id, end)| SignatureError::KeyExpired {
+            key_id: key_id.clone(),
+            expired: format_date(*end),
+        })
 }
 
 /// The cryptographic check of `sig` over `data` by one (sub)key.
