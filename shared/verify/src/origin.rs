@@ -53,18 +53,9 @@ pub struct OriginKey {
     pub ascii_armor: String,
 }
 
-/// What to do with a release whose origin lists no signing key.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Unsigned {
-    /// Refuse it, as Terraform does.
-    #[default]
-    Refuse,
-    /// Accept it on SHA256SUMS alone, recorded as unsigned: what OpenTofu does
-    /// for registry.opentofu.org (`ShouldEnforceGPGValidationForProvider`),
-    /// which serves some providers without a known key. Keys an origin does
-    /// list are checked all the same.
-    ChecksumsOnly,
-}
+/// What to do with a release whose origin lists no signing key: the
+/// upstream's setting ([`tfreg_model::upstream::Unsigned`]).
+pub use tfreg_model::upstream::Unsigned;
 
 /// SHA256SUMS that passed [`verify_sums`].
 #[derive(Debug, Clone, PartialEq, Eq)]
