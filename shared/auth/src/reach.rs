@@ -9,10 +9,11 @@
 //! connector only the addresses allowed (so a name that resolves to a
 //! refused address, or is re-pointed at one later, is never connected to).
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 
-use tfreg_model::upstream::{check_origin_url, refused_range};
+use tfreg_model::upstream::check_origin_url;
+use tfreg_outbound::Policy;
 
 use crate::error::AuthError;
 use crate::jwt::UPSTREAM_TIMEOUT;
@@ -41,13 +42,21 @@ fn is_loopback(ip: IpAddr) -> bool {
 }
 
 impl Reach {
+    /// The address rules of `tfreg-outbound` this setting stands for.
+    pub fn policy(self) -> Policy {
+        match self {
+            Reach::Any => Policy::unrestricted(),
+            Reach::Public => Policy::public(),
+            Reach::PublicAndLoopback => Policy::public().with_loopback(),
+        }
+    }
+
     /// Why `ip` may not be connected to, or `None`.
     pub fn refuses(self, ip: IpAddr) -> Option<&'static str> {
-        match self {
-            Reach::Any => None,
-            Reach::PublicAndLoopback if is_loopback(ip) => None,
-            Reach::Public | Reach::PublicAndLoopback => refused_range(ip),
-        }
+        self.policy()
+            .allows(&ip.to_string(), ip)
+            .err()
+            .map(|r| r.range)
     }
 
     /// May `url` be fetched? Scheme, user info, and a host that is a public
@@ -80,39 +89,16 @@ impl Reach {
 }
 
 /// The provider's names resolved by the system (`getaddrinfo`, as reqwest's
-/// own resolver does), keeping only the addresses [`Reach`] allows: none
-/// left is an error naming the range, and no connection is made.
+/// own resolver does), keeping only the addresses [`Reach`] allows
+/// (`tfreg_outbound::GuardedResolver`): none left is an error naming the
+/// range, and no connection is made.
 #[derive(Debug, Clone, Copy)]
 pub struct GuardedResolver(pub Reach);
 
 impl reqwest::dns::Resolve for GuardedResolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let reach = self.0;
-        Box::pin(async move {
-            let host = name.as_str().to_string();
-            let found: Vec<SocketAddr> =
-                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let (allowed, refused): (Vec<_>, Vec<_>) = found
-                .into_iter()
-                .partition(|addr| reach.refuses(addr.ip()).is_none());
-            if allowed.is_empty() {
-                let why = refused
-                    .first()
-                    .and_then(|a| Some((a.ip(), reach.refuses(a.ip())?)))
-                    .map(|(ip, range)| format!("{host} resolves to {ip} ({range}): refused"))
-                    .unwrap_or_else(|| format!("{host} resolves to no address"));
-                return Err(why.into());
-            }
-            if !refused.is_empty() {
-                tracing::warn!(
-                    host,
-                    refused = refused.len(),
-                    "the identity provider's name also resolves to special-purpose addresses: not used"
-                );
-            }
-            let addrs: reqwest::dns::Addrs = Box::new(allowed.into_iter());
-            Ok(addrs)
-        })
+        let inner = tfreg_outbound::GuardedResolver::system(self.0.policy());
+        reqwest::dns::Resolve::resolve(&inner, name)
     }
 }
 
@@ -130,7 +116,9 @@ pub fn guarded_client(
         // No proxy from the environment: the guard must see the provider's
         // own names and addresses.
         .no_proxy()
-        .dns_resolver(Arc::new(GuardedResolver(reach)))
+        .dns_resolver(Arc::new(tfreg_outbound::GuardedResolver::system(
+            reach.policy(),
+        )))
         .build()
         .map_err(|e| AuthError::Upstream(format!("cannot make an HTTP client: {e}")))
 }
@@ -139,20 +127,7 @@ pub fn guarded_client(
 /// Amazon Linux's bundle on Lambda; `SSL_CERT_FILE` / `SSL_CERT_DIR`
 /// honoured), with *ring*.
 pub fn system_tls() -> Result<rustls::ClientConfig, AuthError> {
-    let native = rustls_native_certs::load_native_certs();
-    let mut roots = rustls::RootCertStore::empty();
-    let (added, _) = roots.add_parsable_certificates(native.certs);
-    if added == 0 {
-        return Err(AuthError::Upstream(
-            "no trusted certificates in the system's store".into(),
-        ));
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    Ok(rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| AuthError::Upstream(format!("TLS: {e}")))?
-        .with_root_certificates(roots)
-        .with_no_client_auth())
+    tfreg_outbound::tls::system_tls().map_err(|e| AuthError::Upstream(e.to_string()))
 }
 
 #[cfg(test)]
