@@ -95,6 +95,9 @@ struct Ready {
     _lock: ServeLock,
 }
 
+/// Where archives the cache fetches are written until verified.
+const FILL_TMP: &str = "fill-tmp";
+
 pub async fn run(args: ServeArgs) -> Result<()> {
     // Signals first: a stop during start-up (a locked database, a slow disk) is honoured.
     let mut stop = signals::Stop::install()?;
@@ -198,12 +201,23 @@ async fn start(args: &ServeArgs) -> Result<Ready> {
     // This process holds the data directory: whatever is in the temp area
     // was left by one that died (kill -9, power loss).
     housekeeping::sweep_temp(&blobs, std::time::Duration::ZERO).await;
-    let registry = Arc::new(Registry::new(
+    // The pull-through cache fetches misses in this process; archives are
+    // streamed into the data directory until verified (left-overs of a
+    // process that died go now).
+    let fill_dir = dir.root.join(FILL_TMP);
+    let _ = std::fs::remove_dir_all(&fill_dir);
+    let max_archive_bytes = config.max_archive_bytes;
+    let cache = tfreg_cache::fill::Cache::new(
         items.clone(),
         Arc::new(blobs.clone()),
-        signer,
-        config,
-    ));
+        fill_dir,
+        tfreg_outbound::Deployment::Serve,
+        max_archive_bytes,
+    );
+    let registry = Arc::new(
+        Registry::new(items.clone(), Arc::new(blobs.clone()), signer, config)
+            .with_filler(Arc::new(tfreg_cache::fill::InProcess::new(cache))),
+    );
 
     let (tls, ca) = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => (tls::server_config(cert, key)?, None),

@@ -45,7 +45,9 @@ pub async fn handle(
     }
     signer.verify_read(key, query, registry.now())?;
     let download = match registry.blobs.download(key, method == Method::HEAD).await {
-        Err(StoreError::NotFound(_)) if key.is_cached() => return fill_then_again(registry, key).await,
+        Err(StoreError::NotFound(_)) if key.is_cached() => {
+            return fill_then_again(registry, key).await;
+        }
         other => other?,
     };
     match download {
@@ -86,8 +88,10 @@ async fn fill_then_again(registry: &Registry, key: &BlobKey) -> Result<Response,
         tracing::info!(%key, "archive still being fetched: redirecting the client to wait again");
     }
     let mut resp = empty(StatusCode::TEMPORARY_REDIRECT);
-    resp.headers_mut()
-        .insert(header::LOCATION, header_value(&registry.read_url(key).await?)?);
+    resp.headers_mut().insert(
+        header::LOCATION,
+        header_value(&registry.read_url(key).await?)?,
+    );
     as_download(key, resp.headers_mut())?;
     Ok(resp)
 }

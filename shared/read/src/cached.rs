@@ -133,7 +133,12 @@ impl<'a> Cached<'a> {
                     still_filling(format!("fetching {}'s versions; retry", self.name()))
                 })?;
                 let degraded = matches!(
-                    decide(Some(&found), &self.upstream.settings, false, self.registry.now()),
+                    decide(
+                        Some(&found),
+                        &self.upstream.settings,
+                        false,
+                        self.registry.now()
+                    ),
                     Plan::Cached { degraded: true, .. }
                 );
                 Ok((found, degraded))

@@ -11,9 +11,9 @@ use tfreg_http::registry::Registry;
 use tfreg_model::address::{Hostname, ProviderName};
 use tfreg_model::protocol::*;
 use tfreg_model::router::ReadRoute;
-use tfreg_store::catalog::index::{VersionIndex, View};
 use tfreg_model::token::Principal;
 use tfreg_model::upstream::{UpstreamHost, UpstreamRecord};
+use tfreg_store::catalog::index::{VersionIndex, View};
 use tfreg_store::catalog::{self, Origin, ProviderRelease, upstreams};
 
 use crate::cached;
@@ -36,8 +36,14 @@ pub async fn handle(
             ReadRoute::MirrorVersion {
                 provider, version, ..
             } => {
-                cached::mirror_version(registry, &upstream, &provider, &version.to_string(), principal)
-                    .await?
+                cached::mirror_version(
+                    registry,
+                    &upstream,
+                    &provider,
+                    &version.to_string(),
+                    principal,
+                )
+                .await?
             }
             _ => unreachable!("upstream_of answers mirror routes only"),
         }

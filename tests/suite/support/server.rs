@@ -181,7 +181,31 @@ impl Server {
         env: &[(&str, &Path)],
     ) -> Server {
         let ca = data_dir.join("tls/ca.pem");
-        Self::serve(data_dir, listen, extra, env, &ca, &|| client_trusting(&ca))
+        Self::serve(data_dir, listen, None, extra, env, &ca, &|| {
+            client_trusting(&ca)
+        })
+    }
+
+    /// A server on `listen` known as `hostname`, a name no DNS answers (an
+    /// upstream origin such as `registry.example.test:PORT`): its `http`
+    /// client resolves that name to `listen`.
+    pub fn start_named(data_dir: &Path, listen: &str, hostname: &str, extra: &[&str]) -> Server {
+        let ca = data_dir.join("tls/ca.pem");
+        let addr: std::net::SocketAddr = listen.parse().unwrap();
+        let name = hostname
+            .rsplit_once(':')
+            .map_or(hostname, |(n, _)| n)
+            .to_string();
+        Self::serve(data_dir, listen, Some(hostname), extra, &[], &ca, &|| {
+            let cert = reqwest::Certificate::from_pem(&std::fs::read(&ca).ok()?).ok()?;
+            Some(
+                client()
+                    .add_root_certificate(cert)
+                    .resolve(&name, addr)
+                    .build()
+                    .unwrap(),
+            )
+        })
     }
 
     /// A server on a free port of 127.0.0.1 with the operator's own
@@ -195,6 +219,7 @@ impl Server {
         Self::serve(
             data_dir,
             &listen,
+            None,
             &["--tls-cert", cert_arg, "--tls-key", key_arg],
             &[],
             cert,
@@ -206,6 +231,7 @@ impl Server {
     fn serve(
         data_dir: &Path,
         listen: &str,
+        hostname: Option<&str>,
         extra: &[&str],
         env: &[(&str, &Path)],
         ca: &Path,
@@ -213,10 +239,10 @@ impl Server {
     ) -> Server {
         let (ip, port) = listen.rsplit_once(':').unwrap();
         let port: u16 = port.parse().unwrap();
-        let host = if port == 443 {
-            ip.to_string()
-        } else {
-            listen.to_string()
+        let host = match hostname {
+            Some(h) => h.to_string(),
+            None if port == 443 => ip.to_string(),
+            None => listen.to_string(),
         };
         let log = data_dir.with_extension("log");
         let log_file = std::fs::File::create(&log).unwrap();

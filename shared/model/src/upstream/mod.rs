@@ -66,6 +66,12 @@ impl UpstreamHost {
     pub fn hostname(&self) -> &Hostname {
         &self.0
     }
+
+    /// The name alone, without a port.
+    pub fn name(&self) -> &str {
+        let s = self.0.as_str();
+        s.rsplit_once(':').map_or(s, |(name, _)| name)
+    }
 }
 
 impl fmt::Display for UpstreamHost {

@@ -150,8 +150,8 @@ impl CredentialRef {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Connect {
-    /// Host (the upstream's own, or one of its module hosts) → the
-    /// addresses to connect to instead of asking DNS.
+    /// Host (the upstream's own name, or one of its module hosts; a port
+    /// here is ignored) → the addresses to connect to instead of asking DNS.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub to: BTreeMap<UpstreamHost, Vec<SocketAddr>>,
     /// Networks (`10.1.0.0/16`) the upstream's names may resolve into,
@@ -308,7 +308,8 @@ impl UpstreamSettings {
         }
         if let Some(connect) = &self.connect {
             for (to, addrs) in &connect.to {
-                if to != host && !self.module_hosts.contains(to) {
+                let same = |h: &UpstreamHost| h.name() == to.name();
+                if !same(host) && !self.module_hosts.iter().any(same) {
                     return bad(format!(
                         "connect.to names {to}, neither this upstream nor one of its module_hosts"
                     ));

@@ -1,0 +1,262 @@
+//! The fill engine (plan §3, §5, §6): one fill ([`Fill`]) at a time per
+//! thing, across processes (the store's lease), fetched from the origin
+//! through [`crate::origin`], verified with `tfreg_verify::origin` before
+//! anything is stored, stored create-only, and its outcome recorded in the
+//! lease for whoever waits. [`InProcess`] runs fills as tasks of `tfreg
+//! serve`; the fill function (AWS) will run [`Cache::run`] per event.
+
+mod clients;
+mod provider;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use tfreg_http::fill::Filler;
+use tfreg_model::audit::{Event, Outcome as AuditOutcome};
+use tfreg_model::cache::lease::{Fill, FillWhat, Lease, Outcome};
+use tfreg_model::token::Actor;
+use tfreg_model::upstream::{Mode, UpstreamRecord};
+use tfreg_outbound::Deployment;
+use tfreg_store::catalog::cache::KeepError;
+use tfreg_store::catalog::{audit, lease, upstreams};
+use tfreg_store::{BlobStore, ItemStore, StoreError};
+
+use crate::origin::OriginError;
+pub use clients::read_credentials;
+
+/// Why a fill ended without storing, and what waiting clients are told.
+#[derive(Debug, thiserror::Error)]
+pub enum FillError {
+    /// The origin has no such thing (remembered for the upstream's
+    /// `negative_ttl`).
+    #[error("{0}")]
+    NotFound(String),
+    /// The origin failed in a way worth retrying (5xx, 429, timeout).
+    #[error("{0}")]
+    Unavailable(String),
+    /// What the origin served was refused: a signature, a checksum, an
+    /// address; audited.
+    #[error("{0}")]
+    Refused(String),
+    /// Our store or disk failed.
+    #[error("{0}")]
+    Store(String),
+}
+
+impl FillError {
+    fn status(&self) -> u16 {
+        match self {
+            FillError::NotFound(_) => 404,
+            FillError::Unavailable(_) | FillError::Store(_) => 503,
+            FillError::Refused(_) => 502,
+        }
+    }
+
+    /// An origin's failure, for `host`.
+    fn origin(host: &str, e: OriginError) -> Self {
+        match e {
+            OriginError::NotFound { .. } => FillError::NotFound(format!("{host}: {e}")),
+            e if e.is_transient() => FillError::Unavailable(format!("{host}: {e}")),
+            OriginError::Local { .. } => FillError::Store(e.to_string()),
+            e => FillError::Refused(format!("{host}: {e}")),
+        }
+    }
+
+    /// What the origin served failed verification.
+    fn refused(host: &str, why: impl std::fmt::Display) -> Self {
+        FillError::Refused(format!("{host}: {why}"))
+    }
+}
+
+impl From<StoreError> for FillError {
+    fn from(e: StoreError) -> Self {
+        FillError::Store(e.to_string())
+    }
+}
+
+impl From<KeepError> for FillError {
+    fn from(e: KeepError) -> Self {
+        match e {
+            KeepError::SumsChanged { .. } => FillError::Refused(e.to_string()),
+            KeepError::Store(e) => e.into(),
+        }
+    }
+}
+
+/// The cache of one registry: its stores, where archives are streamed to
+/// before they are verified, and one origin client per upstream.
+pub struct Cache {
+    pub(crate) items: Arc<dyn ItemStore>,
+    pub(crate) blobs: Arc<dyn BlobStore>,
+    pub(crate) temp_dir: PathBuf,
+    /// The registry's own archive size limit (an upstream may set less).
+    pub(crate) max_archive_bytes: u64,
+    pub(crate) clients: clients::Clients,
+    clock: fn() -> u64,
+}
+
+impl Cache {
+    pub fn new(
+        items: Arc<dyn ItemStore>,
+        blobs: Arc<dyn BlobStore>,
+        temp_dir: PathBuf,
+        deployment: Deployment,
+        max_archive_bytes: u64,
+    ) -> Self {
+        Cache {
+            items,
+            blobs,
+            temp_dir,
+            max_archive_bytes,
+            clients: clients::Clients::new(deployment),
+            clock: tfreg_model::unix_now,
+        }
+    }
+
+    /// Resolve names through `lookup` (the tests' scripted resolver).
+    pub fn with_lookup(mut self, lookup: Arc<dyn tfreg_outbound::Lookup>) -> Self {
+        self.clients = self.clients.with_lookup(lookup);
+        self
+    }
+
+    pub(crate) fn now(&self) -> u64 {
+        (self.clock)()
+    }
+
+    /// Carry out `fill`, if nobody else is: take its lease, fetch, verify,
+    /// store, and record the outcome in the lease. Never fails: every
+    /// outcome is for the waiting clients (and the log).
+    pub async fn run(&self, fill: &Fill) {
+        let what = fill.key();
+        let upstream = match upstreams::upstream(self.items.as_ref(), &fill.host).await {
+            Ok(Some(u)) if u.settings.mode == Mode::Online => u,
+            Ok(_) => return,
+            Err(e) => {
+                tracing::warn!(fill = %what, error = %e, "cannot read the upstream");
+                return;
+            }
+        };
+        let holder = format!("{:032x}", rand::random::<u128>());
+        let held = match lease::take(self.items.as_ref(), &what, &holder, self.now()).await {
+            Ok(lease::Taken::Held(l)) => l,
+            Ok(_) => return,
+            Err(e) => {
+                tracing::warn!(fill = %what, error = %e, "cannot take the fill's lease");
+                return;
+            }
+        };
+        let held = Arc::new(Mutex::new(held));
+        let result = tokio::select! {
+            r = self.fetch(&upstream, fill) => r,
+            () = self.keep_renewing(held.clone()) => unreachable!("renewing ends only by pending"),
+        };
+        let outcome = match result {
+            Ok(()) => {
+                tracing::info!(fill = %what, "filled");
+                Outcome::Stored
+            }
+            Err(e) => {
+                tracing::warn!(fill = %what, error = %e, "fill failed");
+                if let FillError::Refused(reason) = &e {
+                    self.audit("cache.refused", &what, 502, reason).await;
+                }
+                Outcome::Failed {
+                    status: e.status(),
+                    message: e.to_string(),
+                }
+            }
+        };
+        let held = held.lock().expect("lease lock").clone();
+        if let Err(e) = lease::release(self.items.as_ref(), &held, outcome, self.now()).await {
+            tracing::warn!(fill = %what, error = %e, "cannot release the fill's lease");
+        }
+    }
+
+    /// Renew the lease every 20 s while the fetch goes on; if it was taken
+    /// over, stop renewing (the fetch still ends; its writes are idempotent).
+    async fn keep_renewing(&self, held: Arc<Mutex<Lease>>) {
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(20)).await;
+            let current = held.lock().expect("lease lock").clone();
+            match lease::renew(self.items.as_ref(), &current, self.now()).await {
+                Ok(renewed) => *held.lock().expect("lease lock") = renewed,
+                Err(_) => break,
+            }
+        }
+        std::future::pending::<()>().await
+    }
+
+    async fn fetch(&self, upstream: &UpstreamRecord, fill: &Fill) -> Result<(), FillError> {
+        let provider = provider::Filling::new(self, upstream, fill)?;
+        match &fill.what {
+            FillWhat::ProviderList => provider.list().await.map(|_| ()),
+            FillWhat::ProviderVersion { version } => provider.version(version).await.map(|_| ()),
+            FillWhat::ProviderArchive { version, platform } => {
+                provider.archive(version, platform).await
+            }
+        }
+    }
+
+    /// One audit event of the cache (`cache.refused`, `cache.key-changed`).
+    pub(crate) async fn audit(&self, action: &str, target: &str, status: u16, detail: &str) {
+        let event = Event {
+            at: self.now(),
+            actor: Actor {
+                kind: "cache".into(),
+                token_id: None,
+                token_name: None,
+            },
+            action: action.to_string(),
+            target: target.to_string(),
+            outcome: if status < 400 {
+                AuditOutcome::Ok
+            } else {
+                AuditOutcome::Refused
+            },
+            status,
+            detail: Some(detail.to_string()),
+            request_id: format!("fill-{:016x}", rand::random::<u64>()),
+        };
+        audit::record(self.items.as_ref(), &event, true).await;
+    }
+}
+
+/// `tfreg serve`'s filler: each fill a task of this process, at most one
+/// per thing at a time here (the lease makes it one across processes).
+#[derive(Clone)]
+pub struct InProcess {
+    cache: Arc<Cache>,
+    in_flight: Arc<Mutex<HashSet<String>>>,
+}
+
+impl InProcess {
+    pub fn new(cache: Cache) -> Self {
+        InProcess {
+            cache: Arc::new(cache),
+            in_flight: Arc::default(),
+        }
+    }
+}
+
+#[async_trait]
+impl Filler for InProcess {
+    async fn start(&self, fill: Fill) -> Result<(), tfreg_http::Error> {
+        let key = fill.key();
+        if !self
+            .in_flight
+            .lock()
+            .expect("in-flight lock")
+            .insert(key.clone())
+        {
+            return Ok(());
+        }
+        let (cache, in_flight) = (self.cache.clone(), self.in_flight.clone());
+        tokio::spawn(async move {
+            cache.run(&fill).await;
+            in_flight.lock().expect("in-flight lock").remove(&key);
+        });
+        Ok(())
+    }
+}

@@ -1,0 +1,425 @@
+//! Filling a provider (plan §3): its version list; one version (the
+//! origin's SHA256SUMS and signature verified with the keys of its download
+//! answer, every listed platform's hash taken from SHA256SUMS); one
+//! platform's archive (streamed to a file, its sha256 the SHA256SUMS line,
+//! stored byte for byte).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tfreg_model::address::{Platform, ProviderName};
+use tfreg_model::blob_key::{BlobKey, FileName};
+use tfreg_model::cache::lease::Fill;
+use tfreg_model::cache::{CachedArchive, CachedRelease, OriginList, OriginVersion, StoredArchive};
+use tfreg_model::upstream::{KeyChange, UpstreamRecord};
+use tfreg_model::version::Version;
+use tfreg_store::Digest;
+use tfreg_store::catalog::cache::CachedProvider;
+use tfreg_verify::origin::{OriginAnswer, OriginKey, check_answer, origin_h1, verify_sums};
+
+use super::{Cache, FillError};
+use crate::origin::{OriginClient, Services, SmallFile};
+
+/// How long metadata fetches may take (the waiting client gives up at 8 s;
+/// the fill finishes for the next one).
+const METADATA_DEADLINE: Duration = Duration::from_secs(30);
+
+pub(super) struct Filling<'a> {
+    cache: &'a Cache,
+    upstream: &'a UpstreamRecord,
+    host: String,
+    provider: ProviderName,
+    place: CachedProvider,
+    client: Arc<OriginClient>,
+}
+
+fn deadline(after: Duration) -> tokio::time::Instant {
+    tokio::time::Instant::now() + after
+}
+
+impl<'a> Filling<'a> {
+    pub(super) fn new(
+        cache: &'a Cache,
+        upstream: &'a UpstreamRecord,
+        fill: &Fill,
+    ) -> Result<Self, FillError> {
+        let host = upstream.hostname.to_string();
+        let provider = ProviderName::parse(&fill.namespace, &fill.name)
+            .map_err(|e| FillError::NotFound(e.0))?;
+        Ok(Filling {
+            cache,
+            upstream,
+            place: CachedProvider::new(&host, &provider.namespace, &provider.r#type),
+            client: cache.clients.client(upstream, cache.max_archive_bytes)?,
+            host,
+            provider,
+        })
+    }
+
+    fn name(&self) -> String {
+        format!("{}/{}", self.host, self.provider)
+    }
+
+    async fn services(&self) -> Result<Services, FillError> {
+        self.cache
+            .clients
+            .services(self.upstream, &self.client, deadline(METADATA_DEADLINE))
+            .await
+    }
+
+    /// Remember the origin's 404 of `what`, and say so.
+    async fn missing(&self, what: &str, e: FillError) -> FillError {
+        if matches!(e, FillError::NotFound(_)) {
+            let ttl = self.upstream.settings.negative_ttl_secs;
+            if ttl > 0
+                && let Err(err) = self
+                    .place
+                    .note_missing(self.cache.items.as_ref(), what, self.cache.now(), ttl)
+                    .await
+            {
+                tracing::warn!(error = %err, "cannot remember an origin's 404");
+            }
+        }
+        e
+    }
+
+    /// Fetch the version list and keep it. A transient failure marks the
+    /// cached list as failing (answered degraded).
+    pub(super) async fn list(&self) -> Result<OriginList, FillError> {
+        let fetched = async {
+            let services = self.services().await?;
+            self.client
+                .provider_versions(&services, &self.provider, deadline(METADATA_DEADLINE))
+                .await
+                .map_err(|e| FillError::origin(&self.host, e))
+        }
+        .await;
+        let items = self.cache.items.as_ref();
+        let versions = match fetched {
+            Ok(v) => v,
+            Err(e @ FillError::Unavailable(_)) => {
+                self.place.list_failed(items, self.cache.now()).await?;
+                return Err(e);
+            }
+            Err(e) => return Err(self.missing("versions", e).await),
+        };
+        let list = OriginList {
+            versions: versions
+                .versions
+                .iter()
+                .map(|v| OriginVersion {
+                    version: v.version.to_string(),
+                    protocols: v.protocols.clone(),
+                    platforms: v
+                        .platforms
+                        .iter()
+                        .map(|p| format!("{}_{}", p.os, p.arch))
+                        .collect(),
+                })
+                .collect(),
+            warnings: versions.warnings,
+            fetched_at: self.cache.now(),
+            failed_at: None,
+        };
+        self.place.put_origin_list(items, &list).await?;
+        Ok(list)
+    }
+
+    /// Verify `version` and keep it (every platform's hash from its
+    /// verified SHA256SUMS).
+    pub(super) async fn version(&self, version: &str) -> Result<CachedRelease, FillError> {
+        let items = self.cache.items.as_ref();
+        if let Some(release) = self.place.release(items, version).await? {
+            return Ok(release);
+        }
+        let list = match self.place.origin_list(items).await? {
+            Some(list) => list,
+            None => self.list().await?,
+        };
+        let Some(entry) = list.versions.iter().find(|v| v.version == version) else {
+            let e = FillError::NotFound(format!(
+                "{}: the origin lists no version {version}",
+                self.name()
+            ));
+            return Err(self.missing(version, e).await);
+        };
+        let parsed = Version::parse(version).map_err(|e| FillError::NotFound(e.0))?;
+        // Any platform's download answer names the release's SHA256SUMS,
+        // signature and keys; linux_amd64 when there is one.
+        let asked = entry
+            .platforms
+            .iter()
+            .find(|p| p.as_str() == "linux_amd64")
+            .or(entry.platforms.first())
+            .ok_or_else(|| {
+                FillError::Refused(format!("{}: {version} lists no platform", self.name()))
+            })?;
+        let asked = platform(asked)?;
+        let services = self.services().await?;
+        let meta = deadline(METADATA_DEADLINE);
+        let answer = self
+            .client
+            .provider_download(&services, &self.provider, &parsed, &asked, meta)
+            .await
+            .map_err(|e| FillError::origin(&self.host, e))?;
+        let sums = self
+            .client
+            .fetch_small(&answer.shasums_url, SmallFile::Shasums, meta)
+            .await
+            .map_err(|e| FillError::origin(&self.host, e))?;
+        let signature = match &answer.shasums_signature_url {
+            Some(url) => Some(
+                self.client
+                    .fetch_small(url, SmallFile::Signature, meta)
+                    .await
+                    .map_err(|e| FillError::origin(&self.host, e))?,
+            ),
+            None => None,
+        };
+        let keys: Vec<OriginKey> = answer
+            .keys
+            .iter()
+            .map(|k| OriginKey {
+                key_id: k.key_id.clone().unwrap_or_default(),
+                ascii_armor: k.ascii_armor.clone(),
+            })
+            .collect();
+        let verified = verify_sums(
+            &sums,
+            signature.as_deref(),
+            &keys,
+            self.upstream.settings.unsigned,
+            self.cache.now(),
+        )
+        .map_err(|r| FillError::refused(&self.host, r))?;
+        check_answer(
+            &verified,
+            &asked,
+            &OriginAnswer {
+                os: answer.platform.os.clone(),
+                arch: answer.platform.arch.clone(),
+                filename: answer.filename.clone(),
+                shasum: answer.shasum.clone(),
+            },
+        )
+        .map_err(|r| FillError::refused(&self.host, r))?;
+        let signed_by = verified.signed_by.as_ref().map(|s| s.key_id.clone());
+        self.key_continuity(version, signed_by.as_deref()).await?;
+        let mut platforms = BTreeMap::new();
+        for p in &entry.platforms {
+            let filename = if *p == format!("{}_{}", asked.os, asked.arch) {
+                answer.filename.clone()
+            } else {
+                format!(
+                    "terraform-provider-{}_{version}_{p}.zip",
+                    self.provider.r#type
+                )
+            };
+            // A platform SHA256SUMS does not vouch for is not offered.
+            if let Some(sha256) = verified.sums.get(&filename) {
+                platforms.insert(
+                    p.clone(),
+                    CachedArchive {
+                        filename,
+                        sha256: sha256.clone(),
+                        stored: None,
+                    },
+                );
+            }
+        }
+        let release = CachedRelease {
+            version: version.to_string(),
+            protocols: answer.protocols.clone(),
+            shasums_sha256: verified.sha256.clone(),
+            signed_by,
+            key_expired: verified
+                .signed_by
+                .as_ref()
+                .is_some_and(|s| s.key_expired.is_some()),
+            signing_keys: answer.signing_keys.get().to_string(),
+            platforms,
+            verified_at: self.cache.now(),
+        };
+        Ok(self.place.keep_release(items, &release).await?)
+    }
+
+    /// A release signed by another key than the provider's last cached one:
+    /// audited, and refused where the upstream says so.
+    async fn key_continuity(
+        &self,
+        version: &str,
+        signed_by: Option<&str>,
+    ) -> Result<(), FillError> {
+        let releases = self.place.releases(self.cache.items.as_ref()).await?;
+        let Some(before) = releases
+            .values()
+            .filter(|r| r.version != version)
+            .max_by_key(|r| r.verified_at)
+            .and_then(|r| r.signed_by.clone())
+        else {
+            return Ok(());
+        };
+        if signed_by == Some(before.as_str()) {
+            return Ok(());
+        }
+        let detail = format!(
+            "{} {version} is signed by {}, earlier versions by {before}",
+            self.name(),
+            signed_by.unwrap_or("no key")
+        );
+        let refuse = self.upstream.settings.on_key_change == KeyChange::Refuse;
+        self.cache
+            .audit(
+                "cache.key-changed",
+                &self.name(),
+                if refuse { 502 } else { 200 },
+                &detail,
+            )
+            .await;
+        if refuse {
+            return Err(FillError::refused(&self.host, detail));
+        }
+        Ok(())
+    }
+
+    /// Fetch `platform`'s archive of `version`, check it against its
+    /// SHA256SUMS line, store it byte for byte.
+    pub(super) async fn archive(
+        &self,
+        version: &str,
+        platform_text: &str,
+    ) -> Result<(), FillError> {
+        let items = self.cache.items.as_ref();
+        let release = self.version(version).await?;
+        let Some(archive) = release.platforms.get(platform_text) else {
+            return Err(FillError::NotFound(format!(
+                "{}: {version} has no {platform_text} archive",
+                self.name()
+            )));
+        };
+        if archive.stored.is_some() {
+            return Ok(());
+        }
+        let asked = platform(platform_text)?;
+        let parsed = Version::parse(version).map_err(|e| FillError::NotFound(e.0))?;
+        let services = self.services().await?;
+        let answer = self
+            .client
+            .provider_download(
+                &services,
+                &self.provider,
+                &parsed,
+                &asked,
+                deadline(METADATA_DEADLINE),
+            )
+            .await
+            .map_err(|e| FillError::origin(&self.host, e))?;
+        if answer.shasum != archive.sha256 || answer.filename != archive.filename {
+            return Err(FillError::refused(
+                &self.host,
+                format!(
+                    "the download answer for {platform_text} names {} with sha256 {}, SHA256SUMS has {} with {}",
+                    answer.filename, answer.shasum, archive.filename, archive.sha256
+                ),
+            ));
+        }
+        let name =
+            FileName::parse(&archive.filename).map_err(|e| FillError::refused(&self.host, e))?;
+        let temp = TempFile::new(&self.cache.temp_dir)?;
+        let fetched = self
+            .client
+            .fetch_archive(
+                &answer.download_url,
+                &temp.0,
+                self.client.settings().caps.archive,
+                deadline(Duration::from_secs(u64::from(
+                    self.upstream.settings.fill_timeout_secs,
+                ))),
+            )
+            .await
+            .map_err(|e| FillError::origin(&self.host, e))?;
+        let sha256 = hex::encode(fetched.sha256);
+        if sha256 != archive.sha256 {
+            return Err(FillError::refused(
+                &self.host,
+                format!(
+                    "{} has sha256 {sha256}, not {} as its SHA256SUMS says",
+                    archive.filename, archive.sha256
+                ),
+            ));
+        }
+        let key = BlobKey::cached(
+            &self.host,
+            &self.provider.namespace,
+            &self.provider.r#type,
+            &sha256,
+            &name,
+        )
+        .map_err(|e| FillError::Store(e.to_string()))?;
+        self.cache
+            .blobs
+            .put_file(
+                &key,
+                &temp.0,
+                &Digest {
+                    size: fetched.len,
+                    sha256,
+                },
+            )
+            .await?;
+        let path = temp.0.clone();
+        let h1 = tokio::task::spawn_blocking(move || {
+            std::fs::File::open(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|f| origin_h1(std::io::BufReader::new(f)).map_err(|e| e.to_string()))
+        })
+        .await
+        .map_err(|e| FillError::Store(e.to_string()))?;
+        let h1 = match h1 {
+            Ok(h1) => Some(h1),
+            Err(why) => {
+                tracing::info!(archive = %archive.filename, %why, "stored with zh: only");
+                None
+            }
+        };
+        self.place
+            .archive_stored(
+                items,
+                version,
+                platform_text,
+                StoredArchive {
+                    size: fetched.len,
+                    h1,
+                    stored_at: self.cache.now(),
+                },
+            )
+            .await?;
+        Ok(())
+    }
+}
+
+fn platform(text: &str) -> Result<Platform, FillError> {
+    let (os, arch) = text
+        .split_once('_')
+        .ok_or_else(|| FillError::NotFound(format!("{text:?} is not a platform")))?;
+    Platform::parse(os, arch).map_err(|e| FillError::NotFound(e.0))
+}
+
+/// A file an archive is streamed into, removed when done.
+struct TempFile(std::path::PathBuf);
+
+impl TempFile {
+    fn new(dir: &std::path::Path) -> Result<Self, FillError> {
+        std::fs::create_dir_all(dir).map_err(|e| FillError::Store(e.to_string()))?;
+        Ok(TempFile(
+            dir.join(format!("fill-{:032x}", rand::random::<u128>())),
+        ))
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
