@@ -14,23 +14,25 @@ use serde_json::Value;
 use crate::support::command::ok;
 use crate::support::dist::provider_dist;
 use crate::support::gpg::Gpg;
-use crate::support::server::{Server, free_port};
+use crate::support::server::Server;
 
 /// An origin registry publishing hashicorp/null 1.0.0 for two platforms,
-/// reachable as `registry.example.test:PORT` at 127.0.0.78:PORT; the
-/// bytes of its linux_amd64 zip.
+/// known as `name` and served at `ip`:443 (no port in the name: Terraform
+/// cannot use a network mirror for a provider whose hostname has one: it
+/// resolves `host:port/ns/type/index.json` against the mirror's URL as a
+/// URL of scheme `host`); its zips (linux_amd64, darwin_arm64).
 pub(crate) struct Origin {
     pub server: Server,
     pub host: String,
     pub listen: String,
     pub linux_zip: Vec<u8>,
+    pub zips: Vec<std::path::PathBuf>,
 }
 
 impl Origin {
-    pub fn start(dir: &Path) -> Origin {
-        let port = free_port();
-        let listen = format!("127.0.0.78:{port}");
-        let host = format!("registry.example.test:{port}");
+    pub fn start(dir: &Path, ip: &str, name: &str) -> Origin {
+        let listen = format!("{ip}:443");
+        let host = name.to_string();
         let data = dir.join("origin");
         let gpg = Gpg::new("rsa2048");
         let dist = dir.join("origin-dist");
@@ -58,6 +60,7 @@ impl Origin {
             host,
             listen,
             linux_zip: std::fs::read(&zips[0]).unwrap(),
+            zips,
         }
     }
 
@@ -69,7 +72,7 @@ impl Origin {
             self.host.clone(),
             "--providers".into(),
             "--connect-to".into(),
-            format!("registry.example.test={}", self.listen),
+            format!("{}={}", self.host, self.listen),
             "--ca-file".into(),
             self.server.ca.display().to_string(),
         ]
@@ -104,7 +107,7 @@ fn download(server: &Server, url: &str) -> (u16, Vec<u8>) {
 #[test]
 fn the_mirror_fills_from_the_origin_verified_and_serves_when_it_is_gone() {
     let tmp = tempfile::tempdir().unwrap();
-    let origin = Origin::start(tmp.path());
+    let origin = Origin::start(tmp.path(), "127.0.0.90", "origin-http.example.test");
     let server = Server::start(&tmp.path().join("data"), &["--private"]);
     let admin = server.token("admin", None);
     let args = origin.upstream_args();
@@ -150,7 +153,7 @@ fn the_mirror_fills_from_the_origin_verified_and_serves_when_it_is_gone() {
     // The archive: fetched on first download, the origin's bytes exactly.
     let url = archives["linux_amd64"]["url"].as_str().unwrap();
     assert!(
-        url.contains("/v1/blobs/cache/registry.example.test_"),
+        url.contains("/v1/blobs/cache/origin-http.example.test/"),
         "{url}"
     );
     let (status, bytes) = download(&server, url);
@@ -188,8 +191,159 @@ fn the_mirror_fills_from_the_origin_verified_and_serves_when_it_is_gone() {
     // Not cached and the origin down: said, not a hang.
     let (status, body) = get(
         &server,
-        "/v1/mirror/registry.example.test:1/hashicorp/null/index.json",
+        "/v1/mirror/registry.example.test/hashicorp/null/index.json",
         &fill,
     );
     assert_eq!(status, 404, "an unconfigured host: {body}");
+}
+
+/// `name` resolving to `ip` for programs that ask the system (Terraform,
+/// making a lock file against the origin directly): a line in
+/// `/etc/hosts`, added once (the suite runs as root, as CI does; the 443
+/// tests need it too).
+fn in_hosts_file(ip: &str, name: &str) {
+    use std::io::Write;
+    // One test at a time here: appends of two tests must not interleave.
+    static HOSTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = HOSTS.lock().unwrap_or_else(|e| e.into_inner());
+    let line = format!("{ip} {name}");
+    let hosts = std::fs::read_to_string("/etc/hosts").unwrap_or_default();
+    if hosts
+        .lines()
+        .any(|l| l.split_whitespace().collect::<Vec<_>>() == [ip, name])
+    {
+        return;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open("/etc/hosts")
+        .unwrap_or_else(|e| {
+            panic!("these tests name their origin {name}: add `{line}` to /etc/hosts or run as root ({e})")
+        });
+    let ends_a_line = hosts.is_empty() || hosts.ends_with('\n');
+    let text = format!("{}{line}\n", if ends_a_line { "" } else { "\n" });
+    file.write_all(text.as_bytes()).unwrap();
+}
+
+/// Real Terraform through the mirror of a configured upstream: a lock file
+/// made against the origin itself installs through the cache;
+/// `providers lock -net-mirror` fills both platforms; once the origin is
+/// stopped and `.terraform` removed, `init` still works from the cache.
+fn terraform_through_the_cache(bin_var: &str, ip: &str, name: &str) {
+    use crate::support::fixtures::{credentials, h1, lock_file, zh};
+    use crate::support::terraform::Terraform;
+    use crate::support::tools::Tools;
+    in_hosts_file(ip, name);
+    let tools = Tools::get();
+    let tmp = tempfile::tempdir().unwrap();
+    let origin = Origin::start(tmp.path(), ip, name);
+    let server = Server::start(&tmp.path().join("data"), &["--private"]);
+    let admin = server.token("admin", None);
+    let args = origin.upstream_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    ok(server.tfreg(&admin, &args), "upstream set");
+    let fill = {
+        let out = server.tfreg(
+            &admin,
+            &[
+                "token", "create", "--name", "tf", "--scope", "read", "--fill",
+            ],
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    let main_tf = format!(
+        "terraform {{\n  required_providers {{\n    null = {{ source = \"{}/hashicorp/null\", version = \"1.0.0\" }}\n  }}\n}}\nresource \"null_resource\" \"x\" {{}}\n",
+        origin.host
+    );
+
+    // A lock made against the origin itself (its registry protocol, signed).
+    let direct = Terraform::new(tools.path(bin_var), &origin.server, "");
+    let against_origin = tmp.path().join("against-origin");
+    crate::support::dist::write_tree(&against_origin, &[("main.tf", &main_tf)]);
+    ok(
+        direct.run(&against_origin, &["init", "-no-color"]),
+        "terraform init against the origin",
+    );
+    let origin_lock = lock_file(&against_origin);
+    for zip in &origin.zips {
+        assert!(origin_lock.contains(&zh(zip)), "{origin_lock}");
+    }
+
+    // Through the cache, with that lock: the same bytes, so it installs.
+    let mirror = format!(
+        "{}provider_installation {{\n  network_mirror {{\n    url = \"{}\"\n  }}\n}}\n",
+        credentials(
+            &server
+                .url("")
+                .trim_start_matches("https://")
+                .trim_end_matches('/'),
+            &fill
+        ),
+        server.url("/v1/mirror/")
+    );
+    let tf = Terraform::new(tools.path(bin_var), &server, &mirror);
+    let work = tmp.path().join("work");
+    crate::support::dist::write_tree(
+        &work,
+        &[("main.tf", &main_tf), (".terraform.lock.hcl", &origin_lock)],
+    );
+    ok(
+        tf.run(&work, &["init", "-no-color"]),
+        "terraform init through the cache",
+    );
+    ok(
+        tf.run(&work, &["apply", "-auto-approve", "-no-color"]),
+        "terraform apply",
+    );
+
+    // Both platforms into a fresh lock, through the cache.
+    let locking = tmp.path().join("locking");
+    crate::support::dist::write_tree(&locking, &[("main.tf", &main_tf)]);
+    let mirror_url = server.url("/v1/mirror/");
+    ok(
+        tf.run(
+            &locking,
+            &[
+                "providers",
+                "lock",
+                &format!("-net-mirror={mirror_url}"),
+                "-platform=linux_amd64",
+                "-platform=darwin_arm64",
+                "-no-color",
+            ],
+        ),
+        "terraform providers lock -net-mirror",
+    );
+    let lock = lock_file(&locking);
+    for zip in &origin.zips {
+        assert!(lock.contains(&h1(zip)), "{} not in\n{lock}", h1(zip));
+    }
+
+    // The origin gone, .terraform removed: installed from the cache.
+    drop(origin.server);
+    std::fs::remove_dir_all(work.join(".terraform")).unwrap();
+    ok(
+        tf.run(&work, &["init", "-no-color"]),
+        "terraform init, the origin stopped",
+    );
+    let log = server.server_log();
+    assert!(!log.contains(&fill), "no token in the log");
+}
+
+#[test]
+fn terraform_1_0_installs_through_the_cache_and_without_the_origin() {
+    terraform_through_the_cache(
+        "TFREG_TERRAFORM_1_0",
+        "127.0.0.91",
+        "origin-tf10.example.test",
+    );
+}
+
+#[test]
+fn terraform_new_installs_through_the_cache_and_without_the_origin() {
+    terraform_through_the_cache(
+        "TFREG_TERRAFORM_NEW",
+        "127.0.0.92",
+        "origin-tfnew.example.test",
+    );
 }
