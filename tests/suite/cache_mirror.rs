@@ -272,13 +272,7 @@ fn terraform_through_the_cache(bin_var: &str, ip: &str, name: &str) {
     // Through the cache, with that lock: the same bytes, so it installs.
     let mirror = format!(
         "{}provider_installation {{\n  network_mirror {{\n    url = \"{}\"\n  }}\n}}\n",
-        credentials(
-            &server
-                .url("")
-                .trim_start_matches("https://")
-                .trim_end_matches('/'),
-            &fill
-        ),
+        credentials(&server.host, &fill),
         server.url("/v1/mirror/")
     );
     let tf = Terraform::new(tools.path(bin_var), &server, &mirror);
