@@ -9,6 +9,8 @@
 
 use std::path::Path;
 
+use std::path::PathBuf;
+
 use serde_json::Value;
 
 use crate::support::command::ok;
@@ -31,28 +33,39 @@ pub(crate) struct Origin {
 
 impl Origin {
     pub fn start(dir: &Path, ip: &str, name: &str) -> Origin {
+        let gpg = Gpg::new("rsa2048");
+        Self::start_with(dir, ip, name, &[("1.0.0", &gpg)])
+    }
+
+    /// [`Origin::start`] publishing these versions, each signed by its key.
+    pub fn start_with(dir: &Path, ip: &str, name: &str, releases: &[(&str, &Gpg)]) -> Origin {
         let listen = format!("{ip}:443");
         let host = name.to_string();
         let data = dir.join("origin");
-        let gpg = Gpg::new("rsa2048");
-        let dist = dir.join("origin-dist");
-        let zips = provider_dist(
-            &dist,
-            "null",
-            "1.0.0",
-            &["linux_amd64", "darwin_arm64"],
-            &gpg,
-        );
+        let mut zips = Vec::new();
         // Published while it answers to its address (the CLI resolves no
         // test name), then served under the foreign name: URLs are made
         // per request from the hostname, the data does not change.
         {
             let first = Server::start_at(&data, &listen, &[]);
             let token = first.token("publish", None);
-            ok(
-                first.publish_provider(&token, &dist, "hashicorp", &[]),
-                "publish at the origin",
-            );
+            for (version, gpg) in releases {
+                let dist = dir.join(format!("origin-dist-{version}"));
+                let made = provider_dist(
+                    &dist,
+                    "null",
+                    version,
+                    &["linux_amd64", "darwin_arm64"],
+                    gpg,
+                );
+                ok(
+                    first.publish_provider(&token, &dist, "hashicorp", &[]),
+                    "publish at the origin",
+                );
+                if zips.is_empty() {
+                    zips = made;
+                }
+            }
         }
         let server = Server::start_named(&data, &listen, &host, &[]);
         Origin {
@@ -79,54 +92,119 @@ impl Origin {
     }
 }
 
-fn get(server: &Server, path: &str, token: &str) -> (u16, Value) {
-    let resp = server
-        .http
-        .get(server.url(path))
-        .bearer_auth(token)
-        .send()
-        .unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().unwrap_or(Value::Null))
+/// A registry caching `origin` (providers), with an admin and a fill token.
+pub(crate) struct Rig {
+    pub server: Server,
+    pub admin: String,
+    pub fill: String,
 }
 
-/// GET an archive URL the way Terraform does: no token, redirects followed.
-fn download(server: &Server, url: &str) -> (u16, Vec<u8>) {
-    let mut url = url.to_string();
-    for _ in 0..10 {
-        let resp = server.http.get(&url).send().unwrap();
-        if resp.status().is_redirection() {
-            url = resp.headers()["location"].to_str().unwrap().to_string();
-            continue;
+impl Rig {
+    pub fn start(dir: &Path, origin: &Origin, extra: &[&str]) -> Rig {
+        std::fs::create_dir_all(dir).unwrap();
+        let server = Server::start(&dir.join("data"), &["--private"]);
+        let admin = server.token("admin", None);
+        let mut args = origin.upstream_args();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        ok(server.tfreg(&admin, &args), "upstream set");
+        let out = server.tfreg(
+            &admin,
+            &[
+                "token", "create", "--name", "f", "--scope", "read", "--fill",
+            ],
+        );
+        let fill = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        Rig {
+            server,
+            admin,
+            fill,
         }
-        return (resp.status().as_u16(), resp.bytes().unwrap().to_vec());
     }
-    panic!("more than 10 redirects")
+
+    pub fn get(&self, path: &str) -> (u16, Value) {
+        self.get_as(path, &self.fill)
+    }
+
+    /// GET `path` with `token`: its status and JSON body.
+    pub fn get_as(&self, path: &str, token: &str) -> (u16, Value) {
+        let resp = self
+            .server
+            .http
+            .get(self.server.url(path))
+            .bearer_auth(token)
+            .send()
+            .unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().unwrap_or(Value::Null))
+    }
+
+    /// An archive URL's final answer (redirects followed, as Terraform does).
+    pub fn download(&self, url: &str) -> (u16, Vec<u8>) {
+        let mut url = url.to_string();
+        for _ in 0..10 {
+            let resp = self.server.http.get(&url).send().unwrap();
+            if resp.status().is_redirection() {
+                url = resp.headers()["location"].to_str().unwrap().to_string();
+                continue;
+            }
+            return (resp.status().as_u16(), resp.bytes().unwrap().to_vec());
+        }
+        panic!("more than 10 redirects")
+    }
+
+    pub fn audit(&self, action: &str) -> Vec<Value> {
+        let out = self
+            .server
+            .tfreg(&self.admin, &["audit", "--json", "--limit", "200"]);
+        let events: Value = serde_json::from_slice(&out.stdout).unwrap();
+        events["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["action"] == action)
+            .cloned()
+            .collect()
+    }
+
+    pub fn cached_objects(&self) -> Vec<PathBuf> {
+        files_named(&self.server_data(), |_| true)
+            .into_iter()
+            .filter(|p| p.to_string_lossy().contains("/cache/"))
+            .collect()
+    }
+
+    pub fn server_data(&self) -> PathBuf {
+        PathBuf::from(&self.server.store_args[1])
+    }
+}
+
+/// Every file under `dir` whose name `pick` accepts.
+pub(crate) fn files_named(dir: &Path, pick: impl Fn(&str) -> bool + Copy) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_named(&path, pick));
+        } else if pick(&path.file_name().unwrap().to_string_lossy()) {
+            found.push(path);
+        }
+    }
+    found
 }
 
 #[test]
 fn the_mirror_fills_from_the_origin_verified_and_serves_when_it_is_gone() {
     let tmp = tempfile::tempdir().unwrap();
     let origin = Origin::start(tmp.path(), "127.0.0.90", "origin-http.example.test");
-    let server = Server::start(&tmp.path().join("data"), &["--private"]);
-    let admin = server.token("admin", None);
-    let args = origin.upstream_args();
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    ok(server.tfreg(&admin, &args), "upstream set");
-    let fill = {
-        let out = server.tfreg(
-            &admin,
-            &[
-                "token", "create", "--name", "ci", "--scope", "read", "--fill",
-            ],
-        );
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
-    };
+    let rig = Rig::start(tmp.path(), &origin, &[]);
+    let server = &rig.server;
+    let fill = rig.fill.clone();
     let reader = server.token("read", None);
     let base = format!("/v1/mirror/{}/hashicorp/null", origin.host);
 
     // Nothing cached: a reader may not make the registry fetch.
-    let (status, body) = get(&server, &format!("{base}/index.json"), &reader);
+    let (status, body) = rig.get_as(&format!("{base}/index.json"), &reader);
     assert_eq!(status, 404, "{body}");
     assert!(
         body["errors"][0].as_str().unwrap().contains("--fill"),
@@ -134,10 +212,10 @@ fn the_mirror_fills_from_the_origin_verified_and_serves_when_it_is_gone() {
     );
 
     // A fill token: fetched from the origin, verified.
-    let (status, index) = get(&server, &format!("{base}/index.json"), &fill);
+    let (status, index) = rig.get_as(&format!("{base}/index.json"), &fill);
     assert_eq!(status, 200, "{index}");
     assert_eq!(index, serde_json::json!({"versions": {"1.0.0": {}}}));
-    let (status, version) = get(&server, &format!("{base}/1.0.0.json"), &fill);
+    let (status, version) = rig.get_as(&format!("{base}/1.0.0.json"), &fill);
     assert_eq!(status, 200, "{version}");
     let archives = version["archives"].as_object().unwrap();
     assert_eq!(
@@ -156,10 +234,10 @@ fn the_mirror_fills_from_the_origin_verified_and_serves_when_it_is_gone() {
         url.contains("/v1/blobs/cache/origin-http.example.test/"),
         "{url}"
     );
-    let (status, bytes) = download(&server, url);
+    let (status, bytes) = rig.download(url);
     assert_eq!(status, 200);
     assert!(bytes == origin.linux_zip, "byte for byte");
-    let (_, version) = get(&server, &format!("{base}/1.0.0.json"), &fill);
+    let (_, version) = rig.get_as(&format!("{base}/1.0.0.json"), &fill);
     let hashes = version["archives"]["linux_amd64"]["hashes"]
         .as_array()
         .unwrap();
@@ -167,9 +245,9 @@ fn the_mirror_fills_from_the_origin_verified_and_serves_when_it_is_gone() {
     assert!(hashes[0].as_str().unwrap().starts_with("h1:"), "{version}");
 
     // Cached now: the reader gets what is there, only the stored archive.
-    let (status, _) = get(&server, &format!("{base}/index.json"), &reader);
+    let (status, _) = rig.get_as(&format!("{base}/index.json"), &reader);
     assert_eq!(status, 200);
-    let (status, version) = get(&server, &format!("{base}/1.0.0.json"), &reader);
+    let (status, version) = rig.get_as(&format!("{base}/1.0.0.json"), &reader);
     assert_eq!(status, 200, "{version}");
     assert_eq!(
         version["archives"]
@@ -182,18 +260,14 @@ fn the_mirror_fills_from_the_origin_verified_and_serves_when_it_is_gone() {
 
     // The origin gone: the cached archive still downloads.
     drop(origin.server);
-    let (status, version) = get(&server, &format!("{base}/1.0.0.json"), &fill);
+    let (status, version) = rig.get_as(&format!("{base}/1.0.0.json"), &fill);
     assert_eq!(status, 200, "{version}");
     let url = version["archives"]["linux_amd64"]["url"].as_str().unwrap();
-    let (status, bytes) = download(&server, url);
+    let (status, bytes) = rig.download(url);
     assert_eq!(status, 200);
     assert!(bytes == origin.linux_zip);
-    // Not cached and the origin down: said, not a hang.
-    let (status, body) = get(
-        &server,
-        "/v1/mirror/registry.example.test/hashicorp/null/index.json",
-        &fill,
-    );
+    // A host that is no upstream: this registry's own mirror, 404.
+    let (status, body) = rig.get("/v1/mirror/registry.example.test/hashicorp/null/index.json");
     assert_eq!(status, 404, "an unconfigured host: {body}");
 }
 
@@ -237,20 +311,8 @@ fn terraform_through_the_cache(bin_var: &str, ip: &str, name: &str) {
     let tools = Tools::get();
     let tmp = tempfile::tempdir().unwrap();
     let origin = Origin::start(tmp.path(), ip, name);
-    let server = Server::start(&tmp.path().join("data"), &["--private"]);
-    let admin = server.token("admin", None);
-    let args = origin.upstream_args();
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    ok(server.tfreg(&admin, &args), "upstream set");
-    let fill = {
-        let out = server.tfreg(
-            &admin,
-            &[
-                "token", "create", "--name", "tf", "--scope", "read", "--fill",
-            ],
-        );
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
-    };
+    let rig = Rig::start(tmp.path(), &origin, &[]);
+    let (server, fill) = (&rig.server, rig.fill.clone());
     let main_tf = format!(
         "terraform {{\n  required_providers {{\n    null = {{ source = \"{}/hashicorp/null\", version = \"1.0.0\" }}\n  }}\n}}\nresource \"null_resource\" \"x\" {{}}\n",
         origin.host
@@ -275,7 +337,7 @@ fn terraform_through_the_cache(bin_var: &str, ip: &str, name: &str) {
         credentials(&server.host, &fill),
         server.url("/v1/mirror/")
     );
-    let tf = Terraform::new(tools.path(bin_var), &server, &mirror);
+    let tf = Terraform::new(tools.path(bin_var), server, &mirror);
     let work = tmp.path().join("work");
     crate::support::dist::write_tree(
         &work,

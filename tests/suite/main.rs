@@ -75,6 +75,7 @@ mod backend_contract;
 mod bad_input;
 mod browser;
 mod browser_sso;
+mod cache_attacks;
 mod cache_mirror;
 mod cache_store;
 mod ci_examples;

@@ -74,7 +74,7 @@ pub struct Server {
     _group: Group,
     pub host: String,
     /// Arguments that point `tfreg token create` at this registry's store.
-    store_args: Vec<String>,
+    pub(crate) store_args: Vec<String>,
     pub ca: PathBuf,
     /// Its stderr. Read it with [`Server::server_log`]: `tfreg serve` writes
     /// its log from a thread, so a line may land after the response.

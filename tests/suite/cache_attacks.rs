@@ -1,0 +1,277 @@
+//! The pull-through cache under attack and fault (issue 22), on `tfreg
+//! serve` with a real origin (a second `tfreg serve`) whose stored files
+//! are tampered with on its disk: each refusal a 502 naming why, nothing
+//! stored, one `cache.refused` audit event; a provider whose signing key
+//! changes; mirror paths that name no configured upstream (never a fetch);
+//! and 20 concurrent cold requests making one fetch of each file at the
+//! origin.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::cache_mirror::{Origin, Rig, files_named};
+use crate::support::log;
+
+/// The origin's stored file whose name ends with `suffix`.
+fn origin_file(origin_data: &Path, suffix: &str) -> PathBuf {
+    let found: Vec<PathBuf> = files_named(origin_data, |n| n.ends_with(suffix))
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("/archives/"))
+        .collect();
+    assert_eq!(found.len(), 1, "{suffix}: {found:?}");
+    found.into_iter().next().unwrap()
+}
+
+/// Change a stored file of the origin in place (its store keeps the name).
+fn tamper(path: &Path, change: impl FnOnce(&mut Vec<u8>)) {
+    let mut bytes = std::fs::read(path).unwrap();
+    change(&mut bytes);
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn an_archive_that_is_not_its_sha256sums_line_is_refused_and_not_stored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let origin = Origin::start(tmp.path(), "127.0.0.93", "origin-zip.example.test");
+    let rig = Rig::start(tmp.path(), &origin, &[]);
+    let base = format!("/v1/mirror/{}/hashicorp/null", origin.host);
+    let (status, version) = rig.get(&format!("{base}/1.0.0.json"));
+    assert_eq!(status, 200, "{version}");
+    // The origin's zip changes after its SHA256SUMS was signed.
+    tamper(
+        &origin_file(&tmp.path().join("origin"), "_linux_amd64.zip"),
+        |b| {
+            let last = b.len() - 1;
+            b[last] ^= 1;
+        },
+    );
+    let url = version["archives"]["linux_amd64"]["url"].as_str().unwrap();
+    let (status, body) = rig.download(url);
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(status, 502, "{body}");
+    let reason = body["errors"][0].as_str().unwrap();
+    assert!(
+        reason.starts_with(
+            "origin-zip.example.test: terraform-provider-null_1.0.0_linux_amd64.zip has sha256 "
+        ) && reason.ends_with("as its SHA256SUMS says"),
+        "{reason}"
+    );
+    assert!(rig.cached_objects().is_empty(), "nothing stored");
+    let refused = rig.audit("cache.refused");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["detail"], reason);
+    // Not stored: the version lists no h1: and a reader has no archive.
+    let (_, again) = rig.get(&format!("{base}/1.0.0.json"));
+    assert_eq!(
+        again["archives"]["linux_amd64"]["hashes"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn sha256sums_whose_signature_fails_are_refused_and_nothing_is_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let origin = Origin::start(tmp.path(), "127.0.0.94", "origin-sums.example.test");
+    let rig = Rig::start(tmp.path(), &origin, &[]);
+    // One more line in SHA256SUMS after it was signed.
+    tamper(
+        &origin_file(&tmp.path().join("origin"), "_SHA256SUMS"),
+        |b| {
+            b.extend_from_slice(format!("{}  evil.zip\n", "0".repeat(64)).as_bytes());
+        },
+    );
+    let base = format!("/v1/mirror/{}/hashicorp/null", origin.host);
+    let (status, body) = rig.get(&format!("{base}/1.0.0.json"));
+    assert_eq!(status, 502, "{body}");
+    let reason = body["errors"][0].as_str().unwrap();
+    assert!(
+        reason.starts_with("origin-sums.example.test: ") && reason.contains("signature"),
+        "{reason}"
+    );
+    assert_eq!(rig.audit("cache.refused").len(), 1);
+    // The failure is answered again for a moment, without another fetch.
+    let before = log::requests(&origin.server.server_log()).len();
+    let (status, _) = rig.get(&format!("{base}/1.0.0.json"));
+    assert_eq!(status, 502);
+    assert_eq!(log::requests(&origin.server.server_log()).len(), before);
+    assert!(rig.cached_objects().is_empty());
+}
+
+#[test]
+fn a_signature_by_a_key_the_origin_does_not_list_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let origin = Origin::start(tmp.path(), "127.0.0.95", "origin-sig.example.test");
+    let rig = Rig::start(tmp.path(), &origin, &[]);
+    // SHA256SUMS re-signed by another key.
+    let other = crate::support::gpg::Gpg::new("ed25519");
+    let sums = origin_file(&tmp.path().join("origin"), "_SHA256SUMS");
+    let sig = origin_file(&tmp.path().join("origin"), "_SHA256SUMS.sig");
+    other.sign(&sums, &sig);
+    let (status, body) = rig.get(&format!(
+        "/v1/mirror/{}/hashicorp/null/1.0.0.json",
+        origin.host
+    ));
+    assert_eq!(status, 502, "{body}");
+    let reason = body["errors"][0].as_str().unwrap();
+    assert!(reason.starts_with("origin-sig.example.test: "), "{reason}");
+    assert!(reason.to_lowercase().contains("key"), "{reason}");
+    assert_eq!(rig.audit("cache.refused").len(), 1);
+}
+
+/// A provider whose releases are signed by another key than before: stored
+/// and audited by default; refused where the upstream says so.
+#[test]
+fn a_changed_signing_key_is_audited_or_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (
+        crate::support::gpg::Gpg::new("rsa2048"),
+        crate::support::gpg::Gpg::new("rsa3072"),
+    );
+    let origin = Origin::start_with(
+        tmp.path(),
+        "127.0.0.98",
+        "origin-keys.example.test",
+        &[("1.0.0", &a), ("1.1.0", &b)],
+    );
+    let base = format!("/v1/mirror/{}/hashicorp/null", origin.host);
+    let audits = Rig::start(&tmp.path().join("audits"), &origin, &[]);
+    let refuses = Rig::start(
+        &tmp.path().join("refuses"),
+        &origin,
+        &["--on-key-change", "refuse"],
+    );
+    for rig in [&audits, &refuses] {
+        let (status, body) = rig.get(&format!("{base}/1.0.0.json"));
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, body) = audits.get(&format!("{base}/1.1.0.json"));
+    assert_eq!(status, 200, "{body}");
+    let changed = audits.audit("cache.key-changed");
+    assert_eq!(changed.len(), 1, "{changed:?}");
+    let detail = changed[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("origin-keys.example.test/hashicorp/null 1.1.0 is signed by ")
+            && detail.contains(", earlier versions by "),
+        "{detail}"
+    );
+    let (status, body) = refuses.get(&format!("{base}/1.1.0.json"));
+    assert_eq!(status, 502, "{body}");
+    assert!(
+        body["errors"][0]
+            .as_str()
+            .unwrap()
+            .contains("earlier versions by"),
+        "{body}"
+    );
+    assert_eq!(refuses.audit("cache.key-changed").len(), 1);
+}
+
+/// Mirror paths naming no configured upstream are never fetched, whatever
+/// they name: each is answered from this registry's own mirror (404) or
+/// refused as a path (400), and the cache is never asked.
+#[test]
+fn mirror_paths_of_other_hosts_never_make_the_registry_fetch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let origin = Origin::start(tmp.path(), "127.0.0.96", "origin-ssrf.example.test");
+    let rig = Rig::start(tmp.path(), &origin, &[]);
+    let before = log::requests(&origin.server.server_log()).len();
+    for (host, status) in [
+        ("169.254.169.254", 404),
+        ("127.0.0.1", 404),
+        ("localhost", 404),
+        ("10.0.0.1", 404),
+        ("[fd00:ec2::254]", 400),
+        ("unlisted.example.test", 404),
+        ("origin-ssrf.example.test.", 400),
+        ("%2e%2e", 404),
+        ("xn--rigin-ssrf-hcb.example.test", 404),
+    ] {
+        let (got, body) = rig.get(&format!("/v1/mirror/{host}/hashicorp/null/index.json"));
+        assert_eq!(got, status, "{host}: {body}");
+    }
+    // No fill was ever started: no lease in the store.
+    let store =
+        tfreg_store::sqlite::SqliteStore::open(&rig.server_data().join("registry.db")).unwrap();
+    let leases = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(tfreg_store::query_all(
+            &store,
+            tfreg_store::catalog::schema::FILLING_PK,
+            "",
+        ));
+    assert!(leases.unwrap().is_empty(), "the cache was never asked");
+    assert_eq!(
+        log::requests(&origin.server.server_log()).len(),
+        before,
+        "nothing reached the origin"
+    );
+}
+
+/// 20 cold requests at once: one fetch of each file at the origin.
+#[test]
+fn concurrent_cold_requests_make_one_fetch_of_each_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let origin = Origin::start(tmp.path(), "127.0.0.97", "origin-burst.example.test");
+    let rig = Arc::new(Rig::start(tmp.path(), &origin, &[]));
+    let base = format!("/v1/mirror/{}/hashicorp/null", origin.host);
+    // What the origin saw before (the test rig's own readiness check).
+    let before = log::requests(&origin.server.server_log()).len();
+    let burst = |path: String| {
+        let threads: Vec<_> = (0..20)
+            .map(|_| {
+                let (rig, path) = (rig.clone(), path.clone());
+                std::thread::spawn(move || rig.get(&path))
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .collect::<Vec<_>>()
+    };
+    for (status, body) in burst(format!("{base}/index.json")) {
+        assert_eq!(status, 200, "{body}");
+    }
+    let versions = burst(format!("{base}/1.0.0.json"));
+    for (status, body) in &versions {
+        assert_eq!(*status, 200, "{body}");
+    }
+    let url = versions[0].1["archives"]["linux_amd64"]["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let downloads: Vec<_> = (0..20)
+        .map(|_| {
+            let (rig, url) = (rig.clone(), url.clone());
+            std::thread::spawn(move || rig.download(&url))
+        })
+        .collect();
+    for d in downloads {
+        let (status, bytes) = d.join().unwrap();
+        assert_eq!(status, 200);
+        assert!(bytes == origin.linux_zip);
+    }
+    let seen = log::requests(&origin.server.server_log()).split_off(before);
+    let count = |pick: &dyn Fn(&log::RequestLine) -> bool| seen.iter().filter(|r| pick(r)).count();
+    assert_eq!(
+        count(&|r| r.path == "/.well-known/terraform.json"),
+        1,
+        "{seen:#?}"
+    );
+    assert_eq!(count(&|r| r.path.ends_with("/versions")), 1, "{seen:#?}");
+    assert_eq!(count(&|r| r.path.ends_with("_SHA256SUMS")), 1, "{seen:#?}");
+    assert_eq!(
+        count(&|r| r.path.ends_with("_SHA256SUMS.sig")),
+        1,
+        "{seen:#?}"
+    );
+    assert_eq!(
+        count(&|r| r.path.ends_with("_linux_amd64.zip")),
+        1,
+        "{seen:#?}"
+    );
+}
