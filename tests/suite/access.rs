@@ -352,6 +352,23 @@ fn endpoints(blob_path: &str, own_host: &str) -> Vec<Endpoint> {
             Value::Null,
             Need::Token(Scope::Read, None),
         ),
+        // The cache's provider protocol (issue 22): registry-wide reads;
+        // no upstream is configured here, so 404 once authorised.
+        ep(
+            "cache provider versions",
+            Method::GET,
+            "/v1/cache/registry.terraform.io/providers/hashicorp/null/versions".into(),
+            Value::Null,
+            Need::Token(Scope::Read, None),
+        ),
+        ep(
+            "cache provider download",
+            Method::GET,
+            "/v1/cache/registry.terraform.io/providers/hashicorp/null/1.0.0/download/linux/amd64"
+                .into(),
+            Value::Null,
+            Need::Token(Scope::Read, None),
+        ),
         ep(
             "ui module page in A",
             Method::GET,

@@ -375,6 +375,29 @@ fn terraform_through_the_cache(bin_var: &str, ip: &str, name: &str) {
         assert!(lock.contains(&h1(zip)), "{} not in\n{lock}", h1(zip));
     }
 
+    // The registry protocol through a `host` block (Terraform 1.0.3 has
+    // it too): the origin's SHA256SUMS, signature and keys as it served
+    // them, so Terraform verifies who signed and locks every platform's
+    // zh:, exactly as against the origin.
+    let host_config = format!(
+        "{}host \"{name}\" {{\n  services = {{\n    \"providers.v1\" = \"{}\"\n  }}\n}}\n",
+        credentials(name, &fill),
+        server.url(&format!("/v1/cache/{name}/providers/"))
+    );
+    let tf_host = Terraform::new(tools.path(bin_var), server, &host_config);
+    let via_host = tmp.path().join("via-host");
+    crate::support::dist::write_tree(&via_host, &[("main.tf", &main_tf)]);
+    let out = ok(
+        tf_host.run(&via_host, &["init", "-no-color"]),
+        "terraform init through a host block",
+    );
+    assert!(out.contains("signed"), "Terraform names the signer:\n{out}");
+    assert_eq!(
+        lock_hashes(&lock_file(&via_host)),
+        lock_hashes(&origin_lock),
+        "the same lock as against the origin"
+    );
+
     // The origin gone, .terraform removed: installed from the cache.
     drop(origin.server);
     std::fs::remove_dir_all(work.join(".terraform")).unwrap();
@@ -384,6 +407,17 @@ fn terraform_through_the_cache(bin_var: &str, ip: &str, name: &str) {
     );
     let log = server.server_log();
     assert!(!log.contains(&fill), "no token in the log");
+}
+
+/// The hashes of a lock file, sorted.
+fn lock_hashes(lock: &str) -> Vec<String> {
+    let mut hashes: Vec<String> = lock
+        .lines()
+        .map(|l| l.trim().trim_end_matches(',').trim_matches('"').to_string())
+        .filter(|l| l.starts_with("h1:") || l.starts_with("zh:"))
+        .collect();
+    hashes.sort();
+    hashes
 }
 
 #[test]

@@ -96,6 +96,7 @@ fn release(version: &str, sums: &str) -> CachedRelease {
         version: version.into(),
         protocols: vec!["5.0".into()],
         shasums_sha256: sums.repeat(32),
+        signature_sha256: None,
         signed_by: Some("34365D9472D7468F".into()),
         key_expired: false,
         signing_keys: r#"{"gpg_public_keys":[]}"#.into(),

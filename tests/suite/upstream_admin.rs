@@ -85,6 +85,26 @@ async fn upstreams_are_admin_data(r: TestRegistry) {
     list.expect(StatusCode::OK, "list");
     assert_eq!(list.json()["upstreams"], json!([shown.json()]));
 
+    // Its providers come through the cache: an import of its host is refused.
+    let begin = send(
+        &r,
+        Method::POST,
+        "/v1/publish/mirror/registry.example.test/hashicorp/null/1.0.0/begin",
+        &admin,
+        json!({"files": [{
+            "name": "terraform-provider-null_1.0.0_linux_amd64.zip",
+            "size": 10,
+            "sha256": "0".repeat(64)
+        }]}),
+    )
+    .await;
+    begin.expect(StatusCode::CONFLICT, "mirror import of an upstream's host");
+    assert!(
+        errors(&begin).contains("tfreg upstream remove"),
+        "{}",
+        errors(&begin)
+    );
+
     // Refused, each with its reason: nothing changes.
     for (path, bad, status, says) in [
         (PATH, json!({}), 400, "missing field `serves`"),

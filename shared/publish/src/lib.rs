@@ -115,6 +115,7 @@ async fn begin_step(
             version,
         } => {
             mirror::declared(registry, hostname, provider, version, &req.files, max)?;
+            mirror::not_an_upstream(registry, hostname).await?;
             mirror::same_as_published(registry, hostname, provider, version, &req.files).await?
         }
     };

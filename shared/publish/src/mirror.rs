@@ -30,6 +30,23 @@ pub(super) fn declared(
         .map_err(crate::refused)
 }
 
+/// A configured upstream's providers come from the pull-through cache
+/// (`CACHE#`), never from an import: the two never hold the same host.
+pub(super) async fn not_an_upstream(registry: &Registry, hostname: &Hostname) -> Result<(), Error> {
+    let Ok(host) = tfreg_model::upstream::UpstreamHost::parse(hostname.as_str()) else {
+        return Ok(());
+    };
+    if catalog::upstreams::upstream(registry.items.as_ref(), &host)
+        .await?
+        .is_some()
+    {
+        return Err(Error::Conflict(format!(
+            "{hostname} is an upstream registry here: its providers come through the cache, not an import (`tfreg upstream remove {hostname}` first)"
+        )));
+    }
+    Ok(())
+}
+
 /// `Some(same content?)` when the version exists.
 pub(super) async fn same_as_published(
     registry: &Registry,

@@ -11,12 +11,15 @@ use http::StatusCode;
 use tfreg_http::answer_cache::Answer;
 use tfreg_http::error::Error;
 use tfreg_http::registry::Registry;
-use tfreg_model::address::ProviderName;
+use tfreg_model::address::{Platform, ProviderName};
 use tfreg_model::blob_key::{BlobKey, FileName};
 use tfreg_model::cache::fresh::{Answer as Plan, decide, listable, still_missing};
 use tfreg_model::cache::lease::{Fill, FillWhat};
 use tfreg_model::cache::{CachedRelease, OriginList, may_fill};
-use tfreg_model::protocol::{EmptyObject, MirrorArchive, MirrorIndex, MirrorVersion};
+use tfreg_model::protocol::{
+    EmptyObject, MirrorArchive, MirrorIndex, MirrorVersion, PlatformEntry, ProviderVersionEntry,
+    ProviderVersions,
+};
 use tfreg_model::token::Principal;
 use tfreg_model::upstream::UpstreamRecord;
 use tfreg_store::catalog::cache::CachedProvider;
@@ -229,6 +232,115 @@ pub async fn mirror_version(
         return Err(cached.not_cached(&format!("any archive of {version}")));
     }
     Ok(Answer::json(StatusCode::OK, &MirrorVersion { archives }))
+}
+
+/// The provider registry protocol's `versions` for a configured
+/// upstream's provider (Terraform's `host` block points `providers.v1`
+/// here): the origin's list as cached, each version with its platforms
+/// (only stored ones when answered degraded).
+pub async fn provider_versions(
+    registry: &Registry,
+    upstream: &UpstreamRecord,
+    provider: &ProviderName,
+    principal: &Principal,
+) -> Result<Answer, Error> {
+    let cached = Cached::new(registry, upstream, provider, principal)?;
+    let (list, degraded) = cached.list().await?;
+    let releases = if degraded {
+        cached.place.releases(registry.items.as_ref()).await?
+    } else {
+        BTreeMap::new()
+    };
+    let versions: Vec<ProviderVersionEntry> = listable(&list, &releases, degraded)
+        .into_iter()
+        .map(|v| ProviderVersionEntry {
+            version: v.version,
+            protocols: v.protocols,
+            platforms: v
+                .platforms
+                .iter()
+                .filter_map(|p| p.split_once('_'))
+                .map(|(os, arch)| PlatformEntry {
+                    os: os.to_string(),
+                    arch: arch.to_string(),
+                })
+                .collect(),
+        })
+        .collect();
+    if versions.is_empty() {
+        return Err(Error::not_found(format!(
+            "no version of {} can be answered from the cache now",
+            cached.name()
+        )));
+    }
+    Ok(Answer::json(
+        StatusCode::OK,
+        &ProviderVersions {
+            versions,
+            warnings: list.warnings,
+        },
+    ))
+}
+
+/// A cached provider's download answer: the origin's SHA256SUMS, its
+/// signature and its `signing_keys` as the origin served them (Terraform
+/// verifies the signature itself and names who signed; the lock file gets
+/// every platform's `zh:`), with this registry's URLs.
+#[derive(serde::Serialize)]
+struct CachedDownload<'a> {
+    protocols: &'a [String],
+    os: &'a str,
+    arch: &'a str,
+    filename: &'a str,
+    download_url: String,
+    shasums_url: String,
+    shasums_signature_url: String,
+    shasum: &'a str,
+    signing_keys: &'a serde_json::value::RawValue,
+}
+
+/// The provider registry protocol's `download` for a configured upstream.
+pub async fn provider_download(
+    registry: &Registry,
+    upstream: &UpstreamRecord,
+    provider: &ProviderName,
+    version: &str,
+    platform: &Platform,
+    principal: &Principal,
+) -> Result<Answer, Error> {
+    let cached = Cached::new(registry, upstream, provider, principal)?;
+    let release = cached.release(version).await?;
+    let name = format!("{}_{}", platform.os, platform.arch);
+    let archive = release
+        .platforms
+        .get(&name)
+        .filter(|a| a.stored.is_some() || cached.may_fill)
+        .ok_or_else(|| cached.not_cached(&format!("{version} for {name}")))?;
+    let url = |sha256: &str, file: &str| -> Result<BlobKey, Error> {
+        archive_key(upstream, provider, sha256, file)
+    };
+    let signature_url = match &release.signature_sha256 {
+        Some(sha) => registry.read_url(&url(sha, "SHA256SUMS.sig")?).await?,
+        None => String::new(),
+    };
+    let signing_keys = serde_json::value::RawValue::from_string(release.signing_keys.clone())
+        .map_err(|e| Error::internal(format!("a cached release's signing keys: {e}")))?;
+    let body = CachedDownload {
+        protocols: &release.protocols,
+        os: &platform.os,
+        arch: &platform.arch,
+        filename: &archive.filename,
+        download_url: registry
+            .read_url(&url(&archive.sha256, &archive.filename)?)
+            .await?,
+        shasums_url: registry
+            .read_url(&url(&release.shasums_sha256, "SHA256SUMS")?)
+            .await?,
+        shasums_signature_url: signature_url,
+        shasum: &archive.sha256,
+        signing_keys: &signing_keys,
+    };
+    Ok(Answer::json(StatusCode::OK, &body))
 }
 
 /// Where the cache keeps an archive.

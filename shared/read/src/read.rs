@@ -18,37 +18,93 @@ use tfreg_store::catalog::{self, Origin, ProviderRelease, upstreams};
 
 use crate::cached;
 
-/// Answer a read route: the answer kept from an earlier request while the
-/// store and the second are unchanged (the caller was authorised already:
-/// every caller allowed to read a route gets the same answer), else a new one.
+/// Answer a read route. A configured upstream's providers (the cache's
+/// routes, and the mirror of a host that has no imported providers here)
+/// are answered from the pull-through cache, by who asks (who may make it
+/// fetch): never kept as everyone's answer. A mirror read of an imported
+/// host costs one read as before; the upstream is looked up only when that
+/// finds nothing (`tfreg mirror import` refuses a configured upstream's
+/// hostname, so the two never overlap).
 pub async fn handle(
     registry: &Registry,
     route: ReadRoute,
     principal: &Principal,
 ) -> Result<Response, Error> {
-    // A configured upstream's mirror: answered from the cache, by who asks
-    // (who may make it fetch), never kept as everyone's answer.
-    if let Some((upstream, route)) = upstream_of(registry, &route).await? {
-        return Ok(match route {
-            ReadRoute::MirrorIndex { provider, .. } => {
-                cached::mirror_index(registry, &upstream, &provider, principal).await?
-            }
-            ReadRoute::MirrorVersion {
-                provider, version, ..
-            } => {
-                cached::mirror_version(
-                    registry,
-                    &upstream,
-                    &provider,
-                    &version.to_string(),
-                    principal,
-                )
-                .await?
-            }
-            _ => unreachable!("upstream_of answers mirror routes only"),
+    let other_host = match &route {
+        ReadRoute::CacheProviderVersions { .. } | ReadRoute::CacheProviderDownload { .. } => {
+            // The cache's own routes: their host must be an upstream (404).
+            let found = upstream_of(registry, &route).await?;
+            return cached_answer(
+                registry,
+                found.expect("a cache route's upstream"),
+                principal,
+            )
+            .await;
         }
-        .response());
+        ReadRoute::MirrorIndex { hostname, .. } | ReadRoute::MirrorVersion { hostname, .. } => {
+            *hostname != registry.config.hostname
+        }
+        _ => false,
+    };
+    match kept_or_made(registry, route.clone()).await {
+        Err(Error::NotFound(why)) if other_host => match upstream_of(registry, &route).await? {
+            Some(found) => cached_answer(registry, found, principal).await,
+            None => Err(Error::NotFound(why)),
+        },
+        other => other,
     }
+}
+
+/// A configured upstream's answer from the cache.
+async fn cached_answer(
+    registry: &Registry,
+    (upstream, route): (UpstreamRecord, ReadRoute),
+    principal: &Principal,
+) -> Result<Response, Error> {
+    Ok(match route {
+        ReadRoute::MirrorIndex { provider, .. } => {
+            cached::mirror_index(registry, &upstream, &provider, principal).await?
+        }
+        ReadRoute::MirrorVersion {
+            provider, version, ..
+        } => {
+            cached::mirror_version(
+                registry,
+                &upstream,
+                &provider,
+                &version.to_string(),
+                principal,
+            )
+            .await?
+        }
+        ReadRoute::CacheProviderVersions { provider, .. } => {
+            cached::provider_versions(registry, &upstream, &provider, principal).await?
+        }
+        ReadRoute::CacheProviderDownload {
+            provider,
+            version,
+            platform,
+            ..
+        } => {
+            cached::provider_download(
+                registry,
+                &upstream,
+                &provider,
+                &version.to_string(),
+                &platform,
+                principal,
+            )
+            .await?
+        }
+        _ => unreachable!("upstream_of answers mirror and cache routes only"),
+    }
+    .response())
+}
+
+/// The answer kept from an earlier request while the store and the second
+/// are unchanged (the caller was authorised already: every caller allowed
+/// to read a route gets the same answer), else a new one.
+async fn kept_or_made(registry: &Registry, route: ReadRoute) -> Result<Response, Error> {
     // The counter before the reads: what they return is at least that new.
     let Some(counter) = registry.items.change_counter() else {
         return Ok(answer(registry, route).await?.response());
@@ -67,11 +123,20 @@ pub async fn handle(
     Ok(made.response())
 }
 
-/// The upstream a mirror route's hostname names, if it is one.
+/// The upstream a mirror route's hostname names, if it is one; a cache
+/// route's, which must be one (404).
 async fn upstream_of(
     registry: &Registry,
     route: &ReadRoute,
 ) -> Result<Option<(UpstreamRecord, ReadRoute)>, Error> {
+    if let ReadRoute::CacheProviderVersions { host, .. }
+    | ReadRoute::CacheProviderDownload { host, .. } = route
+    {
+        let upstream = upstreams::upstream(registry.items.as_ref(), host)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("{host} is not an upstream registry here")))?;
+        return Ok(Some((upstream, route.clone())));
+    }
     let (ReadRoute::MirrorIndex { hostname, .. } | ReadRoute::MirrorVersion { hostname, .. }) =
         route
     else {
@@ -91,6 +156,9 @@ async fn upstream_of(
 /// A read route's answer, made afresh.
 async fn answer(registry: &Registry, route: ReadRoute) -> Result<Answer, Error> {
     match route {
+        ReadRoute::CacheProviderVersions { .. } | ReadRoute::CacheProviderDownload { .. } => Err(
+            Error::internal("a cache route reached the registry's own answers"),
+        ),
         ReadRoute::ProviderVersions { provider } => provider_versions(registry, &provider).await,
         ReadRoute::ProviderDownload {
             provider,

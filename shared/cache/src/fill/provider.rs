@@ -216,8 +216,11 @@ impl<'a> Filling<'a> {
                     self.provider.r#type
                 )
             };
-            // A platform SHA256SUMS does not vouch for is not offered.
-            if let Some(sha256) = verified.sums.get(&filename) {
+            // A platform SHA256SUMS does not vouch for (or whose file name
+            // is no plain name) is not offered.
+            if let Some(sha256) = verified.sums.get(&filename)
+                && FileName::parse(&filename).is_ok()
+            {
                 platforms.insert(
                     p.clone(),
                     CachedArchive {
@@ -228,10 +231,18 @@ impl<'a> Filling<'a> {
                 );
             }
         }
+        // Kept as the origin served them, for the registry protocol's
+        // answer (Terraform verifies them itself): never re-signed.
+        let shasums_sha256 = self.store_file("SHA256SUMS", &sums).await?;
+        let signature_sha256 = match &signature {
+            Some(sig) => Some(self.store_file("SHA256SUMS.sig", sig).await?),
+            None => None,
+        };
         let release = CachedRelease {
             version: version.to_string(),
             protocols: answer.protocols.clone(),
-            shasums_sha256: verified.sha256.clone(),
+            shasums_sha256,
+            signature_sha256,
             signed_by,
             key_expired: verified
                 .signed_by
@@ -242,6 +253,36 @@ impl<'a> Filling<'a> {
             verified_at: self.cache.now(),
         };
         Ok(self.place.keep_release(items, &release).await?)
+    }
+
+    /// Store a small verified file (SHA256SUMS, its signature) under its
+    /// content's key; its sha256.
+    async fn store_file(&self, name: &str, bytes: &[u8]) -> Result<String, FillError> {
+        let sha256 = tfreg_model::hashing::sha256_hex(bytes);
+        let key = self.key(&sha256, name)?;
+        let temp = TempFile::new(&self.cache.temp_dir)?;
+        tokio::fs::write(&temp.0, bytes)
+            .await
+            .map_err(|e| FillError::Store(e.to_string()))?;
+        let digest = Digest {
+            size: bytes.len() as u64,
+            sha256: sha256.clone(),
+        };
+        self.cache.blobs.put_file(&key, &temp.0, &digest).await?;
+        Ok(sha256)
+    }
+
+    /// Where the cache keeps this provider's file `name` of content `sha256`.
+    fn key(&self, sha256: &str, name: &str) -> Result<BlobKey, FillError> {
+        let name = FileName::parse(name).map_err(|e| FillError::refused(&self.host, e))?;
+        BlobKey::cached(
+            &self.host,
+            &self.provider.namespace,
+            &self.provider.r#type,
+            sha256,
+            &name,
+        )
+        .map_err(|e| FillError::Store(e.to_string()))
     }
 
     /// A release signed by another key than the provider's last cached one:
@@ -324,8 +365,6 @@ impl<'a> Filling<'a> {
                 ),
             ));
         }
-        let name =
-            FileName::parse(&archive.filename).map_err(|e| FillError::refused(&self.host, e))?;
         let temp = TempFile::new(&self.cache.temp_dir)?;
         let fetched = self
             .client
@@ -349,14 +388,7 @@ impl<'a> Filling<'a> {
                 ),
             ));
         }
-        let key = BlobKey::cached(
-            &self.host,
-            &self.provider.namespace,
-            &self.provider.r#type,
-            &sha256,
-            &name,
-        )
-        .map_err(|e| FillError::Store(e.to_string()))?;
+        let key = self.key(&sha256, &archive.filename)?;
         self.cache
             .blobs
             .put_file(

@@ -235,6 +235,7 @@ mod tests {
             version: v.into(),
             protocols: vec!["5.0".into()],
             shasums_sha256: "ab".repeat(32),
+            signature_sha256: None,
             signed_by: None,
             key_expired: false,
             signing_keys: "{}".into(),

@@ -51,8 +51,13 @@ pub struct OriginVersion {
 pub struct CachedRelease {
     pub version: String,
     pub protocols: Vec<String>,
-    /// sha256 (hex) of the origin's SHA256SUMS: never changes once stored.
+    /// sha256 (hex) of the origin's SHA256SUMS: never changes once stored
+    /// (kept as `SHA256SUMS` under that content's key).
     pub shasums_sha256: String,
+    /// sha256 (hex) of the origin's signature of it, kept as
+    /// `SHA256SUMS.sig` under that content's key (none: unsigned).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature_sha256: Option<String>,
     /// The key that signed SHA256SUMS (none: accepted unsigned, on its
     /// checksums only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -192,6 +197,7 @@ mod tests {
             version: "1.0.0".into(),
             protocols: vec!["5.0".into()],
             shasums_sha256: "ab".repeat(32),
+            signature_sha256: None,
             signed_by: Some("0123456789ABCDEF".into()),
             key_expired: false,
             signing_keys: "{}".into(),

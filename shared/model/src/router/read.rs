@@ -5,6 +5,7 @@ use crate::address::{Hostname, ModuleName, Platform, ProviderName};
 use crate::error::RouteError;
 use crate::router::segments::host_segment;
 use crate::token::Realm;
+use crate::upstream::UpstreamHost;
 use crate::version::Version;
 
 /// The read endpoints of the provider, module and network mirror protocols.
@@ -34,11 +35,25 @@ pub enum ReadRoute {
         provider: ProviderName,
         version: Version,
     },
+    /// `/v1/cache/<host>/providers/<ns>/<type>/versions`: the provider
+    /// registry protocol for a configured upstream's providers, reached
+    /// through Terraform's `host "<upstream>" { services = {...} }` block.
+    CacheProviderVersions {
+        host: UpstreamHost,
+        provider: ProviderName,
+    },
+    /// `/v1/cache/<host>/providers/<ns>/<type>/<v>/download/<os>/<arch>`.
+    CacheProviderDownload {
+        host: UpstreamHost,
+        provider: ProviderName,
+        version: Version,
+        platform: Platform,
+    },
 }
 
 impl ReadRoute {
-    /// Reads are in their provider's or module's namespace, except mirror
-    /// reads of other registries' providers.
+    /// Reads are in their provider's or module's namespace, except reads of
+    /// other registries' providers (the mirror's, the cache's).
     pub fn realm(&self, own_host: &Hostname) -> Realm<'_> {
         match self {
             ReadRoute::ProviderVersions { provider }
@@ -56,6 +71,9 @@ impl ReadRoute {
                     Realm::Registry
                 }
             }
+            ReadRoute::CacheProviderVersions { .. } | ReadRoute::CacheProviderDownload { .. } => {
+                Realm::Registry
+            }
         }
     }
 
@@ -67,6 +85,8 @@ impl ReadRoute {
             ReadRoute::ModuleDownload { .. } => ReadEndpoint::ModuleDownload,
             ReadRoute::MirrorIndex { .. } => ReadEndpoint::MirrorIndex,
             ReadRoute::MirrorVersion { .. } => ReadEndpoint::MirrorVersion,
+            ReadRoute::CacheProviderVersions { .. } => ReadEndpoint::CacheProviderVersions,
+            ReadRoute::CacheProviderDownload { .. } => ReadEndpoint::CacheProviderDownload,
         }
     }
 
@@ -99,6 +119,20 @@ impl ReadRoute {
                         hostname: Hostname::parse(host)?,
                         provider: ProviderName::parse(ns, ty)?,
                         version: Version::parse(&file[..file.len() - ".json".len()])?,
+                    }
+                }
+                ["cache", host, "providers", ns, ty, "versions"] => {
+                    ReadRoute::CacheProviderVersions {
+                        host: cache_host(host)?,
+                        provider: ProviderName::parse(ns, ty)?,
+                    }
+                }
+                ["cache", host, "providers", ns, ty, v, "download", os, arch] => {
+                    ReadRoute::CacheProviderDownload {
+                        host: cache_host(host)?,
+                        provider: ProviderName::parse(ns, ty)?,
+                        version: Version::parse(v)?,
+                        platform: Platform::parse(os, arch)?,
                     }
                 }
                 _ => return Ok(None),
@@ -138,8 +172,30 @@ impl ReadRoute {
                 "/v1/mirror/{}/{provider}/{version}.json",
                 host_segment(hostname)
             ),
+            ReadRoute::CacheProviderVersions { host, provider } => format!(
+                "/v1/cache/{}/providers/{provider}/versions",
+                host_segment(host.hostname())
+            ),
+            ReadRoute::CacheProviderDownload {
+                host,
+                provider,
+                version,
+                platform,
+            } => format!(
+                "/v1/cache/{}/providers/{provider}/{version}/download/{}/{}",
+                host_segment(host.hostname()),
+                platform.os,
+                platform.arch
+            ),
         }
     }
+}
+
+/// A cache route's host segment: an upstream's name, else no such route
+/// (404, as for a name that is not a configured upstream).
+fn cache_host(segment: &str) -> Result<UpstreamHost, RouteError> {
+    UpstreamHost::parse(segment)
+        .map_err(|_| RouteError::NotFound(format!("{segment:?} is not an upstream registry here")))
 }
 
 /// Which function serves a read route: its name in logs and the template.
@@ -151,16 +207,20 @@ pub enum ReadEndpoint {
     ModuleDownload,
     MirrorIndex,
     MirrorVersion,
+    CacheProviderVersions,
+    CacheProviderDownload,
 }
 
 impl ReadEndpoint {
-    pub const ALL: [ReadEndpoint; 6] = [
+    pub const ALL: [ReadEndpoint; 8] = [
         ReadEndpoint::ProviderVersions,
         ReadEndpoint::ProviderDownload,
         ReadEndpoint::ModuleVersions,
         ReadEndpoint::ModuleDownload,
         ReadEndpoint::MirrorIndex,
         ReadEndpoint::MirrorVersion,
+        ReadEndpoint::CacheProviderVersions,
+        ReadEndpoint::CacheProviderDownload,
     ];
 
     pub fn name(self) -> &'static str {
@@ -171,6 +231,8 @@ impl ReadEndpoint {
             ReadEndpoint::ModuleDownload => "module-download",
             ReadEndpoint::MirrorIndex => "mirror-index",
             ReadEndpoint::MirrorVersion => "mirror-version",
+            ReadEndpoint::CacheProviderVersions => "cache-provider-versions",
+            ReadEndpoint::CacheProviderDownload => "cache-provider-download",
         }
     }
 }
