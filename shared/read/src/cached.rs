@@ -15,7 +15,7 @@ use tfreg_model::address::{Platform, ProviderName};
 use tfreg_model::blob_key::{BlobKey, FileName};
 use tfreg_model::cache::fresh::{Answer as Plan, decide, listable, still_missing};
 use tfreg_model::cache::lease::{Fill, FillWhat};
-use tfreg_model::cache::{CachedRelease, OriginList, may_fill};
+use tfreg_model::cache::{CachedRelease, OriginList, OriginVersion, may_fill};
 use tfreg_model::protocol::{
     EmptyObject, MirrorArchive, MirrorIndex, MirrorVersion, PlatformEntry, ProviderVersionEntry,
     ProviderVersions,
@@ -149,6 +149,25 @@ impl<'a> Cached<'a> {
         }
     }
 
+    /// The versions to list, and the origin's warnings: 404 when none can
+    /// be answered from the cache now.
+    async fn listed(&self) -> Result<(Vec<OriginVersion>, Vec<String>), Error> {
+        let (list, degraded) = self.list().await?;
+        let releases = if degraded {
+            self.place.releases(self.registry.items.as_ref()).await?
+        } else {
+            BTreeMap::new()
+        };
+        let listed = listable(&list, &releases, degraded);
+        if listed.is_empty() {
+            return Err(Error::not_found(format!(
+                "no version of {} can be answered from the cache now",
+                self.name()
+            )));
+        }
+        Ok((listed, list.warnings))
+    }
+
     /// A version's verified release, fetched first if need be.
     async fn release(&self, version: &str) -> Result<CachedRelease, Error> {
         let items = self.registry.items.as_ref();
@@ -182,22 +201,11 @@ pub async fn mirror_index(
     principal: &Principal,
 ) -> Result<Answer, Error> {
     let cached = Cached::new(registry, upstream, provider, principal)?;
-    let (list, degraded) = cached.list().await?;
-    let releases = if degraded {
-        cached.place.releases(registry.items.as_ref()).await?
-    } else {
-        BTreeMap::new()
-    };
-    let versions: BTreeMap<String, EmptyObject> = listable(&list, &releases, degraded)
+    let (listed, _) = cached.listed().await?;
+    let versions: BTreeMap<String, EmptyObject> = listed
         .into_iter()
         .map(|v| (v.version, EmptyObject {}))
         .collect();
-    if versions.is_empty() {
-        return Err(Error::not_found(format!(
-            "no version of {} can be answered from the cache now",
-            cached.name()
-        )));
-    }
     Ok(Answer::json(StatusCode::OK, &MirrorIndex { versions }))
 }
 
@@ -245,13 +253,8 @@ pub async fn provider_versions(
     principal: &Principal,
 ) -> Result<Answer, Error> {
     let cached = Cached::new(registry, upstream, provider, principal)?;
-    let (list, degraded) = cached.list().await?;
-    let releases = if degraded {
-        cached.place.releases(registry.items.as_ref()).await?
-    } else {
-        BTreeMap::new()
-    };
-    let versions: Vec<ProviderVersionEntry> = listable(&list, &releases, degraded)
+    let (listed, warnings) = cached.listed().await?;
+    let versions: Vec<ProviderVersionEntry> = listed
         .into_iter()
         .map(|v| ProviderVersionEntry {
             version: v.version,
@@ -267,18 +270,9 @@ pub async fn provider_versions(
                 .collect(),
         })
         .collect();
-    if versions.is_empty() {
-        return Err(Error::not_found(format!(
-            "no version of {} can be answered from the cache now",
-            cached.name()
-        )));
-    }
     Ok(Answer::json(
         StatusCode::OK,
-        &ProviderVersions {
-            versions,
-            warnings: list.warnings,
-        },
+        &ProviderVersions { versions, warnings },
     ))
 }
 
