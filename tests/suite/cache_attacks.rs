@@ -284,3 +284,110 @@ fn concurrent_cold_requests_make_one_fetch_of_each_file() {
         "{seen:#?}"
     );
 }
+
+/// Nothing cached and the origin down: 503 with `Retry-After` naming the
+/// origin, at once; an origin that accepts and never answers: 503 within
+/// Terraform's 10 s request timeout (`TF_REGISTRY_CLIENT_TIMEOUT`), the
+/// fill going on. (A bound on time here is the protocol's, not a speed goal.)
+#[test]
+fn a_failing_or_hanging_origin_is_a_503_in_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let origin = Origin::start(tmp.path(), "127.0.0.100", "origin-down.example.test");
+    let rig = Rig::start(tmp.path(), &origin, &[]);
+    drop(origin.server);
+    let path = "/v1/mirror/origin-down.example.test/hashicorp/null/index.json";
+    let resp = rig
+        .server
+        .http
+        .get(rig.server.url(path))
+        .bearer_auth(&rig.fill)
+        .send()
+        .unwrap();
+    assert_eq!(resp.status(), 503);
+    assert_eq!(resp.headers()["retry-after"], "2");
+    let body: Value = resp.json().unwrap();
+    assert!(
+        body["errors"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("origin-down.example.test: "),
+        "{body}"
+    );
+
+    // An origin that takes the connection and says nothing.
+    let hang = std::net::TcpListener::bind("127.0.0.101:443").unwrap();
+    let held = std::thread::spawn(move || {
+        let kept: Vec<_> = hang.incoming().take(4).collect();
+        std::thread::sleep(std::time::Duration::from_secs(30));
+        drop(kept);
+    });
+    let ca = tmp.path().join("origin/tls/ca.pem");
+    crate::support::command::ok(
+        rig.server.tfreg(
+            &rig.admin,
+            &[
+                "upstream",
+                "set",
+                "origin-hang.example.test",
+                "--providers",
+                "--connect-to",
+                "origin-hang.example.test=127.0.0.101:443",
+                "--ca-file",
+                ca.to_str().unwrap(),
+            ],
+        ),
+        "upstream set",
+    );
+    let started = std::time::Instant::now();
+    let (status, body) = rig.get("/v1/mirror/origin-hang.example.test/hashicorp/null/index.json");
+    let took = started.elapsed();
+    assert_eq!(status, 503, "{body}");
+    assert!(
+        took < std::time::Duration::from_secs(10),
+        "answered after {took:?}"
+    );
+    drop(held);
+}
+
+/// A sealed upstream answers what is cached and never fetches: a miss is
+/// 404 even for a token that may fill.
+#[test]
+fn a_sealed_upstream_serves_the_cache_and_never_fetches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let origin = Origin::start(tmp.path(), "127.0.0.102", "origin-sealed.example.test");
+    let rig = Rig::start(tmp.path(), &origin, &[]);
+    let base = format!("/v1/mirror/{}/hashicorp/null", origin.host);
+    // Filled while online: the version and its linux archive.
+    let (status, version) = rig.get(&format!("{base}/1.0.0.json"));
+    assert_eq!(status, 200, "{version}");
+    let url = version["archives"]["linux_amd64"]["url"].as_str().unwrap();
+    assert_eq!(rig.download(url).0, 200);
+    // Sealed (the same settings, mode sealed).
+    let mut args = origin.upstream_args();
+    args.extend(["--mode".to_string(), "sealed".to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    crate::support::command::ok(rig.server.tfreg(&rig.admin, &args), "seal");
+    let before = log::requests(&origin.server.server_log()).len();
+    let (status, index) = rig.get(&format!("{base}/index.json"));
+    assert_eq!(status, 200, "{index}");
+    assert_eq!(index, serde_json::json!({"versions": {"1.0.0": {}}}));
+    let (status, version) = rig.get(&format!("{base}/1.0.0.json"));
+    assert_eq!(status, 200, "{version}");
+    assert_eq!(
+        version["archives"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["linux_amd64"],
+        "only what is stored"
+    );
+    let (status, body) =
+        rig.get("/v1/mirror/origin-sealed.example.test/hashicorp/other/index.json");
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(
+        log::requests(&origin.server.server_log()).len(),
+        before,
+        "a sealed upstream is never asked"
+    );
+}
