@@ -107,6 +107,25 @@ const FUNCTIONS: &[Function] = &[
         ),
         404,
     ),
+    // No upstream is configured: 404, after one read.
+    function(
+        "cache-provider-versions",
+        "read",
+        (
+            "GET",
+            "/v1/cache/registry.terraform.io/providers/hashicorp/null/versions",
+        ),
+        404,
+    ),
+    function(
+        "cache-provider-download",
+        "read",
+        (
+            "GET",
+            "/v1/cache/registry.terraform.io/providers/hashicorp/null/1.0.0/download/linux/amd64",
+        ),
+        404,
+    ),
     function(
         "blob",
         "blob",
