@@ -391,3 +391,45 @@ fn a_sealed_upstream_serves_the_cache_and_never_fetches() {
         "a sealed upstream is never asked"
     );
 }
+
+/// An origin whose API needs a token: without credentials the cache is
+/// refused (502 naming the 401); with `--credentials-env` naming a variable
+/// of `tfreg serve`, it fills (the token sent to the origin's API only).
+#[test]
+fn a_private_origin_is_reached_with_the_credentials_reference() {
+    let tmp = tempfile::tempdir().unwrap();
+    let origin = Origin::start_private(tmp.path(), "127.0.0.103", "origin-private.example.test");
+    let origin_token = origin.server.token("read", None);
+    let base = format!("/v1/mirror/{}/hashicorp/null", origin.host);
+    let without = Rig::start(&tmp.path().join("without"), &origin, &[]);
+    let (status, body) = without.get(&format!("{base}/index.json"));
+    assert_eq!(status, 502, "{body}");
+    let reason = body["errors"][0].as_str().unwrap();
+    assert!(
+        reason.starts_with("origin-private.example.test: ")
+            && reason.contains("refused our credentials (401)"),
+        "{reason}"
+    );
+    let with = Rig::start_with_env(
+        &tmp.path().join("with"),
+        &origin,
+        &["--credentials-env", "ORIGIN_TOKEN"],
+        &[("ORIGIN_TOKEN", Path::new(&origin_token))],
+    );
+    let (status, version) = with.get(&format!("{base}/1.0.0.json"));
+    assert_eq!(status, 200, "{version}");
+    let url = version["archives"]["linux_amd64"]["url"].as_str().unwrap();
+    let (status, bytes) = with.download(url);
+    assert_eq!(status, 200);
+    assert!(bytes == origin.linux_zip);
+    // The setting names the variable; the token is in no answer or log.
+    let shown = with
+        .server
+        .tfreg(&with.admin, &["upstream", "show", &origin.host, "--json"]);
+    let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+    assert!(
+        shown.contains("ORIGIN_TOKEN") && !shown.contains(&origin_token),
+        "{shown}"
+    );
+    assert!(!with.server.server_log().contains(&origin_token));
+}

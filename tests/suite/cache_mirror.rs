@@ -39,6 +39,23 @@ impl Origin {
 
     /// [`Origin::start`] publishing these versions, each signed by its key.
     pub fn start_with(dir: &Path, ip: &str, name: &str, releases: &[(&str, &Gpg)]) -> Origin {
+        Self::serving(dir, ip, name, releases, &[])
+    }
+
+    /// [`Origin::start`], private: its API (not its signed archive URLs)
+    /// needs a token.
+    pub fn start_private(dir: &Path, ip: &str, name: &str) -> Origin {
+        let gpg = Gpg::new("rsa2048");
+        Self::serving(dir, ip, name, &[("1.0.0", &gpg)], &["--private"])
+    }
+
+    fn serving(
+        dir: &Path,
+        ip: &str,
+        name: &str,
+        releases: &[(&str, &Gpg)],
+        serve_args: &[&str],
+    ) -> Origin {
         let listen = format!("{ip}:443");
         let host = name.to_string();
         let data = dir.join("origin");
@@ -67,7 +84,7 @@ impl Origin {
                 }
             }
         }
-        let server = Server::start_named(&data, &listen, &host, &[]);
+        let server = Server::start_named(&data, &listen, &host, serve_args);
         Origin {
             server,
             host,
@@ -101,8 +118,19 @@ pub(crate) struct Rig {
 
 impl Rig {
     pub fn start(dir: &Path, origin: &Origin, extra: &[&str]) -> Rig {
+        Self::start_with_env(dir, origin, extra, &[])
+    }
+
+    /// [`Rig::start`], `tfreg serve` given `env`.
+    pub fn start_with_env(
+        dir: &Path,
+        origin: &Origin,
+        extra: &[&str],
+        env: &[(&str, &Path)],
+    ) -> Rig {
         std::fs::create_dir_all(dir).unwrap();
-        let server = Server::start(&dir.join("data"), &["--private"]);
+        let listen = format!("127.0.0.1:{}", crate::support::server::free_port());
+        let server = Server::start_with_env(&dir.join("data"), &listen, &["--private"], env);
         let admin = server.token("admin", None);
         let mut args = origin.upstream_args();
         args.extend(extra.iter().map(|s| s.to_string()));

@@ -134,6 +134,16 @@ fn paths_built_from_routes_route_back_to_them() {
             provider: provider(),
             version: v("2.1.2"),
         }),
+        Route::Read(ReadRoute::CacheProviderVersions {
+            host: crate::upstream::UpstreamHost::parse("registry.example.test:8443").unwrap(),
+            provider: provider(),
+        }),
+        Route::Read(ReadRoute::CacheProviderDownload {
+            host: crate::upstream::UpstreamHost::parse("registry.terraform.io").unwrap(),
+            provider: provider(),
+            version: v("2.1.2"),
+            platform: Platform::parse("linux", "amd64").unwrap(),
+        }),
         Route::Blob(key),
     ];
     let targets = [
@@ -458,4 +468,13 @@ fn upstreams_are_registry_wide_admin_routes() {
         status_of(&route(&Method::PUT, "/v1/admin/upstreams").unwrap_err()),
         405
     );
+    // A cache route whose host is no upstream's name: no such route (404).
+    for host in ["127.0.0.1", "localhost", "%2e%2e", "nodot"] {
+        let err = route(
+            &Method::GET,
+            &format!("/v1/cache/{host}/providers/a/b/versions"),
+        )
+        .unwrap_err();
+        assert_eq!(status_of(&err), 404, "{host}: {err:?}");
+    }
 }
