@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::cache_mirror::{Origin, Rig, files_named};
+use crate::cache_mirror::{Origin, Rig, files_named, platforms_of};
 use crate::support::log;
 
 /// The origin's stored file whose name ends with `suffix`.
@@ -374,11 +374,7 @@ fn a_sealed_upstream_serves_the_cache_and_never_fetches() {
     let (status, version) = rig.get(&format!("{base}/1.0.0.json"));
     assert_eq!(status, 200, "{version}");
     assert_eq!(
-        version["archives"]
-            .as_object()
-            .unwrap()
-            .keys()
-            .collect::<Vec<_>>(),
+        platforms_of(&version),
         ["linux_amd64"],
         "only what is stored"
     );

@@ -221,6 +221,14 @@ pub(crate) fn files_named(dir: &Path, pick: impl Fn(&str) -> bool + Copy) -> Vec
     found
 }
 
+/// The platforms a `<version>.json` answer lists.
+pub(crate) fn platforms_of(version: &Value) -> Vec<&str> {
+    version["archives"]
+        .as_object()
+        .map(|a| a.keys().map(String::as_str).collect())
+        .unwrap_or_default()
+}
+
 #[test]
 fn the_mirror_fills_from_the_origin_verified_and_serves_when_it_is_gone() {
     let tmp = tempfile::tempdir().unwrap();
@@ -246,10 +254,7 @@ fn the_mirror_fills_from_the_origin_verified_and_serves_when_it_is_gone() {
     let (status, version) = rig.get_as(&format!("{base}/1.0.0.json"), &fill);
     assert_eq!(status, 200, "{version}");
     let archives = version["archives"].as_object().unwrap();
-    assert_eq!(
-        archives.keys().collect::<Vec<_>>(),
-        ["darwin_arm64", "linux_amd64"]
-    );
+    assert_eq!(platforms_of(&version), ["darwin_arm64", "linux_amd64"]);
     let sha = tfreg_model::hashing::sha256_hex(&origin.linux_zip);
     assert_eq!(
         archives["linux_amd64"]["hashes"],
@@ -277,14 +282,7 @@ fn the_mirror_fills_from_the_origin_verified_and_serves_when_it_is_gone() {
     assert_eq!(status, 200);
     let (status, version) = rig.get_as(&format!("{base}/1.0.0.json"), &reader);
     assert_eq!(status, 200, "{version}");
-    assert_eq!(
-        version["archives"]
-            .as_object()
-            .unwrap()
-            .keys()
-            .collect::<Vec<_>>(),
-        ["linux_amd64"]
-    );
+    assert_eq!(platforms_of(&version), ["linux_amd64"]);
 
     // The origin gone: the cached archive still downloads.
     drop(origin.server);
