@@ -35,7 +35,7 @@ use crate::data_dir::{self, DataDir};
 
 pub use releases::{DeleteArgs, DeprecateArgs, YankArgs, delete, deprecate, yank};
 pub use sso::{SsoCommand, TrustCommand, sso, trust};
-pub use upstream::{UpstreamCommand, upstream};
+pub use upstream::{CacheCommand, UpstreamCommand, cache, upstream};
 
 /// Which registry an admin command works on.
 #[derive(Args, Clone)]

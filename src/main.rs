@@ -66,6 +66,9 @@ enum Command {
     /// The registries the pull-through cache reads from: set, show, list, remove.
     #[command(subcommand)]
     Upstream(admin::UpstreamCommand),
+    /// What the pull-through cache holds: list.
+    #[command(subcommand)]
+    Cache(admin::CacheCommand),
     /// Mark a provider or module version deprecated (still installable;
     /// `terraform init` warns), or undo it with --undo.
     Deprecate(admin::DeprecateArgs),
@@ -199,6 +202,7 @@ async fn main() -> ExitCode {
         Command::Sso(cmd) => admin::sso(cmd).await,
         Command::Trust(cmd) => admin::trust(cmd).await,
         Command::Upstream(cmd) => admin::upstream(cmd).await,
+        Command::Cache(cmd) => admin::cache(cmd).await,
         Command::Deprecate(args) => admin::deprecate(args).await,
         Command::Yank(args) => admin::yank(args).await,
         Command::Delete(args) => admin::delete(args).await,

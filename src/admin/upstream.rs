@@ -1,4 +1,4 @@
-//! `tfreg upstream set|show|list|remove`: the registries the pull-through
+//! `tfreg upstream set|show|list|remove` and `tfreg cache list`: the registries the pull-through
 //! cache reads from, through the admin API (a registry's URL, or the stores
 //! as the operator: [`super::Where`]). `set` sends the upstream's settings
 //! whole (a PUT): a flag not given is its default, not the earlier value.
@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgGroup, Args, Subcommand, ValueEnum};
+use tfreg_model::cache::CachedList;
 use tfreg_model::router::AdminRoute;
 use tfreg_model::upstream::{
     Connect, CredentialRef, FillBy, KeyChange, Mode, Net, RemovedUpstream, Serves, SetUpstream,
@@ -321,6 +322,59 @@ pub async fn upstream(cmd: UpstreamCommand) -> Result<()> {
                     g.removed.hostname
                 );
             })
+        }
+    }
+}
+
+#[derive(Subcommand)]
+pub enum CacheCommand {
+    /// What the cache holds: each provider, where it comes from, its
+    /// cached versions and the platforms whose archives are stored.
+    List(CacheListArgs),
+}
+
+#[derive(Args)]
+pub struct CacheListArgs {
+    /// Only what comes from this upstream.
+    host: Option<String>,
+    #[command(flatten)]
+    r#where: Where,
+}
+
+fn print_cached(list: &CachedList) {
+    if list.providers.is_empty() {
+        eprintln!("the cache holds nothing yet");
+        return;
+    }
+    println!(
+        "{:<60}  {:<12}  {:<20}  STORED",
+        "PROVIDER", "VERSION", "SIGNED BY"
+    );
+    for p in &list.providers {
+        let name = format!("{}/{}/{}", p.host, p.namespace, p.name);
+        if p.versions.is_empty() {
+            println!("{name:<60}  {:<12}", "(list only)");
+        }
+        for v in &p.versions {
+            println!(
+                "{name:<60}  {:<12}  {:<20}  {}",
+                v.version,
+                v.signed_by.as_deref().unwrap_or("unsigned"),
+                v.stored.join(",")
+            );
+        }
+    }
+}
+
+pub async fn cache(cmd: CacheCommand) -> Result<()> {
+    match cmd {
+        CacheCommand::List(args) => {
+            let host = args.host.as_deref().map(UpstreamHost::parse).transpose()?;
+            let api = args.r#where.connect().await?;
+            let list: CachedList = api
+                .send(AdminRoute::ListCached { host }, None::<&()>)
+                .await?;
+            args.r#where.show(&list, print_cached)
         }
     }
 }

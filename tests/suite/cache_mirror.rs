@@ -277,6 +277,27 @@ fn the_mirror_fills_from_the_origin_verified_and_serves_when_it_is_gone() {
     assert_eq!(hashes.len(), 2, "h1: once stored: {version}");
     assert!(hashes[0].as_str().unwrap().starts_with("h1:"), "{version}");
 
+    // What the cache holds, as an admin lists it.
+    let listed = server.tfreg(&rig.admin, &["cache", "list", "--json"]);
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let providers = listed["providers"].as_array().unwrap();
+    assert_eq!(providers.len(), 1, "{listed}");
+    assert_eq!(providers[0]["host"], origin.host);
+    assert_eq!(providers[0]["namespace"], "hashicorp");
+    let versions = providers[0]["versions"].as_array().unwrap();
+    assert_eq!(versions.len(), 1, "{listed}");
+    assert_eq!(versions[0]["version"], "1.0.0");
+    assert_eq!(versions[0]["stored"], serde_json::json!(["linux_amd64"]));
+    assert!(versions[0]["signed_by"].is_string(), "{listed}");
+    let shown = crate::support::command::ok(
+        server.tfreg(&rig.admin, &["cache", "list", &origin.host]),
+        "cache list HOST",
+    );
+    assert!(
+        shown.contains(&format!("{}/hashicorp/null", origin.host)) && shown.contains("linux_amd64"),
+        "{shown}"
+    );
+
     // Cached now: the reader gets what is there, only the stored archive.
     let (status, _) = rig.get_as(&format!("{base}/index.json"), &reader);
     assert_eq!(status, 200);

@@ -237,7 +237,8 @@ async fn handle(
         AdminRoute::ListUpstreams
         | AdminRoute::ShowUpstream { .. }
         | AdminRoute::SetUpstream { .. }
-        | AdminRoute::RemoveUpstream { .. } => {
+        | AdminRoute::RemoveUpstream { .. }
+        | AdminRoute::ListCached { .. } => {
             upstreams::handle(registry, &by, route, headers, req_body).await
         }
         AdminRoute::Audit => {

@@ -1,5 +1,6 @@
 //! The upstream registries the pull-through cache reads from (issue 22):
-//! `/v1/admin/upstreams[/<host>]`. A body is the upstream's settings,
+//! `/v1/admin/upstreams[/<host>]`, and what the cache holds of them
+//! (`/v1/admin/cache[/<host>]`). A body is the upstream's settings,
 //! checked whole (unknown fields and out-of-range values: 400); each change
 //! leaves a [`crate::Note`] naming what changed for the audit trail. The
 //! settings hold no secret (credentials are a reference), so they are
@@ -8,9 +9,10 @@
 use http::{HeaderMap, StatusCode};
 use tfreg_http::body::{Body, Response, json};
 use tfreg_http::{Error, Registry};
+use tfreg_model::cache::CachedList;
 use tfreg_model::router::AdminRoute;
 use tfreg_model::upstream::{Mode, RemovedUpstream, SetUpstream, UpstreamList, UpstreamSettings};
-use tfreg_store::catalog::upstreams;
+use tfreg_store::catalog::{cache, upstreams};
 
 use crate::{body, noted};
 
@@ -89,6 +91,13 @@ pub(crate) async fn handle(
             );
             Ok(noted(StatusCode::OK, &RemovedUpstream { removed }, note))
         }
+        AdminRoute::ListCached { host } => Ok(json(
+            StatusCode::OK,
+            &CachedList {
+                providers: cache::cached_providers(items, host.as_ref().map(|h| h.as_str()))
+                    .await?,
+            },
+        )),
         other => Err(Error::Internal(format!("not an upstream route: {other:?}"))),
     }
 }

@@ -44,6 +44,37 @@ pub struct OriginVersion {
     pub platforms: Vec<String>,
 }
 
+/// A provider the cache holds, as `tfreg cache list` shows it: where it
+/// comes from, when its list was last fetched, and each cached version with
+/// the platforms whose archives are stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CachedProviderInfo {
+    pub host: String,
+    pub namespace: String,
+    pub name: String,
+    pub fetched_at: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_at: Option<u64>,
+    #[serde(default)]
+    pub versions: Vec<CachedVersionInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CachedVersionInfo {
+    pub version: String,
+    /// The key that signed its SHA256SUMS (none: unsigned).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_by: Option<String>,
+    /// Platforms whose archives are stored.
+    pub stored: Vec<String>,
+}
+
+/// `GET /v1/admin/cache[/<host>]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CachedList {
+    pub providers: Vec<CachedProviderInfo>,
+}
+
 /// A provider release the cache verified: SHA256SUMS and its signature
 /// checked with the origin's keys, every platform's hash from it. Archives
 /// are added as they are fetched (`stored`), each checked against its line.

@@ -62,6 +62,8 @@ pub enum AdminRoute {
     SetUpstream { host: UpstreamHost },
     /// `DELETE /v1/admin/upstreams/{host}`.
     RemoveUpstream { host: UpstreamHost },
+    /// `GET /v1/admin/cache` or `/v1/admin/cache/{host}`: what the cache holds.
+    ListCached { host: Option<UpstreamHost> },
 }
 
 impl AdminRoute {
@@ -109,6 +111,10 @@ impl AdminRoute {
             AdminRoute::RemoveUpstream {
                 host: example_upstream(),
             },
+            AdminRoute::ListCached { host: None },
+            AdminRoute::ListCached {
+                host: Some(example_upstream()),
+            },
         ];
         for release in targets {
             all.push(AdminRoute::Delete {
@@ -133,7 +139,8 @@ impl AdminRoute {
             | AdminRoute::ListMappings
             | AdminRoute::ListTrust { .. }
             | AdminRoute::ListUpstreams
-            | AdminRoute::ShowUpstream { .. } => GET,
+            | AdminRoute::ShowUpstream { .. }
+            | AdminRoute::ListCached { .. } => GET,
             AdminRoute::SetUpstream { .. } => PUT,
             AdminRoute::CreateToken
             | AdminRoute::AddKeys { .. }
@@ -166,7 +173,8 @@ impl AdminRoute {
             | AdminRoute::ListUpstreams
             | AdminRoute::ShowUpstream { .. }
             | AdminRoute::SetUpstream { .. }
-            | AdminRoute::RemoveUpstream { .. } => Realm::Registry,
+            | AdminRoute::RemoveUpstream { .. }
+            | AdminRoute::ListCached { .. } => Realm::Registry,
             AdminRoute::ListKeys { namespace }
             | AdminRoute::AddKeys { namespace }
             | AdminRoute::RemoveKey { namespace, .. }
@@ -212,6 +220,10 @@ impl AdminRoute {
             | AdminRoute::SetUpstream { host }
             | AdminRoute::RemoveUpstream { host } => {
                 format!("{ADMIN_V1}upstreams/{}", host_segment(host.hostname()))
+            }
+            AdminRoute::ListCached { host: None } => format!("{ADMIN_V1}cache"),
+            AdminRoute::ListCached { host: Some(host) } => {
+                format!("{ADMIN_V1}cache/{}", host_segment(host.hostname()))
             }
         }
     }
@@ -325,6 +337,11 @@ pub(crate) fn admin_route(
             )
         }
         ["upstreams"] => pick(&[(Method::GET, A::ListUpstreams)], GET),
+        ["cache"] => pick(&[(Method::GET, A::ListCached { host: None })], GET),
+        ["cache", host] => {
+            let host = Some(UpstreamHost::parse(host)?);
+            pick(&[(Method::GET, A::ListCached { host })], GET)
+        }
         ["upstreams", host] => {
             let host = UpstreamHost::parse(host)?;
             pick(

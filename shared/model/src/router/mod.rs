@@ -120,7 +120,8 @@ impl Route {
                 | AdminRoute::ListMappings
                 | AdminRoute::ListTrust { .. }
                 | AdminRoute::ListUpstreams
-                | AdminRoute::ShowUpstream { .. } => None,
+                | AdminRoute::ShowUpstream { .. }
+                | AdminRoute::ListCached { .. } => None,
                 AdminRoute::SetUpstream { .. } => Some("upstream.set"),
                 AdminRoute::RemoveUpstream { .. } => Some("upstream.remove"),
                 AdminRoute::MapGroup => Some("sso.map"),
@@ -171,6 +172,7 @@ impl Route {
                     format!("trust policy {id} of {namespace}")
                 }
                 AdminRoute::ListUpstreams => "upstreams".into(),
+                AdminRoute::ListCached { .. } => "cache".into(),
                 AdminRoute::ShowUpstream { host }
                 | AdminRoute::SetUpstream { host }
                 | AdminRoute::RemoveUpstream { host } => format!("upstream {host}"),

@@ -8,17 +8,30 @@
 
 use std::collections::BTreeMap;
 
-use tfreg_model::cache::{CachedRelease, OriginList, StoredArchive};
+use tfreg_model::cache::{
+    CachedProviderInfo, CachedRelease, CachedVersionInfo, OriginList, StoredArchive,
+};
 
 use super::cas::{Step, update};
 use super::codec::{decode, encode};
-use super::schema::{MISSING_PREFIX, ORIGIN_SK, VERSION_PREFIX, cache_pk};
+use super::schema::{CACHED_PK, MISSING_PREFIX, ORIGIN_SK, VERSION_PREFIX, cache_pk};
 use crate::{Condition, Item, ItemStore, StoreError, query_all};
 
 /// One upstream provider's place in the cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CachedProvider {
     pk: String,
+    /// Its entry in the [`CACHED_PK`] listing (the rest is read from its
+    /// partition).
+    listed: Listed,
+}
+
+/// A provider the cache holds, as the listing names it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Listed {
+    host: String,
+    namespace: String,
+    name: String,
 }
 
 /// Why a verified release cannot be kept.
@@ -35,6 +48,11 @@ impl CachedProvider {
     pub fn new(host: &str, namespace: &str, provider_type: &str) -> Self {
         CachedProvider {
             pk: cache_pk(host, namespace, provider_type),
+            listed: Listed {
+                host: host.to_string(),
+                namespace: namespace.to_string(),
+                name: provider_type.to_string(),
+            },
         }
     }
 
@@ -50,14 +68,64 @@ impl CachedProvider {
             .transpose()
     }
 
-    /// Keep a freshly fetched list (replacing the last one).
+    /// Keep a freshly fetched list (replacing the last one), and list the
+    /// provider among those the cache holds.
     pub async fn put_origin_list(
         &self,
         store: &dyn ItemStore,
         list: &OriginList,
     ) -> Result<(), StoreError> {
         let item = Item::new(&self.pk, ORIGIN_SK, encode(list)?);
-        store.put(item, Condition::Always).await
+        store.put(item, Condition::Always).await?;
+        let Listed {
+            host,
+            namespace,
+            name,
+        } = &self.listed;
+        let entry = Item::new(
+            CACHED_PK,
+            format!("{host}/{namespace}/{name}"),
+            encode(&self.listed)?,
+        );
+        store.put(entry, Condition::Always).await
+    }
+
+    /// What `tfreg cache list` shows of it.
+    pub async fn info(
+        &self,
+        store: &dyn ItemStore,
+    ) -> Result<Option<CachedProviderInfo>, StoreError> {
+        let Some(list) = self.origin_list(store).await? else {
+            return Ok(None);
+        };
+        let Listed {
+            host,
+            namespace,
+            name,
+        } = self.listed.clone();
+        let versions = self
+            .releases(store)
+            .await?
+            .into_values()
+            .map(|r| CachedVersionInfo {
+                stored: r
+                    .platforms
+                    .iter()
+                    .filter(|(_, a)| a.stored.is_some())
+                    .map(|(p, _)| p.clone())
+                    .collect(),
+                signed_by: r.signed_by,
+                version: r.version,
+            })
+            .collect();
+        Ok(Some(CachedProviderInfo {
+            host,
+            namespace,
+            name,
+            fetched_at: list.fetched_at,
+            failed_at: list.failed_at,
+            versions,
+        }))
     }
 
     /// Note that fetching the list failed at `now` (the cached list is then
@@ -202,4 +270,22 @@ impl CachedProvider {
             .expiring_at(now.saturating_add(u64::from(ttl_secs)));
         store.put(item, Condition::Always).await
     }
+}
+
+/// Every provider the cache holds, from one upstream (`Some`) or all, by
+/// host, namespace and type.
+pub async fn cached_providers(
+    store: &dyn ItemStore,
+    host: Option<&str>,
+) -> Result<Vec<CachedProviderInfo>, StoreError> {
+    let prefix = host.map(|h| format!("{h}/")).unwrap_or_default();
+    let mut found = Vec::new();
+    for item in query_all(store, CACHED_PK, &prefix).await? {
+        let listed: Listed = decode(&item)?;
+        let place = CachedProvider::new(&listed.host, &listed.namespace, &listed.name);
+        if let Some(info) = place.info(store).await? {
+            found.push(info);
+        }
+    }
+    Ok(found)
 }

@@ -29,6 +29,7 @@
 //! | a cached provider release (verified) | `CACHE#<host>/<ns>/<type>`     | `VERSION#<version>`                 |
 //! | an origin's 404, remembered briefly | `CACHE#<host>/<ns>/<type>`      | `MISSING#<version or "versions">`   |
 //! | a fill in progress (lease, outcome) | `FILLING`                       | `<sha256 of what is filled>`        |
+//! | a provider the cache holds (listing) | `CACHED`                       | `<host>/<ns>/<type>`                |
 //!
 //! One release is one item holding every platform, so a download is one
 //! `GetItem`; a versions list is one `GetItem` of the partition's index.
@@ -91,6 +92,8 @@ pub const ORIGIN_SK: &str = "ORIGIN";
 pub const MISSING_PREFIX: &str = "MISSING#";
 /// The partition of fills in progress (leases; each expires).
 pub const FILLING_PK: &str = "FILLING";
+/// The partition listing every provider the cache holds (`tfreg cache list`).
+pub const CACHED_PK: &str = "CACHED";
 
 /// The cache partition of `namespace/type` from upstream `host`.
 pub fn cache_pk(host: &str, namespace: &str, provider_type: &str) -> String {
