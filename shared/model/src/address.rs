@@ -214,6 +214,14 @@ impl Platform {
             arch: platform_part("arch", arch)?,
         })
     }
+
+    /// `os_arch`, as [`Display`](fmt::Display) writes it (an os has no `_`).
+    pub fn parse_joined(text: &str) -> Result<Self, Invalid> {
+        let (os, arch) = text.split_once('_').ok_or_else(|| {
+            Invalid::bad(format!("{text:?} is not a platform such as linux_amd64"))
+        })?;
+        Self::parse(os, arch)
+    }
 }
 
 impl fmt::Display for Platform {

@@ -121,7 +121,17 @@ impl fmt::Display for UploadId {
     }
 }
 
-/// A blob store key under [`UPLOADS`] or [`ARCHIVES`].
+/// What a cached file's key names ([`BlobKey::cached_parts`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CachedParts<'a> {
+    pub host: String,
+    pub namespace: &'a str,
+    pub provider_type: &'a str,
+    pub sha256: &'a str,
+    pub file: &'a str,
+}
+
+/// A blob store key under [`UPLOADS`], [`ARCHIVES`] or [`CACHE`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct BlobKey(String);
@@ -172,6 +182,23 @@ impl BlobKey {
     /// True for a file the cache keeps.
     pub fn is_cached(&self) -> bool {
         self.0.starts_with(CACHE)
+    }
+
+    /// The parts of a key [`BlobKey::cached`] made (its host with its port
+    /// again), or `None` for another key.
+    pub fn cached_parts(&self) -> Option<CachedParts<'_>> {
+        let rest = self.0.strip_prefix(CACHE)?;
+        let parts: Vec<&str> = rest.split('/').collect();
+        let [host, "p", namespace, provider_type, sha256, file] = parts[..] else {
+            return None;
+        };
+        Some(CachedParts {
+            host: host.replace('_', ":"),
+            namespace,
+            provider_type,
+            sha256,
+            file,
+        })
     }
 
     /// True for an upload slot.
@@ -249,6 +276,27 @@ mod tests {
         assert!(
             port.as_str()
                 .starts_with("cache/registry.example.test_8443/")
+        );
+        // Read back: the parts it was made of, the port restored.
+        assert_eq!(
+            port.cached_parts(),
+            Some(CachedParts {
+                host: "registry.example.test:8443".into(),
+                namespace: "h",
+                provider_type: "n",
+                sha256: &sha,
+                file: name.as_str(),
+            })
+        );
+        assert_eq!(
+            BlobKey::parse("archives/ab/x.zip").unwrap().cached_parts(),
+            None
+        );
+        assert_eq!(
+            BlobKey::parse("cache/h/p/a/b/x.zip")
+                .unwrap()
+                .cached_parts(),
+            None
         );
         assert_ne!(
             BlobKey::cached("other.example.com", "hashicorp", "null", &sha, &name).unwrap(),

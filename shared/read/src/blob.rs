@@ -72,14 +72,9 @@ pub async fn handle(
 /// up to 10 redirects; a slow fetch gets another wait per redirect). A
 /// HEAD (Terraform 1.11.0-1.12.0 sends one first) starts the fetch too.
 async fn fill_then_again(registry: &Registry, key: &BlobKey) -> Result<Response, Error> {
-    let host = key
-        .as_str()
-        .split('/')
-        .nth(1)
-        .map(|h| h.replace('_', ":"))
-        .unwrap_or_default();
     let not_cached = || Error::not_found(format!("{} is not cached here", key.file_name()));
-    let host = UpstreamHost::parse(&host).map_err(|_| not_cached())?;
+    let parts = key.cached_parts().ok_or_else(not_cached)?;
+    let host = UpstreamHost::parse(&parts.host).map_err(|_| not_cached())?;
     let upstream = upstreams::upstream(registry.items.as_ref(), &host)
         .await?
         .ok_or_else(not_cached)?;

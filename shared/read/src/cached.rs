@@ -12,7 +12,7 @@ use tfreg_http::answer_cache::Answer;
 use tfreg_http::error::Error;
 use tfreg_http::registry::Registry;
 use tfreg_model::address::{Platform, ProviderName};
-use tfreg_model::blob_key::{BlobKey, FileName};
+use tfreg_model::blob_key::{BlobKey, CachedParts, FileName};
 use tfreg_model::cache::fresh::{Answer as Plan, decide, listable, still_missing};
 use tfreg_model::cache::lease::{Fill, FillWhat};
 use tfreg_model::cache::{CachedRelease, OriginList, OriginVersion, may_fill};
@@ -262,10 +262,10 @@ pub async fn provider_versions(
             platforms: v
                 .platforms
                 .iter()
-                .filter_map(|p| p.split_once('_'))
-                .map(|(os, arch)| PlatformEntry {
-                    os: os.to_string(),
-                    arch: arch.to_string(),
+                .filter_map(|p| Platform::parse_joined(p).ok())
+                .map(|p| PlatformEntry {
+                    os: p.os,
+                    arch: p.arch,
                 })
                 .collect(),
         })
@@ -304,7 +304,7 @@ pub async fn provider_download(
 ) -> Result<Answer, Error> {
     let cached = Cached::new(registry, upstream, provider, principal)?;
     let release = cached.release(version).await?;
-    let name = format!("{}_{}", platform.os, platform.arch);
+    let name = platform.to_string();
     let archive = release
         .platforms
         .get(&name)
@@ -362,9 +362,14 @@ pub async fn fill_archive(
     upstream: &UpstreamRecord,
     key: &BlobKey,
 ) -> Result<bool, Error> {
-    // cache/<host>/p/<ns>/<type>/<sha256>/<file>
-    let parts: Vec<&str> = key.as_str().split('/').collect();
-    let [_, _, "p", ns, ty, sha256, filename] = parts[..] else {
+    let Some(CachedParts {
+        namespace: ns,
+        provider_type: ty,
+        sha256,
+        file: filename,
+        ..
+    }) = key.cached_parts()
+    else {
         return Err(Error::not_found(format!("{key} is not a cached archive")));
     };
     let provider = ProviderName::parse(ns, ty)?;

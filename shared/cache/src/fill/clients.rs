@@ -94,10 +94,7 @@ impl Clients {
         if let Some(c) = &s.connect {
             let to: BTreeMap<String, Vec<std::net::SocketAddr>> =
                 c.to.iter()
-                    .map(|(h, addrs)| {
-                        let name = h.as_str().split(':').next().unwrap_or_default().to_string();
-                        (name, addrs.clone())
-                    })
+                    .map(|(h, addrs)| (h.name().to_string(), addrs.clone()))
                     .collect();
             let allow_nets = c
                 .allow_nets

@@ -111,11 +111,7 @@ impl<'a> Filling<'a> {
                 .map(|v| OriginVersion {
                     version: v.version.to_string(),
                     protocols: v.protocols.clone(),
-                    platforms: v
-                        .platforms
-                        .iter()
-                        .map(|p| format!("{}_{}", p.os, p.arch))
-                        .collect(),
+                    platforms: v.platforms.iter().map(ToString::to_string).collect(),
                 })
                 .collect(),
             warnings: versions.warnings,
@@ -208,7 +204,7 @@ impl<'a> Filling<'a> {
         self.key_continuity(version, signed_by.as_deref()).await?;
         let mut platforms = BTreeMap::new();
         for p in &entry.platforms {
-            let filename = if *p == format!("{}_{}", asked.os, asked.arch) {
+            let filename = if *p == asked.to_string() {
                 answer.filename.clone()
             } else {
                 format!(
@@ -432,10 +428,7 @@ impl<'a> Filling<'a> {
 }
 
 fn platform(text: &str) -> Result<Platform, FillError> {
-    let (os, arch) = text
-        .split_once('_')
-        .ok_or_else(|| FillError::NotFound(format!("{text:?} is not a platform")))?;
-    Platform::parse(os, arch).map_err(|e| FillError::NotFound(e.0))
+    Platform::parse_joined(text).map_err(|e| FillError::NotFound(e.0))
 }
 
 /// A file an archive is streamed into, removed when done.
