@@ -595,6 +595,13 @@ fn endpoints(blob_path: &str, own_host: &str) -> Vec<Endpoint> {
             Need::Token(Scope::Admin, None),
         ),
         ep(
+            "admin list the cache of one upstream",
+            Method::GET,
+            "/v1/admin/cache/registry.example.test".into(),
+            Value::Null,
+            Need::Token(Scope::Admin, None),
+        ),
+        ep(
             "admin remove upstream",
             Method::DELETE,
             "/v1/admin/upstreams/registry.example.test".into(),

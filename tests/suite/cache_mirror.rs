@@ -351,7 +351,7 @@ fn in_hosts_file(ip: &str, name: &str) {
 /// `providers lock -net-mirror` fills both platforms; once the origin is
 /// stopped and `.terraform` removed, `init` still works from the cache.
 fn terraform_through_the_cache(bin_var: &str, ip: &str, name: &str) {
-    use crate::support::fixtures::{credentials, h1, lock_file, zh};
+    use crate::support::fixtures::{credentials, h1, lock_file, network_mirror_config, zh};
     use crate::support::terraform::Terraform;
     use crate::support::tools::Tools;
     in_hosts_file(ip, name);
@@ -379,11 +379,7 @@ fn terraform_through_the_cache(bin_var: &str, ip: &str, name: &str) {
     }
 
     // Through the cache, with that lock: the same bytes, so it installs.
-    let mirror = format!(
-        "{}provider_installation {{\n  network_mirror {{\n    url = \"{}\"\n  }}\n}}\n",
-        credentials(&server.host, &fill),
-        server.url("/v1/mirror/")
-    );
+    let mirror = network_mirror_config(&server.host, &fill);
     let tf = Terraform::new(tools.path(bin_var), server, &mirror);
     let work = tmp.path().join("work");
     crate::support::dist::write_tree(

@@ -102,10 +102,7 @@ fn lambda_functions_serve_terraform_through_registry_and_mirror() {
         server.tfreg(&token, &["mirror", "import", mirror_dir.to_str().unwrap()]),
         "tfreg mirror import",
     );
-    let config = format!(
-        "{}provider_installation {{\n  network_mirror {{\n    url = \"https://{host}/v1/mirror/\"\n  }}\n}}\n",
-        credentials(&host, &read_token)
-    );
+    let config = network_mirror_config(&host, &read_token);
     let tf = Terraform::new(tools.path("TFREG_TERRAFORM_1_0"), &server, &config);
     let work = tmp.path().join("work-mirror");
     write_tree(

@@ -138,10 +138,7 @@ fn terraform_1_0_registry_protocol_mirror_and_lock() {
         ),
         "tfreg mirror import",
     );
-    let mirror_config = format!(
-        "{}provider_installation {{\n  network_mirror {{\n    url = \"https://{host}/v1/mirror/\"\n  }}\n}}\n",
-        credentials(&host, &read_token)
-    );
+    let mirror_config = network_mirror_config(&host, &read_token);
     let tf = Terraform::new(tools.path("TFREG_TERRAFORM_1_0"), &server, &mirror_config);
     let work = tmp.path().join("work-mirror");
     write_tree(

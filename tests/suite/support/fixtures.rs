@@ -150,6 +150,15 @@ pub fn credentials(host: &str, token: &str) -> String {
     format!("credentials \"{host}\" {{\n  token = \"{token}\"\n}}\n")
 }
 
+/// A CLI configuration installing every provider through the network
+/// mirror of the registry at `host`, with `token` for it.
+pub fn network_mirror_config(host: &str, token: &str) -> String {
+    format!(
+        "{}provider_installation {{\n  network_mirror {{\n    url = \"https://{host}/v1/mirror/\"\n  }}\n}}\n",
+        credentials(host, token)
+    )
+}
+
 /// `terraform init` (timed: prints a FIGURE line with `label`), then `apply`.
 pub fn init_and_apply(tf: &Terraform, work: &Path, label: &str) {
     let started = std::time::Instant::now();
