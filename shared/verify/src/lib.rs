@@ -11,10 +11,13 @@
 //!   [`release_check`]: a provider release as one chain of those checks.
 //! - [`module_docs`]: a module's page, read from its files (HCL parser,
 //!   Markdown rendered and sanitised).
+//! - [`git`]: git's smart-HTTP v2 answers and packs, read by hand, and a
+//!   commit's tree walked (the cache's modules from git).
 //! - [`origin`]: what another registry serves, checked before the
 //!   pull-through cache stores it (SHA256SUMS, its signature, the archives).
 
 pub mod archives;
+pub mod git;
 pub mod module_docs;
 pub mod origin;
 pub mod release_check;

@@ -65,6 +65,95 @@ fn add_dir<W: Write>(tar: &mut tar::Builder<W>, root: &Path, rel: &Path) -> std:
     Ok(())
 }
 
+/// Pack files (a git tree's, [`crate::git::walk`]) into a gzip'd tar as
+/// [`pack_dir`] packs a directory, with publish's rules: entries sorted,
+/// each directory before what it holds, fixed owner and time, mode 0644 or
+/// 0755; anything under a `.git` or `.terraform` directory left out; every
+/// path checked ([`check_entry_path`]), at most once, within
+/// [`MAX_MODULE_ENTRIES`] and [`MAX_MODULE_UNPACKED`]. The same files give
+/// the same bytes.
+pub fn pack_entries(entries: &[crate::git::TreeEntry]) -> Result<Vec<u8>, ArchiveError> {
+    let mut files: Vec<(Vec<&str>, &crate::git::TreeEntry)> = Vec::new();
+    let mut dirs: std::collections::BTreeSet<Vec<&str>> = std::collections::BTreeSet::new();
+    let mut seen = Seen::default();
+    let mut unpacked = 0u64;
+    for entry in entries {
+        check_entry_path(&entry.path)?;
+        let parts: Vec<&str> = entry
+            .path
+            .split('/')
+            .filter(|c| !c.is_empty() && *c != ".")
+            .collect();
+        let Some((_, parents)) = parts.split_last() else {
+            return Err(ArchiveError::BadName {
+                name: entry.path.clone(),
+                reason: "names no file",
+            });
+        };
+        if parents.iter().any(|p| IGNORED_DIRS.contains(p)) {
+            continue;
+        }
+        seen.insert(&entry.path)?;
+        unpacked += entry.bytes.len() as u64;
+        if unpacked > MAX_MODULE_UNPACKED {
+            return Err(ArchiveError::TooBig {
+                limit: MAX_MODULE_UNPACKED,
+            });
+        }
+        for depth in 1..parts.len() {
+            dirs.insert(parts[..depth].to_vec());
+        }
+        files.push((parts, entry));
+    }
+    if files.len() + dirs.len() > MAX_MODULE_ENTRIES {
+        return Err(ArchiveError::TooManyEntries {
+            limit: MAX_MODULE_ENTRIES,
+        });
+    }
+    // A file and a directory of the same path would be two entries.
+    for (parts, entry) in &files {
+        if dirs.contains(parts) {
+            return Err(ArchiveError::Duplicate(entry.path.clone()));
+        }
+    }
+    let mut all: Vec<(Vec<&str>, Option<&crate::git::TreeEntry>)> =
+        dirs.into_iter().map(|d| (d, None)).collect();
+    all.extend(files.into_iter().map(|(p, e)| (p, Some(e))));
+    // By components: a directory right before its contents, as pack_dir.
+    all.sort_by(|a, b| a.0.cmp(&b.0));
+    let build = || -> std::io::Result<Vec<u8>> {
+        let gz = GzEncoder::new(Vec::new(), Compression::default());
+        let mut tar = tar::Builder::new(gz);
+        for (parts, entry) in &all {
+            let mut header = tar::Header::new_gnu();
+            // tar's HeaderMode::Deterministic, as pack_dir writes.
+            header.set_mtime(DETERMINISTIC_MTIME);
+            header.set_uid(0);
+            header.set_gid(0);
+            let path = parts.join("/");
+            match entry {
+                None => {
+                    header.set_entry_type(tar::EntryType::Directory);
+                    header.set_mode(0o755);
+                    header.set_size(0);
+                    tar.append_data(&mut header, format!("{path}/"), std::io::empty())?;
+                }
+                Some(file) => {
+                    header.set_entry_type(tar::EntryType::Regular);
+                    header.set_mode(if file.executable { 0o755 } else { 0o644 });
+                    header.set_size(file.bytes.len() as u64);
+                    tar.append_data(&mut header, &path, file.bytes.as_slice())?;
+                }
+            }
+        }
+        tar.into_inner()?.finish()
+    };
+    build().map_err(|e| ArchiveError::NotTarGz(e.to_string()))
+}
+
+/// The time tar's `HeaderMode::Deterministic` writes.
+const DETERMINISTIC_MTIME: u64 = 1153704088;
+
 /// What a valid module archive holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ModuleSummary {
