@@ -48,6 +48,10 @@ pub(crate) enum Kind {
     Shasums,
     Signature,
     Archive,
+    /// A git server's advertisement or `ls-refs` answer.
+    GitRefs,
+    /// A git fetch answer.
+    GitPack,
 }
 
 impl Kind {
@@ -78,6 +82,8 @@ impl Kind {
             Kind::Shasums => caps.shasums,
             Kind::Signature => caps.signature,
             Kind::Archive => caps.archive,
+            Kind::GitRefs => caps.git_refs,
+            Kind::GitPack => caps.git_pack,
         }
     }
 }
@@ -101,6 +107,14 @@ pub(crate) struct Fetcher {
     resolver: GuardedResolver,
     hostname: UpstreamHost,
     credentials: Option<Bearer>,
+}
+
+/// What a request carries besides its URL: a POST's body and its media
+/// type, and headers of the protocol's own (never credentials).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Outgoing<'a> {
+    pub post: Option<(&'static str, &'a [u8])>,
+    pub headers: &'a [(&'static str, &'static str)],
 }
 
 /// The answer to the last hop, and that hop's URL (relative URLs in the
@@ -162,6 +176,19 @@ impl Fetcher {
     /// GET `url` for `kind`, following redirects by hand. Any status is
     /// returned; the caller decides what it means.
     pub async fn get(&self, url: url::Url, kind: Kind) -> Result<Answer, OriginError> {
+        self.send(url, kind, Outgoing::default()).await
+    }
+
+    /// GET, or POST when `out` has a body, `url` for `kind`, following
+    /// redirects by hand: every hop checked and resolved afresh. A POST
+    /// follows 307 and 308 with its body; a 301, 302 or 303 to a POST (a
+    /// GET elsewhere) is refused.
+    pub async fn send(
+        &self,
+        url: url::Url,
+        kind: Kind,
+        out: Outgoing<'_>,
+    ) -> Result<Answer, OriginError> {
         let mut url = url;
         let mut redirects = 0;
         loop {
@@ -170,7 +197,17 @@ impl Fetcher {
                 .map_err(|why| OriginError::refused(&url, why))?;
             // Built from scratch every hop: nothing of a caller's request,
             // and credentials on the first hop only.
-            let mut request = self.http.get(url.clone());
+            let mut request = match out.post {
+                Some((media_type, body)) => self
+                    .http
+                    .post(url.clone())
+                    .header(http::header::CONTENT_TYPE, media_type)
+                    .body(body.to_vec()),
+                None => self.http.get(url.clone()),
+            };
+            for (name, value) in out.headers {
+                request = request.header(*name, *value);
+            }
             if kind.with_credentials() {
                 request = request.header(http::header::ACCEPT, "application/json");
                 if redirects == 0
@@ -187,6 +224,12 @@ impl Fetcher {
             let Some(location) = redirect_location(&response) else {
                 return Ok(Answer { url, response });
             };
+            if out.post.is_some() && !matches!(response.status().as_u16(), 307 | 308) {
+                return Err(OriginError::protocol(
+                    &url,
+                    format!("a POST answered {}", response.status()),
+                ));
+            }
             redirects += 1;
             if redirects > kind.max_redirects() {
                 return Err(OriginError::protocol(
@@ -324,16 +367,13 @@ pub(crate) async fn write_file(mut body: Capped, path: &Path) -> Result<Fetched,
 
 /// `fut` under `deadline`: past it, a transient failure (the fill goes on
 /// being asked for; a client meanwhile gets its 503).
-pub(crate) async fn within<T>(
+pub(crate) async fn within<T, E: From<OriginError>>(
     deadline: Instant,
     url: &url::Url,
-    fut: impl Future<Output = Result<T, OriginError>>,
-) -> Result<T, OriginError> {
+    fut: impl Future<Output = Result<T, E>>,
+) -> Result<T, E> {
     match tokio::time::timeout_at(deadline, fut).await {
         Ok(result) => result,
-        Err(_) => Err(OriginError::transient(
-            url,
-            "no complete answer before the deadline",
-        )),
+        Err(_) => Err(OriginError::transient(url, "no complete answer before the deadline").into()),
     }
 }

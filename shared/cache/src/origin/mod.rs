@@ -9,12 +9,14 @@
 //!   under caps, a file written and hashed.
 //! - [`answers`] (pure): the origin's JSON read as Terraform reads it.
 //! - [`getter`] (pure): a module source as go-getter reads it.
+//! - [`git`] (I/O): a commit resolved and its tree fetched from a git server.
 //! - [`error`]: the classes the fill engine maps to answers.
 
 pub mod answers;
 pub mod error;
 pub mod fetch;
 pub mod getter;
+pub mod git;
 pub mod settings;
 
 use std::path::Path;

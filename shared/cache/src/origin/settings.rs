@@ -131,6 +131,10 @@ pub struct Caps {
     pub signature: u64,
     /// The default for archives (`max_archive_bytes`); a fetch may pass less.
     pub archive: u64,
+    /// A git server's advertisement or `ls-refs` answer.
+    pub git_refs: u64,
+    /// A git fetch answer (the pack of one commit).
+    pub git_pack: u64,
 }
 
 const MIB: u64 = 1024 * 1024;
@@ -144,6 +148,8 @@ impl Default for Caps {
             shasums: MIB,
             signature: 64 * 1024,
             archive: 2048 * MIB,
+            git_refs: 8 * MIB,
+            git_pack: 256 * MIB,
         }
     }
 }

@@ -8,6 +8,8 @@ mod support;
 
 mod caps;
 mod credentials;
+mod git;
+mod git_server;
 mod protocol;
 mod redirects;
 mod ssrf;

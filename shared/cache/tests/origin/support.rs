@@ -29,7 +29,7 @@ pub const HOST: &str = "registry.example.test";
 /// A CA, and a server certificate it signed for `*.example.test`.
 pub struct Pki {
     pub ca_pem: String,
-    server: Arc<rustls::ServerConfig>,
+    pub server: Arc<rustls::ServerConfig>,
 }
 
 impl Pki {
@@ -249,9 +249,14 @@ fn streamed(
 /// The settings of the upstream `registry.example.test`, pinned to
 /// `origin` by `connect.to` and trusting only the test CA.
 pub fn settings(pki: &Pki, origin: &Origin) -> OriginSettings {
+    settings_at(pki, origin.addr)
+}
+
+/// The same, pinned to `addr`.
+pub fn settings_at(pki: &Pki, addr: SocketAddr) -> OriginSettings {
     let mut s = OriginSettings::new(UpstreamHost::parse(HOST).unwrap());
     s.connect = Some(Connect {
-        to: BTreeMap::from([(HOST.to_string(), vec![origin.addr])]),
+        to: BTreeMap::from([(HOST.to_string(), vec![addr])]),
         ca_pem: Some(pki.ca_pem.clone().into_bytes()),
         allow_nets: Vec::new(),
     });
