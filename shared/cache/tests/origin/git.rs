@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tfreg_cache::origin::git::{self, GitError};
 use tfreg_cache::origin::{OriginClient, OriginError};
@@ -12,7 +13,9 @@ use tfreg_outbound::{ScriptedLookup, UrlRefused};
 use tfreg_verify::git::{ObjectId, TreeEntry, WalkError};
 
 use crate::git_server::GitServer;
-use crate::support::{HOST, Pki, client, settings_at, soon, url};
+use tokio::time::Instant;
+
+use crate::support::{Body, HOST, Pki, Rig, Script, at, client, settings_at, soon, url};
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
@@ -325,12 +328,114 @@ async fn symlinks_and_submodules_pass_through() {
 }
 
 #[tokio::test]
-async fn a_missing_repository_is_not_found_and_not_a_git_server_is_refused() {
+async fn a_missing_repository_is_not_found() {
     let rig = GitRig::new().await;
     match rig.resolve("absent", Some("v1")).await {
         Err(GitError::Origin(OriginError::NotFound { .. })) => {}
         other => panic!("{other:?}"),
     }
+}
+
+fn pkt(lines: &[&str]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for l in lines {
+        match *l {
+            "0000" => out.extend_from_slice(b"0000"),
+            l => out.extend_from_slice(format!("{:04x}{l}", l.len() + 4).as_bytes()),
+        }
+    }
+    out
+}
+
+const ADVERTISEMENT: &str = "application/x-git-upload-pack-advertisement";
+
+/// Answers that are not a v2 smart-HTTP server's are refused as protocol
+/// errors (never passed through, never stored); a slow one is transient.
+#[tokio::test]
+async fn not_a_v2_git_server_is_refused() {
+    let rig = Rig::new().await;
+    let repo = at("/x.git");
+    rig.origin.script(
+        "/x.git/info/refs",
+        Script::bytes("<html>").header("content-type", "text/html"),
+    );
+    let err = git::resolve(&rig.client, &repo, Some("v1"), soon())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, GitError::Origin(OriginError::Protocol { .. })),
+        "{err:?}"
+    );
+    let v0 = pkt(&[
+        "# service=git-upload-pack\n",
+        "0000",
+        "1111111111111111111111111111111111111111 HEAD\0multi_ack\n",
+        "0000",
+    ]);
+    rig.origin.script(
+        "/x.git/info/refs",
+        Script::bytes(v0).header("content-type", ADVERTISEMENT),
+    );
+    let err = git::resolve(&rig.client, &repo, Some("v1"), soon())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("version 2"), "{err}");
+    assert!(!err.is_pass_through() && !err.is_transient());
+    rig.origin.script(
+        "/x.git/info/refs",
+        Script::body(200, Body::Drip(Duration::from_millis(50)))
+            .header("content-type", ADVERTISEMENT),
+    );
+    let deadline = Instant::now() + Duration::from_millis(300);
+    let err = git::fetch_tree(&rig.client, &repo, &ObjectId([1; 20]), None, deadline)
+        .await
+        .unwrap_err();
+    assert!(err.is_transient(), "{err:?}");
+}
+
+/// A redirected advertisement moves the repository, as git's remote-curl
+/// does: the POST goes to the new place, and carries its body.
+#[tokio::test]
+async fn a_redirected_repository_is_asked_where_it_went() {
+    let rig = Rig::new().await;
+    let ad = pkt(&["version 2\n", "ls-refs\n", "fetch=shallow\n", "0000"]);
+    rig.origin
+        .script(
+            "/old.git/info/refs",
+            Script::redirect(301, "/new.git/info/refs?service=git-upload-pack"),
+        )
+        .script(
+            "/new.git/info/refs",
+            Script::bytes(ad).header("content-type", ADVERTISEMENT),
+        )
+        .script(
+            "/new.git/git-upload-pack",
+            Script::bytes(pkt(&[
+                "1111111111111111111111111111111111111111 refs/tags/v1\n",
+                "0000",
+            ]))
+            .header("content-type", "application/x-git-upload-pack-result"),
+        );
+    let got = git::resolve(&rig.client, &at("/old.git"), Some("v1"), soon())
+        .await
+        .unwrap();
+    assert_eq!(got, ObjectId([0x11; 20]));
+    assert_eq!(rig.origin.count("/new.git/git-upload-pack"), 1);
+    assert_eq!(rig.origin.count("/old.git/git-upload-pack"), 0);
+    // Redirected somewhere that is no info/refs: refused.
+    rig.origin
+        .script("/odd.git/info/refs", Script::redirect(302, "/elsewhere"));
+    rig.origin.script(
+        "/elsewhere",
+        Script::bytes("x").header("content-type", ADVERTISEMENT),
+    );
+    let err = git::resolve(&rig.client, &at("/odd.git"), Some("v1"), soon())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, GitError::Origin(OriginError::Protocol { .. })),
+        "{err:?}"
+    );
 }
 
 #[tokio::test]
