@@ -32,6 +32,11 @@ pub enum GitError {
     /// or the server's "not our ref" tell).
     #[error("{repo}: no ref {reference}")]
     NoSuchRef { repo: String, reference: String },
+    /// The server asks for credentials (401/403: a private repository, or
+    /// GitHub's answer for one that does not exist). The cache never sends
+    /// any to a git server; a client's go-getter may have its own.
+    #[error("{url}: the git server wants credentials ({status})")]
+    Private { url: String, status: u16 },
     /// The commit's tree (or the subdirectory asked) is not one the cache
     /// stores: a symlink or submodule (pass through), or no such
     /// subdirectory.
@@ -48,7 +53,7 @@ impl GitError {
     /// Not for the cache to store: the source goes to the client as it is.
     pub fn is_pass_through(&self) -> bool {
         match self {
-            GitError::NoSuchRef { .. } => true,
+            GitError::NoSuchRef { .. } | GitError::Private { .. } => true,
             GitError::Tree { why, .. } => why.is_pass_through(),
             GitError::Origin(_) => false,
         }
@@ -67,6 +72,15 @@ pub async fn resolve(
 ) -> Result<ObjectId, GitError> {
     if let Some(id) = reference.and_then(ObjectId::from_hex) {
         return Ok(id);
+    }
+    if let Some(r) = reference
+        && !is_ref_name(r)
+    {
+        // Never written into a request: it could add arguments of its own.
+        return Err(GitError::NoSuchRef {
+            repo: shown(repo),
+            reference: r.escape_debug().to_string(),
+        });
     }
     within(deadline, repo, async {
         let (base, ad) = advertise(client, repo).await?;
@@ -208,6 +222,12 @@ async fn read(
     client: &OriginClient,
 ) -> Result<Vec<u8>, GitError> {
     let status = answer.response.status();
+    if matches!(status.as_u16(), 401 | 403) {
+        return Err(GitError::Private {
+            url: shown(&answer.url),
+            status: status.as_u16(),
+        });
+    }
     if status != 200 {
         return Err(OriginError::from_status(
             &answer.url,
@@ -231,6 +251,24 @@ async fn read(
     }
     let cap = kind.cap(&client.settings.caps);
     Ok(Capped::new(answer, cap)?.read_all().await?)
+}
+
+/// A name `git check-ref-format` could accept under `refs/tags/`: no
+/// space, control or special character, no `..`, `@{`, `//`, no leading
+/// `-` or `/`, no `.lock` or `/` at the end; at most 255 bytes.
+fn is_ref_name(r: &str) -> bool {
+    !r.is_empty()
+        && r.len() <= 255
+        && !r
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace() || "~^:?*[\\".contains(c))
+        && !r.contains("..")
+        && !r.contains("@{")
+        && !r.contains("//")
+        && !r.starts_with(['-', '/', '.'])
+        && !r.ends_with(['/', '.'])
+        && !r.ends_with(".lock")
+        && r != "@"
 }
 
 fn protocol(url: &url::Url, why: impl ToString) -> OriginError {

@@ -183,7 +183,8 @@ async fn tags_branches_and_commits_resolve_as_git_does() {
     assert_eq!(rig.resolve("tagged", Some("both")).await.unwrap(), c2);
     assert_eq!(rig.resolve("tagged", None).await.unwrap(), c2);
     // Prefixes are not names: `v1` is no ref, nor is `heads/main`.
-    for missing in ["v1", "nope", "heads/main"] {
+    let injected = "v1.0.0\nref-prefix refs/heads/feature";
+    for missing in ["v1", "nope", "heads/main", injected, "a..b", "-x", ""] {
         match rig.resolve("tagged", Some(missing)).await {
             Err(e @ GitError::NoSuchRef { .. }) => assert!(e.is_pass_through()),
             other => panic!("{missing}: {other:?}"),
@@ -381,6 +382,15 @@ async fn not_a_v2_git_server_is_refused() {
         .unwrap_err();
     assert!(err.to_string().contains("version 2"), "{err}");
     assert!(!err.is_pass_through() && !err.is_transient());
+    rig.origin.script("/x.git/info/refs", Script::status(401));
+    let err = git::resolve(&rig.client, &repo, Some("v1"), soon())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, GitError::Private { status: 401, .. }),
+        "{err:?}"
+    );
+    assert!(err.is_pass_through());
     rig.origin.script(
         "/x.git/info/refs",
         Script::body(200, Body::Drip(Duration::from_millis(50)))

@@ -118,6 +118,7 @@ enum Stored {
 }
 
 struct Entry {
+    offset: usize,
     stored: Stored,
     data: Vec<u8>,
 }
@@ -148,9 +149,10 @@ pub fn read_pack(bytes: &[u8]) -> Result<Pack, PackError> {
     let mut entries: Vec<Entry> = Vec::new();
     let mut by_offset: HashMap<usize, usize> = HashMap::new();
     let mut pos = 12;
+    let mut z = Decompress::new(true);
     for _ in 0..count {
         let offset = pos;
-        let (entry, next) = read_entry(body, pos, &mut budget)?;
+        let (entry, next) = read_entry(body, pos, &mut budget, &mut z)?;
         by_offset.insert(offset, entries.len());
         entries.push(entry);
         pos = next;
@@ -178,7 +180,12 @@ fn corrupt(offset: usize, reason: impl Into<String>) -> PackError {
 }
 
 /// One entry at `pos`: its header, base reference and inflated data.
-fn read_entry(body: &[u8], pos: usize, budget: &mut Budget) -> Result<(Entry, usize), PackError> {
+fn read_entry(
+    body: &[u8],
+    pos: usize,
+    budget: &mut Budget,
+    z: &mut Decompress,
+) -> Result<(Entry, usize), PackError> {
     let offset = pos;
     let byte = |i: usize| body.get(i).copied().ok_or(PackError::Truncated);
     let mut c = byte(pos)?;
@@ -233,17 +240,30 @@ fn read_entry(body: &[u8], pos: usize, budget: &mut Budget) -> Result<(Entry, us
         return Err(corrupt(offset, "an object too large"));
     }
     budget.take(size)?;
-    let (data, used) = inflate(body.get(i..).unwrap_or_default(), size, offset)?;
-    Ok((Entry { stored, data }, i + used))
+    let (data, used) = inflate(z, body.get(i..).unwrap_or_default(), size, offset)?;
+    Ok((
+        Entry {
+            offset,
+            stored,
+            data,
+        },
+        i + used,
+    ))
 }
 
 /// Inflate one zlib stream that must give exactly `size` bytes; returns
 /// the data and the compressed bytes used. Output is grown as it comes, so
 /// a size claimed but not delivered allocates nothing.
-fn inflate(input: &[u8], size: u64, offset: usize) -> Result<(Vec<u8>, usize), PackError> {
-    let mut z = Decompress::new(true);
+fn inflate(
+    z: &mut Decompress,
+    input: &[u8],
+    size: u64,
+    offset: usize,
+) -> Result<(Vec<u8>, usize), PackError> {
+    z.reset(true);
     let mut out = Vec::new();
-    let mut chunk = vec![0u8; 64 * 1024];
+    // One byte more than the object, to see a stream that runs past it.
+    let mut chunk = vec![0u8; usize::try_from(size.saturating_add(1).min(64 * 1024)).unwrap_or(1)];
     loop {
         let (before_in, before_out) = (z.total_in(), z.total_out());
         let start = usize::try_from(before_in).map_err(|_| PackError::Truncated)?;
@@ -315,8 +335,8 @@ fn resolve(
                 return Err(PackError::TooDeep);
             }
             let delta = std::mem::take(&mut entries[child].data);
-            let result =
-                apply_delta(&data, &delta, budget).map_err(|reason| corrupt(child, reason))?;
+            let result = apply_delta(&data, &delta, budget)
+                .map_err(|reason| corrupt(entries[child].offset, reason))?;
             work.push((child, kind, Arc::new(result), depth + 1));
         }
     }
