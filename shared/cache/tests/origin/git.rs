@@ -432,6 +432,33 @@ async fn a_redirected_repository_is_asked_where_it_went() {
     assert_eq!(got, ObjectId([0x11; 20]));
     assert_eq!(rig.origin.count("/new.git/git-upload-pack"), 1);
     assert_eq!(rig.origin.count("/old.git/git-upload-pack"), 0);
+    // A POST sent elsewhere as a GET (301/302/303) is refused; 307 keeps
+    // the POST and its body.
+    rig.origin.script(
+        "/new.git/git-upload-pack",
+        Script::redirect(302, "/other.git/git-upload-pack"),
+    );
+    let err = git::resolve(&rig.client, &at("/old.git"), Some("v1"), soon())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("a POST answered 302"), "{err}");
+    rig.origin
+        .script(
+            "/new.git/git-upload-pack",
+            Script::redirect(307, "/other.git/git-upload-pack"),
+        )
+        .script(
+            "/other.git/git-upload-pack",
+            Script::bytes(pkt(&[
+                "2222222222222222222222222222222222222222 refs/heads/v1\n",
+                "0000",
+            ]))
+            .header("content-type", "application/x-git-upload-pack-result"),
+        );
+    let got = git::resolve(&rig.client, &at("/old.git"), Some("v1"), soon())
+        .await
+        .unwrap();
+    assert_eq!(got, ObjectId([0x22; 20]));
     // Redirected somewhere that is no info/refs: refused.
     rig.origin
         .script("/odd.git/info/refs", Script::redirect(302, "/elsewhere"));
