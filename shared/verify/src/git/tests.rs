@@ -579,6 +579,235 @@ fn pack_entries_is_what_publish_accepts_and_deterministic() {
     check_tar_gz(tgz.as_slice()).unwrap();
 }
 
+// ---- packs made by hand: deltas and bounds ----
+
+/// One object of a hand-made pack.
+enum Raw<'a> {
+    Whole(u8, &'a [u8]),
+    Ref(ObjectId, &'a [u8]),
+    /// A delta on the entry this many entries back.
+    Ofs(usize, &'a [u8]),
+}
+
+fn varint(mut n: usize, out: &mut Vec<u8>) {
+    loop {
+        let b = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(b);
+            return;
+        }
+        out.push(b | 0x80);
+    }
+}
+
+/// A delta: sizes, then one insert of `data` (at most 127 bytes).
+fn insert_delta(base_len: usize, data: &[u8]) -> Vec<u8> {
+    let mut d = Vec::new();
+    varint(base_len, &mut d);
+    varint(data.len(), &mut d);
+    d.push(data.len() as u8);
+    d.extend_from_slice(data);
+    d
+}
+
+fn make_pack(objects: &[Raw<'_>]) -> Vec<u8> {
+    use std::io::Write;
+    let mut out = b"PACK\0\0\0\x02".to_vec();
+    out.extend_from_slice(&(objects.len() as u32).to_be_bytes());
+    let mut offsets = Vec::new();
+    for o in objects {
+        offsets.push(out.len());
+        let (ty, data) = match o {
+            Raw::Whole(ty, d) => (*ty, *d),
+            Raw::Ref(_, d) => (7, *d),
+            Raw::Ofs(_, d) => (6, *d),
+        };
+        let mut n = data.len();
+        let mut first = (ty << 4) | (n & 15) as u8;
+        n >>= 4;
+        if n > 0 {
+            first |= 0x80;
+        }
+        out.push(first);
+        while n > 0 {
+            let b = (n & 0x7f) as u8;
+            n >>= 7;
+            out.push(if n > 0 { b | 0x80 } else { b });
+        }
+        match o {
+            Raw::Ref(id, _) => out.extend_from_slice(&id.0),
+            Raw::Ofs(back, _) => {
+                let base = offsets[offsets.len() - 1 - back];
+                let mut v = offsets[offsets.len() - 1] - base;
+                let mut bytes = vec![(v & 0x7f) as u8];
+                v >>= 7;
+                while v > 0 {
+                    v -= 1;
+                    bytes.push(0x80 | (v & 0x7f) as u8);
+                    v >>= 7;
+                }
+                bytes.reverse();
+                out.extend_from_slice(&bytes);
+            }
+            Raw::Whole(..) => {}
+        }
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(data).unwrap();
+        out.extend_from_slice(&z.finish().unwrap());
+    }
+    let sum = sha1_checked::Sha1::try_digest(&out);
+    out.extend_from_slice(sum.hash().as_slice());
+    out
+}
+
+fn tree_bytes(items: &[(&str, &str, ObjectId)]) -> Vec<u8> {
+    let mut t = Vec::new();
+    for (mode, name, id) in items {
+        t.extend_from_slice(format!("{mode} {name}\0").as_bytes());
+        t.extend_from_slice(&id.0);
+    }
+    t
+}
+
+fn commit_bytes(tree: &ObjectId) -> Vec<u8> {
+    format!("tree {tree}\nauthor a <a> 0 +0000\ncommitter a <a> 0 +0000\n\nm\n").into_bytes()
+}
+
+#[test]
+fn a_ref_delta_before_its_base_and_an_ofs_chain_resolve() {
+    let blob = b"hello world".to_vec();
+    let blob_id = pack::object_id(Kind::Blob, &blob).unwrap();
+    let delta = insert_delta(blob.len(), b"variable {}");
+    let changed_id = pack::object_id(Kind::Blob, b"variable {}").unwrap();
+    let again = insert_delta(11, b"third");
+    let third_id = pack::object_id(Kind::Blob, b"third").unwrap();
+    let tree = tree_bytes(&[
+        ("100644", "a.tf", blob_id),
+        ("100755", "b.tf", changed_id),
+        ("100644", "c.tf", third_id),
+    ]);
+    let tree_id = pack::object_id(Kind::Tree, &tree).unwrap();
+    let commit = commit_bytes(&tree_id);
+    let commit_id = pack::object_id(Kind::Commit, &commit).unwrap();
+    let bytes = make_pack(&[
+        Raw::Ref(blob_id, &delta),
+        Raw::Whole(3, &blob),
+        Raw::Ofs(2, &again),
+        Raw::Whole(2, &tree),
+        Raw::Whole(1, &commit),
+    ]);
+    let pack = read_pack(&bytes).unwrap();
+    assert_eq!(pack.len(), 5);
+    let files = walk(&pack, &commit_id, None).unwrap();
+    let got: Vec<(&str, bool, &[u8])> = files
+        .iter()
+        .map(|f| (f.path.as_str(), f.executable, f.bytes.as_slice()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("a.tf", false, &b"hello world"[..]),
+            ("b.tf", true, b"variable {}"),
+            ("c.tf", false, b"third"),
+        ]
+    );
+}
+
+#[test]
+fn bad_deltas_and_sizes_are_refused() {
+    let blob = b"hello".to_vec();
+    let id = pack::object_id(Kind::Blob, &blob).unwrap();
+    // A delta for a base of another size.
+    let wrong_base = insert_delta(4, b"x");
+    assert!(matches!(
+        read_pack(&make_pack(&[
+            Raw::Whole(3, &blob),
+            Raw::Ref(id, &wrong_base)
+        ])),
+        Err(PackError::Corrupt { .. })
+    ));
+    // Copying outside the base.
+    let mut outside = Vec::new();
+    varint(5, &mut outside);
+    varint(4, &mut outside);
+    outside.extend_from_slice(&[0x91, 3, 4]);
+    assert!(matches!(
+        read_pack(&make_pack(&[Raw::Whole(3, &blob), Raw::Ref(id, &outside)])),
+        Err(PackError::Corrupt { .. })
+    ));
+    // More than the result size it declares.
+    let mut long = insert_delta(5, b"ab");
+    long[1] = 1;
+    assert!(read_pack(&make_pack(&[Raw::Whole(3, &blob), Raw::Ref(id, &long)])).is_err());
+    // The reserved opcode.
+    let mut zero = insert_delta(5, b"");
+    zero.push(0);
+    assert!(read_pack(&make_pack(&[Raw::Whole(3, &blob), Raw::Ref(id, &zero)])).is_err());
+    // A base that is not in the pack (a thin pack).
+    let missing = ObjectId([9; 20]);
+    assert_eq!(
+        read_pack(&make_pack(&[Raw::Ref(missing, &insert_delta(1, b"x"))])).unwrap_err(),
+        PackError::MissingBase(missing.to_hex())
+    );
+    // An object type that does not exist.
+    assert!(read_pack(&make_pack(&[Raw::Whole(5, b"x")])).is_err());
+    // A header claiming more objects than it holds, or too many.
+    let mut short = make_pack(&[Raw::Whole(3, b"x")]);
+    short[11] = 2;
+    let body = short.len() - 20;
+    let sum = sha1_checked::Sha1::try_digest(&short[..body]);
+    short[body..].copy_from_slice(sum.hash().as_slice());
+    assert!(read_pack(&short).is_err());
+    let mut many = make_pack(&[]);
+    many[8..12].copy_from_slice(&(pack::MAX_OBJECTS + 1).to_be_bytes());
+    let sum = sha1_checked::Sha1::try_digest(&many[..12]);
+    many[12..].copy_from_slice(sum.hash().as_slice());
+    assert_eq!(read_pack(&many).unwrap_err(), PackError::TooManyObjects);
+}
+
+#[test]
+fn a_delta_chain_past_the_bound_is_refused() {
+    let delta = insert_delta(1, b"x");
+    let mut objects = vec![Raw::Whole(3, &b"x"[..])];
+    for _ in 0..pack::MAX_DELTA_DEPTH {
+        objects.push(Raw::Ofs(1, &delta));
+    }
+    read_pack(&make_pack(&objects)).unwrap();
+    objects.push(Raw::Ofs(1, &delta));
+    assert_eq!(
+        read_pack(&make_pack(&objects)).unwrap_err(),
+        PackError::TooDeep
+    );
+}
+
+#[test]
+fn bad_trees_are_refused() {
+    let blob_id = pack::object_id(Kind::Blob, b"").unwrap();
+    for (tree, why) in [
+        (tree_bytes(&[("100600", "a", blob_id)]), "mode"),
+        (tree_bytes(&[("100644", "..", blob_id)]), "dotdot"),
+        (tree_bytes(&[("100644", "a/b", blob_id)]), "slash"),
+        (
+            tree_bytes(&[("100644", "a", ObjectId([3; 20]))]),
+            "missing blob",
+        ),
+        (b"100644 a\0short".to_vec(), "cut"),
+        (b"100644a".to_vec(), "no name"),
+    ] {
+        let tree_id = pack::object_id(Kind::Tree, &tree).unwrap();
+        let commit = commit_bytes(&tree_id);
+        let commit_id = pack::object_id(Kind::Commit, &commit).unwrap();
+        let pack = read_pack(&make_pack(&[
+            Raw::Whole(3, b""),
+            Raw::Whole(2, &tree),
+            Raw::Whole(1, &commit),
+        ]))
+        .unwrap();
+        assert!(walk(&pack, &commit_id, None).is_err(), "{why}");
+    }
+}
+
 // ---- never a panic ----
 
 proptest! {
@@ -648,5 +877,15 @@ proptest! {
             let good = walk(&read_pack(bytes).unwrap(), head, None).unwrap();
             prop_assert_eq!(files, good);
         }
+    }
+
+    #[test]
+    fn a_walk_never_panics_on_any_tree(tree in proptest::collection::vec(any::<u8>(), 0..256)) {
+        let tree_id = pack::object_id(Kind::Tree, &tree).unwrap();
+        let commit = commit_bytes(&tree_id);
+        let commit_id = pack::object_id(Kind::Commit, &commit).unwrap();
+        let pack = read_pack(&make_pack(&[Raw::Whole(2, &tree), Raw::Whole(1, &commit)])).unwrap();
+        let _ = walk(&pack, &commit_id, None);
+        let _ = walk(&pack, &commit_id, Some("a/b"));
     }
 }
