@@ -38,8 +38,8 @@ pub enum GitError {
     #[error("{url}: the git server wants credentials ({status})")]
     Private { url: String, status: u16 },
     /// The commit's tree (or the subdirectory asked) is not one the cache
-    /// stores: a symlink or submodule (pass through), or no such
-    /// subdirectory.
+    /// stores: a symlink, a submodule or no such subdirectory (pass
+    /// through, [`WalkError::is_pass_through`]), or a tree out of bounds.
     #[error("{repo}: {why}")]
     Tree { repo: String, why: WalkError },
 }
@@ -130,6 +130,7 @@ pub async fn fetch_tree(
     // Reading a pack is CPU work of up to seconds: off the async threads.
     let walked = tokio::task::spawn_blocking(move || {
         let response = pure::parse_fetch_response(&body, cap).map_err(Unpacked::Pkt)?;
+        drop(body);
         let pack = pure::read_pack(&response.pack).map_err(Unpacked::Pack)?;
         pure::walk(&pack, &commit, subdir.as_deref()).map_err(Unpacked::Walk)
     });

@@ -54,9 +54,14 @@ pub enum WalkError {
 
 impl WalkError {
     /// A tree the cache does not store but a client's own go-getter would
-    /// fetch (symlinks, submodules): pass the source on.
+    /// fetch (symlinks, submodules), or a subdirectory it reads otherwise
+    /// (go-getter expands globs) or fails on with its own message: pass the
+    /// source on.
     pub fn is_pass_through(&self) -> bool {
-        matches!(self, WalkError::Symlink(_) | WalkError::Submodule(_))
+        matches!(
+            self,
+            WalkError::Symlink(_) | WalkError::Submodule(_) | WalkError::NoSubdir(_)
+        )
     }
 }
 
