@@ -15,6 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 mod releases;
 mod sso;
 mod upstream;
+mod warm;
 
 use clap::{Args, Subcommand, ValueEnum};
 use http::{Method, StatusCode};

@@ -131,6 +131,18 @@ impl PublishClient {
         Ok((status, body))
     }
 
+    /// HEAD an absolute URL the registry handed out (a signed archive URL:
+    /// no token sent), redirects followed: the final status.
+    pub async fn head(&self, url: &str) -> Result<http::StatusCode> {
+        let resp = self
+            .http
+            .head(url)
+            .send()
+            .await
+            .map_err(|e| NetError::new(format!("cannot reach {url}"), e))?;
+        Ok(resp.status())
+    }
+
     async fn post(&self, route: &PublishRoute, body: &PublishRequest) -> Result<reqwest::Response> {
         let path = route.path();
         // The registry's base URL may have a path of its own: join relative to it.

@@ -66,7 +66,7 @@ enum Command {
     /// The registries the pull-through cache reads from: set, show, list, remove.
     #[command(subcommand)]
     Upstream(admin::UpstreamCommand),
-    /// What the pull-through cache holds: list.
+    /// What the pull-through cache holds: list, warm.
     #[command(subcommand)]
     Cache(admin::CacheCommand),
     /// Mark a provider or module version deprecated (still installable;

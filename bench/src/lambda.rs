@@ -127,6 +127,24 @@ const FUNCTIONS: &[Function] = &[
         404,
     ),
     function(
+        "cache-module-versions",
+        "read",
+        (
+            "GET",
+            "/v1/cache/registry.terraform.io/modules/hashicorp/consul/aws/versions",
+        ),
+        404,
+    ),
+    function(
+        "cache-module-download",
+        "read",
+        (
+            "GET",
+            "/v1/cache/registry.terraform.io/modules/hashicorp/consul/aws/1.0.0/download",
+        ),
+        404,
+    ),
+    function(
         "blob",
         "blob",
         ("GET", "/v1/blobs/providers/acme/widget/1.0.0/x.zip"),

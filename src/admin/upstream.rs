@@ -1,4 +1,4 @@
-//! `tfreg upstream set|show|list|remove` and `tfreg cache list`: the registries the pull-through
+//! `tfreg upstream set|show|list|remove` and `tfreg cache list|warm`: the registries the pull-through
 //! cache reads from, through the admin API (a registry's URL, or the stores
 //! as the operator: [`super::Where`]). `set` sends the upstream's settings
 //! whole (a PUT): a flag not given is its default, not the earlier value.
@@ -331,6 +331,10 @@ pub enum CacheCommand {
     /// What the cache holds: each provider, where it comes from, its
     /// cached versions and the platforms whose archives are stored.
     List(CacheListArgs),
+    /// Fill the cache ahead of use (then seal the upstream for air-gapped
+    /// use): the provider versions and platforms a lock file pins, or those
+    /// named, and module versions, through a registry with a fill token.
+    Warm(Box<super::warm::WarmArgs>),
 }
 
 #[derive(Args)]
@@ -376,5 +380,6 @@ pub async fn cache(cmd: CacheCommand) -> Result<()> {
                 .await?;
             args.r#where.show(&list, print_cached)
         }
+        CacheCommand::Warm(args) => super::warm::warm(*args).await,
     }
 }

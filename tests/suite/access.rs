@@ -352,7 +352,7 @@ fn endpoints(blob_path: &str, own_host: &str) -> Vec<Endpoint> {
             Value::Null,
             Need::Token(Scope::Read, None),
         ),
-        // The cache's provider protocol (issue 22): registry-wide reads;
+        // The cache's provider and module protocols (issue 22): registry-wide reads;
         // no upstream is configured here, so 404 once authorised.
         ep(
             "cache provider versions",
@@ -366,6 +366,20 @@ fn endpoints(blob_path: &str, own_host: &str) -> Vec<Endpoint> {
             Method::GET,
             "/v1/cache/registry.terraform.io/providers/hashicorp/null/1.0.0/download/linux/amd64"
                 .into(),
+            Value::Null,
+            Need::Token(Scope::Read, None),
+        ),
+        ep(
+            "cache module versions",
+            Method::GET,
+            "/v1/cache/registry.terraform.io/modules/hashicorp/consul/aws/versions".into(),
+            Value::Null,
+            Need::Token(Scope::Read, None),
+        ),
+        ep(
+            "cache module download",
+            Method::GET,
+            "/v1/cache/registry.terraform.io/modules/hashicorp/consul/aws/1.0.0/download".into(),
             Value::Null,
             Need::Token(Scope::Read, None),
         ),

@@ -350,18 +350,60 @@ fn a_failing_or_hanging_origin_is_a_503_in_time() {
 }
 
 /// A sealed upstream answers what is cached and never fetches: a miss is
-/// 404 even for a token that may fill.
+/// 404 even for a token that may fill. It is warmed first with `tfreg
+/// cache warm`: one platform of a provider version, and a module.
 #[test]
 fn a_sealed_upstream_serves_the_cache_and_never_fetches() {
     let tmp = tempfile::tempdir().unwrap();
     let origin = Origin::start(tmp.path(), "127.0.0.102", "origin-sealed.example.test");
     let rig = Rig::start(tmp.path(), &origin, &[]);
     let base = format!("/v1/mirror/{}/hashicorp/null", origin.host);
-    // Filled while online: the version and its linux archive.
-    let (status, version) = rig.get(&format!("{base}/1.0.0.json"));
-    assert_eq!(status, 200, "{version}");
-    let url = version["archives"]["linux_amd64"]["url"].as_str().unwrap();
-    assert_eq!(rig.download(url).0, 200);
+    let module = format!("/v1/cache/{}/modules/hashicorp/greeting/null", origin.host);
+    // A lock that pins no archive of the release warms nothing.
+    let lock = tmp.path().join("lock.hcl");
+    std::fs::write(
+        &lock,
+        format!(
+            "provider \"{}/hashicorp/null\" {{\n  version = \"1.0.0\"\n  hashes = [\n    \"zh:{}\",\n  ]\n}}\n",
+            origin.host,
+            "0".repeat(64)
+        ),
+    )
+    .unwrap();
+    let refused = crate::support::command::fails(
+        rig.server.tfreg(
+            &rig.fill,
+            &["cache", "warm", "--lock-file", lock.to_str().unwrap()],
+        ),
+        "tfreg cache warm with a lock pinning nothing",
+    );
+    assert!(refused.contains("none of its platforms"), "{refused}");
+    // Warmed while online, by name: the linux archive only, and a module.
+    let warmed = crate::support::command::ok(
+        rig.server.tfreg(
+            &rig.fill,
+            &[
+                "cache",
+                "warm",
+                "--provider",
+                &format!("{}/hashicorp/null@1.0.0", origin.host),
+                "--platform",
+                "linux_amd64",
+                "--module",
+                &format!("{}/hashicorp/greeting/null@1.0.0", origin.host),
+            ],
+        ),
+        "tfreg cache warm",
+    );
+    assert!(
+        warmed.contains("warmed origin-sealed.example.test/hashicorp/null 1.0.0 linux_amd64"),
+        "{warmed}"
+    );
+    assert!(!warmed.contains("darwin_arm64"), "{warmed}");
+    assert!(
+        warmed.contains("warmed origin-sealed.example.test/hashicorp/greeting/null 1.0.0"),
+        "{warmed}"
+    );
     // Sealed (the same settings, mode sealed).
     let mut args = origin.upstream_args();
     args.extend(["--mode".to_string(), "sealed".to_string()]);
@@ -378,6 +420,28 @@ fn a_sealed_upstream_serves_the_cache_and_never_fetches() {
         ["linux_amd64"],
         "only what is stored"
     );
+    let url = version["archives"]["linux_amd64"]["url"].as_str().unwrap();
+    let (status, zip) = rig.download(url);
+    assert_eq!((status, zip == origin.linux_zip), (200, true));
+    let (status, list) = rig.get(&format!("{module}/versions"));
+    assert_eq!(status, 200, "{list}");
+    assert_eq!(list["modules"][0]["versions"][0]["version"], "1.0.0");
+    let resp = rig
+        .server
+        .http
+        .get(rig.server.url(&format!("{module}/1.0.0/download")))
+        .bearer_auth(&rig.fill)
+        .send()
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 204);
+    let location = resp.headers()["x-terraform-get"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(location.contains("/v1/blobs/cache/"), "{location}");
+    assert_eq!(rig.download(&location).0, 200);
+    let (status, body) = rig.get(&format!("{module}/2.0.0/download"));
+    assert_eq!(status, 404, "{body}");
     let (status, body) =
         rig.get("/v1/mirror/origin-sealed.example.test/hashicorp/other/index.json");
     assert_eq!(status, 404, "{body}");

@@ -83,6 +83,23 @@ impl Origin {
                     zips = made;
                 }
             }
+            // A module (hashicorp/greeting/null 1.0.0), served by the
+            // origin as an https archive of its own.
+            let module = dir.join("origin-module");
+            crate::support::dist::write_tree(
+                &module,
+                &[
+                    ("main.tf", "variable \"name\" {\n  type = string\n}\n"),
+                    (
+                        "outputs.tf",
+                        "output \"greeting\" {\n  value = \"hello, ${var.name}\"\n}\n",
+                    ),
+                ],
+            );
+            ok(
+                first.publish_module(&token, &module, "hashicorp/greeting/null", "1.0.0"),
+                "publish a module at the origin",
+            );
         }
         let server = Server::start_named(&data, &listen, &host, serve_args);
         Origin {
@@ -101,6 +118,10 @@ impl Origin {
             "set".into(),
             self.host.clone(),
             "--providers".into(),
+            "--modules".into(),
+            // Its module archives are its own signed URLs.
+            "--module-host".into(),
+            self.host.clone(),
             "--connect-to".into(),
             format!("{}={}", self.host, self.listen),
             "--ca-file".into(),
@@ -128,11 +149,22 @@ impl Rig {
         extra: &[&str],
         env: &[(&str, &Path)],
     ) -> Rig {
+        Self::caching(dir, origin.upstream_args(), extra, env)
+    }
+
+    /// A registry with the upstream `tfreg upstream set` makes of
+    /// `upstream` and `extra`.
+    pub fn caching(
+        dir: &Path,
+        upstream: Vec<String>,
+        extra: &[&str],
+        env: &[(&str, &Path)],
+    ) -> Rig {
         std::fs::create_dir_all(dir).unwrap();
         let listen = format!("127.0.0.1:{}", crate::support::server::free_port());
         let server = Server::start_with_env(&dir.join("data"), &listen, &["--private"], env);
         let admin = server.token("admin", None);
-        let mut args = origin.upstream_args();
+        let mut args = upstream;
         args.extend(extra.iter().map(|s| s.to_string()));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         ok(server.tfreg(&admin, &args), "upstream set");
@@ -219,6 +251,11 @@ pub(crate) fn files_named(dir: &Path, pick: impl Fn(&str) -> bool + Copy) -> Vec
         }
     }
     found
+}
+
+/// The origin's data directory.
+fn origin_data(origin: &Origin) -> PathBuf {
+    PathBuf::from(&origin.server.store_args[1])
 }
 
 /// The platforms a `<version>.json` answer lists.
@@ -364,6 +401,11 @@ fn terraform_through_the_cache(bin_var: &str, ip: &str, name: &str) {
         "terraform {{\n  required_providers {{\n    null = {{ source = \"{}/hashicorp/null\", version = \"1.0.0\" }}\n  }}\n}}\nresource \"null_resource\" \"x\" {{}}\n",
         origin.host
     );
+    // The module as users write it: the origin's address, not ours.
+    let module_tf = format!(
+        "module \"greeting\" {{\n  source  = \"{}/hashicorp/greeting/null\"\n  version = \"1.0.0\"\n  name    = \"cache\"\n}}\noutput \"greeting\" {{\n  value = module.greeting.greeting\n}}\n",
+        origin.host
+    );
 
     // A lock made against the origin itself (its registry protocol, signed).
     let direct = Terraform::new(tools.path(bin_var), &origin.server, "");
@@ -418,35 +460,91 @@ fn terraform_through_the_cache(bin_var: &str, ip: &str, name: &str) {
         assert!(lock.contains(&h1(zip)), "{} not in\n{lock}", h1(zip));
     }
 
+    // `tfreg cache warm` reads Terraform's own lock file: every platform
+    // whose hash it pins (the origin's two zips are the same bytes, so
+    // both; stored already by the lock above, so nothing is fetched again).
+    let warmed = ok(
+        server.tfreg(
+            &fill,
+            &[
+                "cache",
+                "warm",
+                "--lock-file",
+                against_origin.join(".terraform.lock.hcl").to_str().unwrap(),
+            ],
+        ),
+        "tfreg cache warm --lock-file",
+    );
+    for platform in ["linux_amd64", "darwin_arm64"] {
+        assert!(
+            warmed.contains(&format!("{name}/hashicorp/null 1.0.0 {platform}")),
+            "{warmed}"
+        );
+    }
+
     // The registry protocol through a `host` block (Terraform 1.0.3 has
     // it too): the origin's SHA256SUMS, signature and keys as it served
     // them, so Terraform verifies who signed and locks every platform's
     // zh:, exactly as against the origin.
+    // Modules the same way (modules.v1): the origin's archive fetched,
+    // checked and kept byte for byte, our signed URL in X-Terraform-Get.
     let host_config = format!(
-        "{}host \"{name}\" {{\n  services = {{\n    \"providers.v1\" = \"{}\"\n  }}\n}}\n",
+        "{}host \"{name}\" {{\n  services = {{\n    \"providers.v1\" = \"{}\"\n    \"modules.v1\" = \"{}\"\n  }}\n}}\n",
         credentials(name, &fill),
-        server.url(&format!("/v1/cache/{name}/providers/"))
+        server.url(&format!("/v1/cache/{name}/providers/")),
+        server.url(&format!("/v1/cache/{name}/modules/"))
     );
     let tf_host = Terraform::new(tools.path(bin_var), server, &host_config);
     let via_host = tmp.path().join("via-host");
-    crate::support::dist::write_tree(&via_host, &[("main.tf", &main_tf)]);
+    crate::support::dist::write_tree(
+        &via_host,
+        &[("main.tf", &main_tf), ("module.tf", &module_tf)],
+    );
     let out = ok(
         tf_host.run(&via_host, &["init", "-no-color"]),
         "terraform init through a host block",
     );
     assert!(out.contains("signed"), "Terraform names the signer:\n{out}");
+    let applied = ok(
+        tf_host.run(&via_host, &["apply", "-auto-approve", "-no-color"]),
+        "terraform apply with the cached module",
+    );
+    assert!(applied.contains("hello, cache"), "{applied}");
+    let origin_archive: Vec<PathBuf> =
+        files_named(&origin_data(&origin), |n| n.ends_with(".tar.gz"))
+            .into_iter()
+            .filter(|p| p.to_string_lossy().contains("/archives/"))
+            .collect();
+    assert_eq!(origin_archive.len(), 1, "{origin_archive:?}");
+    let cached_archive: Vec<PathBuf> = rig
+        .cached_objects()
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".tar.gz"))
+        .collect();
+    assert_eq!(cached_archive.len(), 1, "{cached_archive:?}");
+    assert_eq!(
+        std::fs::read(&cached_archive[0]).unwrap(),
+        std::fs::read(&origin_archive[0]).unwrap(),
+        "the module archive is kept byte for byte"
+    );
     assert_eq!(
         lock_hashes(&lock_file(&via_host)),
         lock_hashes(&origin_lock),
         "the same lock as against the origin"
     );
 
-    // The origin gone, .terraform removed: installed from the cache.
+    // The origin gone, .terraform removed: installed from the cache,
+    // through the mirror and through the host block (module included).
     drop(origin.server);
     std::fs::remove_dir_all(work.join(".terraform")).unwrap();
     ok(
         tf.run(&work, &["init", "-no-color"]),
         "terraform init, the origin stopped",
+    );
+    std::fs::remove_dir_all(via_host.join(".terraform")).unwrap();
+    ok(
+        tf_host.run(&via_host, &["init", "-no-color"]),
+        "terraform init through the host block, the origin stopped",
     );
     let log = server.server_log();
     assert!(!log.contains(&fill), "no token in the log");

@@ -39,25 +39,7 @@ use crate::support::tools::tfreg_bin;
 /// A CA and a certificate for 127.0.0.1 it signed, as PEM files in `dir`:
 /// (CA, certificate, key).
 fn tls_files(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
-        .unwrap()
-        .signed_by(&key, &ca_cert, &ca_key)
-        .unwrap();
-    let paths = (
-        dir.join("ci-ca.pem"),
-        dir.join("ci.pem"),
-        dir.join("ci-key.pem"),
-    );
-    std::fs::write(&paths.0, ca_cert.pem()).unwrap();
-    std::fs::write(&paths.1, leaf.pem()).unwrap();
-    std::fs::write(&paths.2, key.serialize_pem()).unwrap();
-    paths
+    crate::support::fixtures::tls_files(dir, "ci", &["127.0.0.1", "localhost"])
 }
 
 /// A CI issuer: the provider over HTTPS, and a client that trusts it.

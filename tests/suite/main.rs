@@ -76,6 +76,7 @@ mod bad_input;
 mod browser;
 mod browser_sso;
 mod cache_attacks;
+mod cache_git;
 mod cache_mirror;
 mod cache_store;
 mod ci_examples;

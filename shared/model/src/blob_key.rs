@@ -179,6 +179,23 @@ impl BlobKey {
         ))
     }
 
+    /// Where the cache keeps its archive of a module version from upstream
+    /// `host`: per upstream, version and content (`file` names its sha256;
+    /// the blob store creates only, so nothing is ever replaced).
+    pub fn cached_module(
+        host: &str,
+        namespace: &str,
+        name: &str,
+        system: &str,
+        version: &str,
+        file: &FileName,
+    ) -> Result<Self, KeyError> {
+        let host = host.replace(':', "_");
+        BlobKey::parse(&format!(
+            "{CACHE}{host}/m/{namespace}/{name}/{system}/{version}/{file}"
+        ))
+    }
+
     /// True for a file the cache keeps.
     pub fn is_cached(&self) -> bool {
         self.0.starts_with(CACHE)
@@ -308,6 +325,22 @@ mod tests {
             BlobKey::cached("registry.terraform.io", "hashicorp", "null", &sha, &sums).unwrap();
         assert_eq!(sums.content_type(), "text/plain; charset=utf-8");
         assert!(BlobKey::cached("h..x", "a", "b", &sha, &name).is_ok());
+        let file = FileName::parse("module.tar.gz").unwrap();
+        let module = BlobKey::cached_module(
+            "registry.example.test:8443",
+            "ns",
+            "vpc",
+            "aws",
+            "1.0.0",
+            &file,
+        )
+        .unwrap();
+        assert_eq!(
+            module.as_str(),
+            "cache/registry.example.test_8443/m/ns/vpc/aws/1.0.0/module.tar.gz"
+        );
+        assert_eq!(module.cached_parts(), None);
+        assert!(BlobKey::cached_module("h", "..", "b", "c", "1.0.0", &file).is_err());
         assert!(BlobKey::cached("h", "..", "b", &sha, &name).is_err());
     }
 

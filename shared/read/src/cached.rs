@@ -13,9 +13,9 @@ use tfreg_http::error::Error;
 use tfreg_http::registry::Registry;
 use tfreg_model::address::{Platform, ProviderName};
 use tfreg_model::blob_key::{BlobKey, CachedParts, FileName};
-use tfreg_model::cache::fresh::{Answer as Plan, decide, listable, still_missing};
+use tfreg_model::cache::fresh::listable;
 use tfreg_model::cache::lease::{Fill, FillWhat};
-use tfreg_model::cache::{CachedRelease, OriginList, OriginVersion, may_fill};
+use tfreg_model::cache::{CachedRelease, OriginVersion};
 use tfreg_model::protocol::{
     EmptyObject, MirrorArchive, MirrorIndex, MirrorVersion, PlatformEntry, ProviderVersionEntry,
     ProviderVersions,
@@ -24,16 +24,19 @@ use tfreg_model::token::Principal;
 use tfreg_model::upstream::UpstreamRecord;
 use tfreg_store::catalog::cache::CachedProvider;
 
-use crate::wait::{ARCHIVE_WAIT, METADATA_WAIT, fill_and_wait, still_filling};
+use crate::asked::Asked;
+use crate::wait::{ARCHIVE_WAIT, fill_and_wait};
 
 /// One upstream provider, as one request sees it.
 struct Cached<'a> {
-    registry: &'a Registry,
-    upstream: &'a UpstreamRecord,
-    provider: &'a ProviderName,
-    place: CachedProvider,
-    /// May this request make the cache fetch?
-    may_fill: bool,
+    asked: Asked<'a, CachedProvider>,
+}
+
+impl<'a> std::ops::Deref for Cached<'a> {
+    type Target = Asked<'a, CachedProvider>;
+    fn deref(&self) -> &Self::Target {
+        &self.asked
+    }
 }
 
 impl<'a> Cached<'a> {
@@ -43,116 +46,28 @@ impl<'a> Cached<'a> {
         provider: &'a ProviderName,
         principal: &Principal,
     ) -> Result<Self, Error> {
-        if !upstream.settings.serves.providers {
-            return Err(Error::not_found(format!(
-                "{} is not cached for providers here",
-                upstream.hostname
-            )));
-        }
+        let place = CachedProvider::new(
+            upstream.hostname.as_str(),
+            &provider.namespace,
+            &provider.r#type,
+        );
         Ok(Cached {
-            registry,
-            upstream,
-            provider,
-            place: CachedProvider::new(
-                upstream.hostname.as_str(),
-                &provider.namespace,
-                &provider.r#type,
-            ),
-            may_fill: registry.filler.is_some() && may_fill(principal, upstream),
+            asked: Asked::new(
+                registry,
+                upstream,
+                principal,
+                ("providers", upstream.settings.serves.providers),
+                (&provider.namespace, &provider.r#type),
+                provider,
+                place,
+            )?,
         })
-    }
-
-    fn fill(&self, what: FillWhat) -> Fill {
-        Fill {
-            host: self.upstream.hostname.clone(),
-            namespace: self.provider.namespace.clone(),
-            name: self.provider.r#type.clone(),
-            what,
-        }
-    }
-
-    fn name(&self) -> String {
-        format!("{}/{}", self.upstream.hostname, self.provider)
-    }
-
-    fn not_cached(&self, what: &str) -> Error {
-        Error::not_found(format!(
-            "{what} of {} is not cached here, and this request may not fetch it (a token made with `tfreg token create --fill` may)",
-            self.name()
-        ))
-    }
-
-    /// An origin 404 still remembered for `what`.
-    async fn remembered_missing(&self, what: &str) -> Result<Option<Error>, Error> {
-        let items = self.registry.items.as_ref();
-        Ok(self
-            .place
-            .missing(items, what)
-            .await?
-            .filter(|at| {
-                still_missing(
-                    *at,
-                    self.upstream.settings.negative_ttl_secs,
-                    self.registry.now(),
-                )
-            })
-            .map(|_| Error::not_found(format!("{} has no {what}", self.name()))))
-    }
-
-    /// The origin's list as cached, fetched first if need be; and whether
-    /// it is to be answered degraded.
-    async fn list(&self) -> Result<(OriginList, bool), Error> {
-        let items = self.registry.items.as_ref();
-        if let Some(e) = self.remembered_missing("versions").await? {
-            return Err(e);
-        }
-        let cached = self.place.origin_list(items).await?;
-        match decide(
-            cached.as_ref(),
-            &self.upstream.settings,
-            self.may_fill,
-            self.registry.now(),
-        ) {
-            Plan::Cached { refresh, degraded } => {
-                if refresh && let Some(filler) = &self.registry.filler {
-                    // Stale-while-revalidate: answered now, fetched meanwhile.
-                    if let Err(e) = filler.start(self.fill(FillWhat::ProviderList)).await {
-                        tracing::warn!(provider = %self.name(), error = %e, "cannot refresh a cached list");
-                    }
-                }
-                let list = cached.expect("decide answers Cached only for a cached list");
-                Ok((list, degraded))
-            }
-            Plan::NotCached => Err(self.not_cached("the version list")),
-            Plan::Fill => {
-                let found = fill_and_wait(
-                    self.registry,
-                    self.fill(FillWhat::ProviderList),
-                    METADATA_WAIT,
-                    || async { Ok(self.place.origin_list(items).await?) },
-                )
-                .await?
-                .ok_or_else(|| {
-                    still_filling(format!("fetching {}'s versions; retry", self.name()))
-                })?;
-                let degraded = matches!(
-                    decide(
-                        Some(&found),
-                        &self.upstream.settings,
-                        false,
-                        self.registry.now()
-                    ),
-                    Plan::Cached { degraded: true, .. }
-                );
-                Ok((found, degraded))
-            }
-        }
     }
 
     /// The versions to list, and the origin's warnings: 404 when none can
     /// be answered from the cache now.
     async fn listed(&self) -> Result<(Vec<OriginVersion>, Vec<String>), Error> {
-        let (list, degraded) = self.list().await?;
+        let (list, degraded) = self.list(FillWhat::ProviderList).await?;
         let releases = if degraded {
             self.place.releases(self.registry.items.as_ref()).await?
         } else {
@@ -162,7 +77,7 @@ impl<'a> Cached<'a> {
         if listed.is_empty() {
             return Err(Error::not_found(format!(
                 "no version of {} can be answered from the cache now",
-                self.name()
+                self.name
             )));
         }
         Ok((listed, list.warnings))
@@ -171,25 +86,13 @@ impl<'a> Cached<'a> {
     /// A version's verified release, fetched first if need be.
     async fn release(&self, version: &str) -> Result<CachedRelease, Error> {
         let items = self.registry.items.as_ref();
-        if let Some(release) = self.place.release(items, version).await? {
-            return Ok(release);
-        }
-        if let Some(e) = self.remembered_missing(version).await? {
-            return Err(e);
-        }
-        if !self.may_fill {
-            return Err(self.not_cached(&format!("version {version}")));
-        }
-        fill_and_wait(
-            self.registry,
-            self.fill(FillWhat::ProviderVersion {
-                version: version.to_string(),
-            }),
-            METADATA_WAIT,
-            || async { Ok(self.place.release(items, version).await?) },
-        )
-        .await?
-        .ok_or_else(|| still_filling(format!("verifying {} {version}; retry", self.name())))
+        let what = FillWhat::ProviderVersion {
+            version: version.to_string(),
+        };
+        self.version(version, what, || async {
+            Ok(self.place.release(items, version).await?)
+        })
+        .await
     }
 }
 

@@ -4,8 +4,10 @@
 //! ([`Blob`]). No OpenPGP, archive, HCL, Markdown or template code: a read
 //! function links none of it.
 
+mod asked;
 mod blob;
 mod cached;
+mod cached_module;
 mod read;
 mod wait;
 

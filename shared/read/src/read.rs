@@ -16,7 +16,7 @@ use tfreg_model::upstream::{UpstreamHost, UpstreamRecord};
 use tfreg_store::catalog::index::{VersionIndex, View};
 use tfreg_store::catalog::{self, Origin, ProviderRelease, upstreams};
 
-use crate::cached;
+use crate::{cached, cached_module};
 
 /// Answer a read route. A configured upstream's providers (the cache's
 /// routes, and the mirror of a host that has no imported providers here)
@@ -31,7 +31,7 @@ pub async fn handle(
     principal: &Principal,
 ) -> Result<Response, Error> {
     let other_host = match &route {
-        ReadRoute::CacheProviderVersions { .. } | ReadRoute::CacheProviderDownload { .. } => {
+        _ if route.cache_host().is_some() => {
             // The cache's own routes: their host must be an upstream (404).
             let found = upstream_of(registry, &route).await?;
             return cached_answer(
@@ -96,6 +96,21 @@ async fn cached_answer(
             )
             .await?
         }
+        ReadRoute::CacheModuleVersions { module, .. } => {
+            cached_module::module_versions(registry, &upstream, &module, principal).await?
+        }
+        ReadRoute::CacheModuleDownload {
+            module, version, ..
+        } => {
+            cached_module::module_download(
+                registry,
+                &upstream,
+                &module,
+                &version.to_string(),
+                principal,
+            )
+            .await?
+        }
         _ => unreachable!("upstream_of answers mirror and cache routes only"),
     }
     .response())
@@ -129,9 +144,7 @@ async fn upstream_of(
     registry: &Registry,
     route: &ReadRoute,
 ) -> Result<Option<(UpstreamRecord, ReadRoute)>, Error> {
-    if let ReadRoute::CacheProviderVersions { host, .. }
-    | ReadRoute::CacheProviderDownload { host, .. } = route
-    {
+    if let Some(host) = route.cache_host() {
         let upstream = upstreams::upstream(registry.items.as_ref(), host)
             .await?
             .ok_or_else(|| Error::not_found(format!("{host} is not an upstream registry here")))?;
@@ -156,9 +169,12 @@ async fn upstream_of(
 /// A read route's answer, made afresh.
 async fn answer(registry: &Registry, route: ReadRoute) -> Result<Answer, Error> {
     match route {
-        ReadRoute::CacheProviderVersions { .. } | ReadRoute::CacheProviderDownload { .. } => Err(
-            Error::internal("a cache route reached the registry's own answers"),
-        ),
+        ReadRoute::CacheProviderVersions { .. }
+        | ReadRoute::CacheProviderDownload { .. }
+        | ReadRoute::CacheModuleVersions { .. }
+        | ReadRoute::CacheModuleDownload { .. } => Err(Error::internal(
+            "a cache route reached the registry's own answers",
+        )),
         ReadRoute::ProviderVersions { provider } => provider_versions(registry, &provider).await,
         ReadRoute::ProviderDownload {
             provider,

@@ -175,3 +175,32 @@ pub fn init_and_apply(tf: &Terraform, work: &Path, label: &str) {
         &format!("{label} apply"),
     );
 }
+
+/// A CA and a certificate for `names` it signed, as PEM files in `dir`
+/// named after `prefix`: (CA, certificate, key).
+pub fn tls_files(
+    dir: &std::path::Path,
+    prefix: &str,
+    names: &[&str],
+) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let leaf = CertificateParams::new(names)
+        .unwrap()
+        .signed_by(&key, &ca_cert, &ca_key)
+        .unwrap();
+    let paths = (
+        dir.join(format!("{prefix}-ca.pem")),
+        dir.join(format!("{prefix}.pem")),
+        dir.join(format!("{prefix}-key.pem")),
+    );
+    std::fs::write(&paths.0, ca_cert.pem()).unwrap();
+    std::fs::write(&paths.1, leaf.pem()).unwrap();
+    std::fs::write(&paths.2, key.serialize_pem()).unwrap();
+    paths
+}

@@ -6,6 +6,7 @@
 //! serve`; the fill function (AWS) will run [`Cache::run`] per event.
 
 mod clients;
+mod module;
 mod provider;
 
 use std::collections::HashSet;
@@ -20,11 +21,104 @@ use tfreg_model::token::Actor;
 use tfreg_model::upstream::{Mode, UpstreamRecord};
 use tfreg_outbound::Deployment;
 use tfreg_store::catalog::cache::KeepError;
+use tfreg_store::catalog::cache_place::CachePlace;
 use tfreg_store::catalog::{audit, lease, upstreams};
 use tfreg_store::{BlobStore, ItemStore, StoreError};
 
 use crate::origin::OriginError;
 pub use clients::read_credentials;
+
+/// How long metadata fetches may take (the waiting client gives up at 8 s;
+/// the fill finishes for the next one).
+pub(crate) const METADATA_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
+
+pub(crate) fn deadline(after: std::time::Duration) -> tokio::time::Instant {
+    tokio::time::Instant::now() + after
+}
+
+/// A file an archive is streamed into, removed when done.
+pub(crate) struct TempFile(pub(crate) PathBuf);
+
+impl TempFile {
+    pub(crate) fn new(dir: &std::path::Path) -> Result<Self, FillError> {
+        std::fs::create_dir_all(dir).map_err(|e| FillError::Store(e.to_string()))?;
+        Ok(TempFile(
+            dir.join(format!("fill-{:032x}", rand::random::<u128>())),
+        ))
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// What a provider's and a module's fill share: the upstream, its name,
+/// and its origin client.
+pub(crate) struct Origin<'a> {
+    pub(crate) cache: &'a Cache,
+    pub(crate) upstream: &'a UpstreamRecord,
+    pub(crate) host: String,
+    pub(crate) client: Arc<crate::origin::OriginClient>,
+}
+
+impl<'a> Origin<'a> {
+    fn new(cache: &'a Cache, upstream: &'a UpstreamRecord) -> Result<Self, FillError> {
+        Ok(Origin {
+            cache,
+            upstream,
+            host: upstream.hostname.to_string(),
+            client: cache.clients.client(upstream, cache.max_archive_bytes)?,
+        })
+    }
+
+    /// The origin's services (discovery, cached with the client).
+    pub(crate) async fn services(&self) -> Result<crate::origin::Services, FillError> {
+        self.cache
+            .clients
+            .services(self.upstream, &self.client, deadline(METADATA_DEADLINE))
+            .await
+    }
+
+    /// Remember the origin's 404 of `what` in `place`, and say so.
+    pub(crate) async fn missing_in(
+        &self,
+        place: &CachePlace,
+        what: &str,
+        e: FillError,
+    ) -> FillError {
+        let ttl = self.upstream.settings.negative_ttl_secs;
+        if matches!(e, FillError::NotFound(_))
+            && ttl > 0
+            && let Err(err) = place
+                .note_missing(self.cache.items.as_ref(), what, self.cache.now(), ttl)
+                .await
+        {
+            tracing::warn!(error = %err, "cannot remember an origin's 404");
+        }
+        e
+    }
+
+    /// A version list as fetched: a transient failure marks `place`'s
+    /// cached list as failing (answered degraded), a 404 is remembered.
+    pub(crate) async fn list_fetched<T>(
+        &self,
+        place: &CachePlace,
+        fetched: Result<T, FillError>,
+    ) -> Result<T, FillError> {
+        match fetched {
+            Ok(v) => Ok(v),
+            Err(e @ FillError::Unavailable(_)) => {
+                place
+                    .list_failed(self.cache.items.as_ref(), self.cache.now())
+                    .await?;
+                Err(e)
+            }
+            Err(e) => Err(self.missing_in(place, "versions", e).await),
+        }
+    }
+}
 
 /// Why a fill ended without storing, and what waiting clients are told.
 #[derive(Debug, thiserror::Error)]
@@ -189,12 +283,17 @@ impl Cache {
     }
 
     async fn fetch(&self, upstream: &UpstreamRecord, fill: &Fill) -> Result<(), FillError> {
-        let provider = provider::Filling::new(self, upstream, fill)?;
+        let provider = || provider::Filling::new(self, upstream, fill);
+        let module = |system| module::Filling::new(self, upstream, fill, system);
         match &fill.what {
-            FillWhat::ProviderList => provider.list().await.map(|_| ()),
-            FillWhat::ProviderVersion { version } => provider.version(version).await.map(|_| ()),
+            FillWhat::ProviderList => provider()?.list().await.map(|_| ()),
+            FillWhat::ProviderVersion { version } => provider()?.version(version).await.map(|_| ()),
             FillWhat::ProviderArchive { version, platform } => {
-                provider.archive(version, platform).await
+                provider()?.archive(version, platform).await
+            }
+            FillWhat::ModuleList { system } => module(system)?.list().await.map(|_| ()),
+            FillWhat::ModuleVersion { system, version } => {
+                module(system)?.version(version).await.map(|_| ())
             }
         }
     }

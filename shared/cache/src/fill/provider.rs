@@ -5,7 +5,6 @@
 //! stored byte for byte).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use tfreg_model::address::{Platform, ProviderName};
@@ -18,24 +17,20 @@ use tfreg_store::Digest;
 use tfreg_store::catalog::cache::CachedProvider;
 use tfreg_verify::origin::{OriginAnswer, OriginKey, check_answer, origin_h1, verify_sums};
 
-use super::{Cache, FillError};
-use crate::origin::{OriginClient, Services, SmallFile};
-
-/// How long metadata fetches may take (the waiting client gives up at 8 s;
-/// the fill finishes for the next one).
-const METADATA_DEADLINE: Duration = Duration::from_secs(30);
+use super::{Cache, FillError, METADATA_DEADLINE, Origin, TempFile, deadline};
+use crate::origin::SmallFile;
 
 pub(super) struct Filling<'a> {
-    cache: &'a Cache,
-    upstream: &'a UpstreamRecord,
-    host: String,
+    origin: Origin<'a>,
     provider: ProviderName,
     place: CachedProvider,
-    client: Arc<OriginClient>,
 }
 
-fn deadline(after: Duration) -> tokio::time::Instant {
-    tokio::time::Instant::now() + after
+impl<'a> std::ops::Deref for Filling<'a> {
+    type Target = Origin<'a>;
+    fn deref(&self) -> &Origin<'a> {
+        &self.origin
+    }
 }
 
 impl<'a> Filling<'a> {
@@ -48,40 +43,14 @@ impl<'a> Filling<'a> {
         let provider = ProviderName::parse(&fill.namespace, &fill.name)
             .map_err(|e| FillError::NotFound(e.0))?;
         Ok(Filling {
-            cache,
-            upstream,
+            origin: Origin::new(cache, upstream)?,
             place: CachedProvider::new(&host, &provider.namespace, &provider.r#type),
-            client: cache.clients.client(upstream, cache.max_archive_bytes)?,
-            host,
             provider,
         })
     }
 
     fn name(&self) -> String {
         format!("{}/{}", self.host, self.provider)
-    }
-
-    async fn services(&self) -> Result<Services, FillError> {
-        self.cache
-            .clients
-            .services(self.upstream, &self.client, deadline(METADATA_DEADLINE))
-            .await
-    }
-
-    /// Remember the origin's 404 of `what`, and say so.
-    async fn missing(&self, what: &str, e: FillError) -> FillError {
-        if matches!(e, FillError::NotFound(_)) {
-            let ttl = self.upstream.settings.negative_ttl_secs;
-            if ttl > 0
-                && let Err(err) = self
-                    .place
-                    .note_missing(self.cache.items.as_ref(), what, self.cache.now(), ttl)
-                    .await
-            {
-                tracing::warn!(error = %err, "cannot remember an origin's 404");
-            }
-        }
-        e
     }
 
     /// Fetch the version list and keep it. A transient failure marks the
@@ -96,14 +65,7 @@ impl<'a> Filling<'a> {
         }
         .await;
         let items = self.cache.items.as_ref();
-        let versions = match fetched {
-            Ok(v) => v,
-            Err(e @ FillError::Unavailable(_)) => {
-                self.place.list_failed(items, self.cache.now()).await?;
-                return Err(e);
-            }
-            Err(e) => return Err(self.missing("versions", e).await),
-        };
+        let versions = self.list_fetched(&self.place, fetched).await?;
         let list = OriginList {
             versions: versions
                 .versions
@@ -138,7 +100,7 @@ impl<'a> Filling<'a> {
                 "{}: the origin lists no version {version}",
                 self.name()
             ));
-            return Err(self.missing(version, e).await);
+            return Err(self.missing_in(&self.place, version, e).await);
         };
         let parsed = Version::parse(version).map_err(|e| FillError::NotFound(e.0))?;
         // Any platform's download answer names the release's SHA256SUMS,
@@ -429,22 +391,4 @@ impl<'a> Filling<'a> {
 
 fn platform(text: &str) -> Result<Platform, FillError> {
     Platform::parse_joined(text).map_err(|e| FillError::NotFound(e.0))
-}
-
-/// A file an archive is streamed into, removed when done.
-struct TempFile(std::path::PathBuf);
-
-impl TempFile {
-    fn new(dir: &std::path::Path) -> Result<Self, FillError> {
-        std::fs::create_dir_all(dir).map_err(|e| FillError::Store(e.to_string()))?;
-        Ok(TempFile(
-            dir.join(format!("fill-{:032x}", rand::random::<u128>())),
-        ))
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }

@@ -137,6 +137,44 @@ pub fn provider_versions(body: &[u8]) -> Result<ProviderVersions, String> {
     Ok(out)
 }
 
+#[derive(Deserialize)]
+struct ModuleVersionsBody {
+    #[serde(default)]
+    modules: Vec<ModuleVersionsEntry>,
+}
+
+#[derive(Deserialize)]
+struct ModuleVersionsEntry {
+    #[serde(default)]
+    versions: Vec<ModuleVersionEntry>,
+}
+
+#[derive(Deserialize)]
+struct ModuleVersionEntry {
+    version: String,
+}
+
+/// `GET <modules.v1><ns>/<name>/<system>/versions`'s 200 answer: the
+/// versions of its first module (as Terraform reads `modules[0]`), those
+/// this registry can name, and the ones it cannot.
+pub fn module_versions(body: &[u8]) -> Result<(Vec<Version>, Vec<String>), String> {
+    let body: ModuleVersionsBody =
+        serde_json::from_slice(body).map_err(|e| format!("the module versions list: {e}"))?;
+    let first = body
+        .modules
+        .into_iter()
+        .next()
+        .ok_or("the module versions list names no module")?;
+    let (mut versions, mut skipped) = (Vec::new(), Vec::new());
+    for entry in first.versions {
+        match Version::parse(&entry.version) {
+            Ok(v) => versions.push(v),
+            Err(_) => skipped.push(entry.version),
+        }
+    }
+    Ok((versions, skipped))
+}
+
 /// A plugin protocol version as Terraform parses one: `5`, `5.0`, `6.0.1`.
 fn is_protocol(s: &str) -> bool {
     let parts: Vec<&str> = s.split('.').collect();
@@ -323,6 +361,21 @@ pub fn module_location(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn module_versions_are_read_from_the_first_module() {
+        let (v, skipped) = module_versions(
+            br#"{"modules":[{"source":"o/n/s","versions":[{"version":"1.0.0"},{"version":"x"},{"version":"0.2.0-beta"}]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            v.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["1.0.0", "0.2.0-beta"]
+        );
+        assert_eq!(skipped, ["x"]);
+        assert!(module_versions(br#"{"modules":[]}"#).is_err());
+        assert!(module_versions(b"[").is_err());
+    }
 
     fn url(s: &str) -> url::Url {
         url::Url::parse(s).unwrap()

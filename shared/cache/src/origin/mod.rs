@@ -108,6 +108,25 @@ impl OriginClient {
         answers::provider_versions(&doc.body).map_err(|why| doc.protocol(why))
     }
 
+    /// `GET <modules.v1><ns>/<name>/<system>/versions`, with credentials:
+    /// the versions it can name.
+    pub async fn module_versions(
+        &self,
+        services: &Services,
+        module: &ModuleName,
+        deadline: Instant,
+    ) -> Result<Vec<Version>, OriginError> {
+        let path = format!(
+            "{}/{}/{}/versions",
+            module.namespace, module.name, module.system
+        );
+        let url = service_url(services, Service::Modules, &path)?;
+        let doc = self.document(url, Kind::Versions, &[200], deadline).await?;
+        answers::module_versions(&doc.body)
+            .map(|(versions, _)| versions)
+            .map_err(|why| doc.protocol(why))
+    }
+
     /// `GET …/<v>/download/<os>/<arch>`, with credentials, checked as
     /// Terraform checks it. Its URLs expire at some origins: reuse them only
     /// shortly after the answer.

@@ -17,7 +17,8 @@ pub const LEASE_SECS: u64 = 60;
 /// not fetched again.
 pub const FAILURE_HELD_SECS: u64 = 10;
 
-/// What a fill fetches, for one provider of one upstream.
+/// What a fill fetches, for one provider or module of one upstream
+/// (`name`: a provider's type, a module's name).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fill {
     pub host: UpstreamHost,
@@ -35,6 +36,11 @@ pub enum FillWhat {
     ProviderVersion { version: String },
     /// One platform's archive of a verified version.
     ProviderArchive { version: String, platform: String },
+    /// A module's version list.
+    ModuleList { system: String },
+    /// One module version: its source resolved (a git ref pinned to its
+    /// commit), fetched, packed and stored (or passed through).
+    ModuleVersion { system: String, version: String },
 }
 
 impl Fill {
@@ -46,6 +52,10 @@ impl Fill {
             FillWhat::ProviderVersion { version } => format!("providers {base} {version}"),
             FillWhat::ProviderArchive { version, platform } => {
                 format!("providers {base} {version} {platform}")
+            }
+            FillWhat::ModuleList { system } => format!("modules {base}/{system} versions"),
+            FillWhat::ModuleVersion { system, version } => {
+                format!("modules {base}/{system} {version}")
             }
         }
     }

@@ -8,6 +8,7 @@
 
 pub mod fresh;
 pub mod lease;
+pub mod module;
 
 use std::collections::BTreeMap;
 

@@ -49,6 +49,19 @@ pub enum ReadRoute {
         version: Version,
         platform: Platform,
     },
+    /// `/v1/cache/<host>/modules/<ns>/<name>/<system>/versions`: the module
+    /// registry protocol for a configured upstream's modules (`host` block,
+    /// `modules.v1`), so module sources stay as users wrote them.
+    CacheModuleVersions {
+        host: UpstreamHost,
+        module: ModuleName,
+    },
+    /// `/v1/cache/<host>/modules/<ns>/<name>/<system>/<v>/download`.
+    CacheModuleDownload {
+        host: UpstreamHost,
+        module: ModuleName,
+        version: Version,
+    },
 }
 
 impl ReadRoute {
@@ -71,9 +84,10 @@ impl ReadRoute {
                     Realm::Registry
                 }
             }
-            ReadRoute::CacheProviderVersions { .. } | ReadRoute::CacheProviderDownload { .. } => {
-                Realm::Registry
-            }
+            ReadRoute::CacheProviderVersions { .. }
+            | ReadRoute::CacheProviderDownload { .. }
+            | ReadRoute::CacheModuleVersions { .. }
+            | ReadRoute::CacheModuleDownload { .. } => Realm::Registry,
         }
     }
 
@@ -87,6 +101,8 @@ impl ReadRoute {
             ReadRoute::MirrorVersion { .. } => ReadEndpoint::MirrorVersion,
             ReadRoute::CacheProviderVersions { .. } => ReadEndpoint::CacheProviderVersions,
             ReadRoute::CacheProviderDownload { .. } => ReadEndpoint::CacheProviderDownload,
+            ReadRoute::CacheModuleVersions { .. } => ReadEndpoint::CacheModuleVersions,
+            ReadRoute::CacheModuleDownload { .. } => ReadEndpoint::CacheModuleDownload,
         }
     }
 
@@ -133,6 +149,19 @@ impl ReadRoute {
                         provider: ProviderName::parse(ns, ty)?,
                         version: Version::parse(v)?,
                         platform: Platform::parse(os, arch)?,
+                    }
+                }
+                ["cache", host, "modules", ns, name, system, "versions"] => {
+                    ReadRoute::CacheModuleVersions {
+                        host: cache_host(host)?,
+                        module: ModuleName::parse(ns, name, system)?,
+                    }
+                }
+                ["cache", host, "modules", ns, name, system, v, "download"] => {
+                    ReadRoute::CacheModuleDownload {
+                        host: cache_host(host)?,
+                        module: ModuleName::parse(ns, name, system)?,
+                        version: Version::parse(v)?,
                     }
                 }
                 _ => return Ok(None),
@@ -187,6 +216,29 @@ impl ReadRoute {
                 platform.os,
                 platform.arch
             ),
+            ReadRoute::CacheModuleVersions { host, module } => format!(
+                "/v1/cache/{}/modules/{module}/versions",
+                host_segment(host.hostname())
+            ),
+            ReadRoute::CacheModuleDownload {
+                host,
+                module,
+                version,
+            } => format!(
+                "/v1/cache/{}/modules/{module}/{version}/download",
+                host_segment(host.hostname())
+            ),
+        }
+    }
+
+    /// The upstream a cache route reads from (`/v1/cache/<host>/...`).
+    pub fn cache_host(&self) -> Option<&UpstreamHost> {
+        match self {
+            ReadRoute::CacheProviderVersions { host, .. }
+            | ReadRoute::CacheProviderDownload { host, .. }
+            | ReadRoute::CacheModuleVersions { host, .. }
+            | ReadRoute::CacheModuleDownload { host, .. } => Some(host),
+            _ => None,
         }
     }
 }
@@ -209,10 +261,12 @@ pub enum ReadEndpoint {
     MirrorVersion,
     CacheProviderVersions,
     CacheProviderDownload,
+    CacheModuleVersions,
+    CacheModuleDownload,
 }
 
 impl ReadEndpoint {
-    pub const ALL: [ReadEndpoint; 8] = [
+    pub const ALL: [ReadEndpoint; 10] = [
         ReadEndpoint::ProviderVersions,
         ReadEndpoint::ProviderDownload,
         ReadEndpoint::ModuleVersions,
@@ -221,6 +275,8 @@ impl ReadEndpoint {
         ReadEndpoint::MirrorVersion,
         ReadEndpoint::CacheProviderVersions,
         ReadEndpoint::CacheProviderDownload,
+        ReadEndpoint::CacheModuleVersions,
+        ReadEndpoint::CacheModuleDownload,
     ];
 
     pub fn name(self) -> &'static str {
@@ -233,6 +289,8 @@ impl ReadEndpoint {
             ReadEndpoint::MirrorVersion => "mirror-version",
             ReadEndpoint::CacheProviderVersions => "cache-provider-versions",
             ReadEndpoint::CacheProviderDownload => "cache-provider-download",
+            ReadEndpoint::CacheModuleVersions => "cache-module-versions",
+            ReadEndpoint::CacheModuleDownload => "cache-module-download",
         }
     }
 }

@@ -144,6 +144,15 @@ fn paths_built_from_routes_route_back_to_them() {
             version: v("2.1.2"),
             platform: Platform::parse("linux", "amd64").unwrap(),
         }),
+        Route::Read(ReadRoute::CacheModuleVersions {
+            host: crate::upstream::UpstreamHost::parse("registry.terraform.io").unwrap(),
+            module: module.clone(),
+        }),
+        Route::Read(ReadRoute::CacheModuleDownload {
+            host: crate::upstream::UpstreamHost::parse("registry.example.test:8443").unwrap(),
+            module: module.clone(),
+            version: v("1.2.0"),
+        }),
         Route::Blob(key),
     ];
     let targets = [

@@ -1,10 +1,9 @@
 //! What the pull-through cache keeps of an upstream's providers (issue
 //! 22), in the partition `CACHE#<host>/<ns>/<type>`
-//! ([`schema::cache_pk`]): the origin's version list ([`OriginList`],
-//! replaced on each fetch), each verified release ([`CachedRelease`],
-//! created once; its SHA256SUMS never changes, archives are added as they
-//! are stored), and an origin's 404 remembered for the upstream's
-//! `negative_ttl` (an item that expires).
+//! ([`schema::cache_pk`]): besides the list and remembered 404s of every
+//! [`CachePlace`], each verified release ([`CachedRelease`], created once;
+//! its SHA256SUMS never changes, archives are added as they are stored),
+//! and the provider's entry in the listing of what the cache holds.
 
 use std::collections::BTreeMap;
 
@@ -12,15 +11,16 @@ use tfreg_model::cache::{
     CachedProviderInfo, CachedRelease, CachedVersionInfo, OriginList, StoredArchive,
 };
 
+use super::cache_place::CachePlace;
 use super::cas::{Step, update};
 use super::codec::{decode, encode};
-use super::schema::{CACHED_PK, MISSING_PREFIX, ORIGIN_SK, VERSION_PREFIX, cache_pk};
+use super::schema::{CACHED_PK, VERSION_PREFIX, cache_pk};
 use crate::{Condition, Item, ItemStore, StoreError, query_all};
 
 /// One upstream provider's place in the cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CachedProvider {
-    pk: String,
+    place: CachePlace,
     /// Its entry in the [`CACHED_PK`] listing (the rest is read from its
     /// partition).
     listed: Listed,
@@ -44,28 +44,23 @@ pub enum KeepError {
     Store(#[from] StoreError),
 }
 
+impl std::ops::Deref for CachedProvider {
+    type Target = CachePlace;
+    fn deref(&self) -> &CachePlace {
+        &self.place
+    }
+}
+
 impl CachedProvider {
     pub fn new(host: &str, namespace: &str, provider_type: &str) -> Self {
         CachedProvider {
-            pk: cache_pk(host, namespace, provider_type),
+            place: CachePlace::new(cache_pk(host, namespace, provider_type)),
             listed: Listed {
                 host: host.to_string(),
                 namespace: namespace.to_string(),
                 name: provider_type.to_string(),
             },
         }
-    }
-
-    /// The origin's list as last fetched.
-    pub async fn origin_list(
-        &self,
-        store: &dyn ItemStore,
-    ) -> Result<Option<OriginList>, StoreError> {
-        store
-            .get(&self.pk, ORIGIN_SK)
-            .await?
-            .map(|item| decode(&item))
-            .transpose()
     }
 
     /// Keep a freshly fetched list (replacing the last one), and list the
@@ -75,8 +70,7 @@ impl CachedProvider {
         store: &dyn ItemStore,
         list: &OriginList,
     ) -> Result<(), StoreError> {
-        let item = Item::new(&self.pk, ORIGIN_SK, encode(list)?);
-        store.put(item, Condition::Always).await?;
+        self.place.put_list(store, list).await?;
         let Listed {
             host,
             namespace,
@@ -128,38 +122,15 @@ impl CachedProvider {
         }))
     }
 
-    /// Note that fetching the list failed at `now` (the cached list is then
-    /// answered degraded); nothing when no list is cached.
-    pub async fn list_failed(&self, store: &dyn ItemStore, now: u64) -> Result<(), StoreError> {
-        update(
-            store,
-            &self.pk,
-            ORIGIN_SK,
-            8,
-            |item| async move {
-                let Some(item) = item else {
-                    return Ok(Step::Keep(()));
-                };
-                let mut list: OriginList = decode(&item)?;
-                list.failed_at = Some(now);
-                Ok(Step::Write(encode(&list)?, ()))
-            },
-            || StoreError::unavailable("the cached list kept changing"),
-        )
-        .await
-    }
-
     /// A verified release.
     pub async fn release(
         &self,
         store: &dyn ItemStore,
         version: &str,
     ) -> Result<Option<CachedRelease>, StoreError> {
-        store
-            .get(&self.pk, &format!("{VERSION_PREFIX}{version}"))
-            .await?
-            .map(|item| decode(&item))
-            .transpose()
+        self.place
+            .get(store, &CachePlace::version_sk(version))
+            .await
     }
 
     /// Every verified release, by version text.
@@ -167,7 +138,7 @@ impl CachedProvider {
         &self,
         store: &dyn ItemStore,
     ) -> Result<BTreeMap<String, CachedRelease>, StoreError> {
-        query_all(store, &self.pk, VERSION_PREFIX)
+        query_all(store, &self.place.pk, VERSION_PREFIX)
             .await?
             .iter()
             .map(|item| {
@@ -185,8 +156,8 @@ impl CachedProvider {
         store: &dyn ItemStore,
         release: &CachedRelease,
     ) -> Result<CachedRelease, KeepError> {
-        let sk = format!("{VERSION_PREFIX}{}", release.version);
-        let item = Item::new(&self.pk, &sk, encode(release)?);
+        let sk = CachePlace::version_sk(&release.version);
+        let item = Item::new(&self.place.pk, &sk, encode(release)?);
         match store.put(item, Condition::IfAbsent).await {
             Ok(()) => Ok(release.clone()),
             Err(StoreError::ConditionFailed) => {
@@ -217,10 +188,10 @@ impl CachedProvider {
         platform: &str,
         stored: StoredArchive,
     ) -> Result<CachedRelease, StoreError> {
-        let sk = format!("{VERSION_PREFIX}{version}");
+        let sk = CachePlace::version_sk(version);
         update(
             store,
-            &self.pk,
+            &self.place.pk,
             &sk,
             8,
             |item| {
@@ -242,33 +213,6 @@ impl CachedProvider {
             || StoreError::unavailable("the cached release kept changing"),
         )
         .await
-    }
-
-    /// When the origin last answered 404 for `what` (a version, or
-    /// `versions` for the list), if that is remembered.
-    pub async fn missing(
-        &self,
-        store: &dyn ItemStore,
-        what: &str,
-    ) -> Result<Option<u64>, StoreError> {
-        store
-            .get(&self.pk, &format!("{MISSING_PREFIX}{what}"))
-            .await?
-            .map(|item| decode(&item))
-            .transpose()
-    }
-
-    /// Remember the origin's 404 for `what` from `now` for `ttl_secs`.
-    pub async fn note_missing(
-        &self,
-        store: &dyn ItemStore,
-        what: &str,
-        now: u64,
-        ttl_secs: u32,
-    ) -> Result<(), StoreError> {
-        let item = Item::new(&self.pk, format!("{MISSING_PREFIX}{what}"), encode(&now)?)
-            .expiring_at(now.saturating_add(u64::from(ttl_secs)));
-        store.put(item, Condition::Always).await
     }
 }
 

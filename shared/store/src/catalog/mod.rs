@@ -17,6 +17,8 @@
 
 pub mod audit;
 pub mod cache;
+pub mod cache_place;
+pub mod cached_module;
 pub mod cas;
 pub mod codec;
 pub mod docs;

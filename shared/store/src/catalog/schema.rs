@@ -28,6 +28,9 @@
 //! | an origin's provider list (cached) | `CACHE#<host>/<ns>/<type>`       | `ORIGIN`                            |
 //! | a cached provider release (verified) | `CACHE#<host>/<ns>/<type>`     | `VERSION#<version>`                 |
 //! | an origin's 404, remembered briefly | `CACHE#<host>/<ns>/<type>`      | `MISSING#<version or "versions">`   |
+//! | an origin's module list (cached)   | `CACHEMOD#<host>/<ns>/<name>/<system>` | `ORIGIN`                      |
+//! | a cached module version (source pinned) | `CACHEMOD#<host>/<ns>/<name>/<system>` | `VERSION#<version>`    |
+//! | an origin's module 404, remembered briefly | `CACHEMOD#<host>/<ns>/<name>/<system>` | `MISSING#<version or "versions">` |
 //! | a fill in progress (lease, outcome) | `FILLING`                       | `<sha256 of what is filled>`        |
 //! | a provider the cache holds (listing) | `CACHED`                       | `<host>/<ns>/<type>`                |
 //!
@@ -86,6 +89,8 @@ pub const UPSTREAMS_PK: &str = "UPSTREAMS";
 /// `PROVIDER#` or `MIRROR#`: a publish cannot reach cached data, nor the
 /// reverse).
 pub const CACHE_PREFIX: &str = "CACHE#";
+/// The prefix of the cache's module partitions, one per upstream module.
+pub const CACHE_MODULE_PREFIX: &str = "CACHEMOD#";
 /// The sort key of a cached origin list.
 pub const ORIGIN_SK: &str = "ORIGIN";
 /// The sort-key prefix of a remembered origin 404.
@@ -98,6 +103,11 @@ pub const CACHED_PK: &str = "CACHED";
 /// The cache partition of `namespace/type` from upstream `host`.
 pub fn cache_pk(host: &str, namespace: &str, provider_type: &str) -> String {
     format!("{CACHE_PREFIX}{host}/{namespace}/{provider_type}")
+}
+
+/// The cache partition of module `namespace/name/system` from upstream `host`.
+pub fn cache_module_pk(host: &str, namespace: &str, name: &str, system: &str) -> String {
+    format!("{CACHE_MODULE_PREFIX}{host}/{namespace}/{name}/{system}")
 }
 
 /// The sort-key prefix of a namespace's trust policies (a namespace has no `#`).
