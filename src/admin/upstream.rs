@@ -328,8 +328,9 @@ pub async fn upstream(cmd: UpstreamCommand) -> Result<()> {
 
 #[derive(Subcommand)]
 pub enum CacheCommand {
-    /// What the cache holds: each provider, where it comes from, its
-    /// cached versions and the platforms whose archives are stored.
+    /// What the cache holds: each provider and module, where it comes
+    /// from, its cached versions (a provider's stored platforms and signer,
+    /// a module's source and pinned commit).
     List(CacheListArgs),
     /// Fill the cache ahead of use (then seal the upstream for air-gapped
     /// use): the provider versions and platforms a lock file pins, or those
@@ -346,14 +347,16 @@ pub struct CacheListArgs {
 }
 
 fn print_cached(list: &CachedList) {
-    if list.providers.is_empty() {
+    if list.providers.is_empty() && list.modules.is_empty() {
         eprintln!("the cache holds nothing yet");
         return;
     }
-    println!(
-        "{:<60}  {:<12}  {:<20}  STORED",
-        "PROVIDER", "VERSION", "SIGNED BY"
-    );
+    if !list.providers.is_empty() {
+        println!(
+            "{:<60}  {:<12}  {:<20}  STORED",
+            "PROVIDER", "VERSION", "SIGNED BY"
+        );
+    }
     for p in &list.providers {
         let name = format!("{}/{}/{}", p.host, p.namespace, p.name);
         if p.versions.is_empty() {
@@ -366,6 +369,23 @@ fn print_cached(list: &CachedList) {
                 v.signed_by.as_deref().unwrap_or("unsigned"),
                 v.stored.join(",")
             );
+        }
+    }
+    if !list.modules.is_empty() {
+        println!("{:<60}  {:<12}  FROM", "MODULE", "VERSION");
+    }
+    for m in &list.modules {
+        let name = format!("{}/{}/{}/{}", m.host, m.namespace, m.name, m.system);
+        if m.versions.is_empty() {
+            println!("{name:<60}  {:<12}", "(list only)");
+        }
+        for v in &m.versions {
+            let from = match (&v.commit, &v.passed_through) {
+                (_, Some(why)) => format!("passed through ({why}): {}", v.source),
+                (Some(commit), None) => format!("{} at {commit}", v.source),
+                (None, None) => v.source.clone(),
+            };
+            println!("{name:<60}  {:<12}  {from}", v.version);
         }
     }
 }

@@ -265,6 +265,16 @@ fn terraform_installs_a_module_from_git_through_the_cache() {
         origin.requests()
     );
 
+    // `tfreg cache list` names where it came from and the pinned commit.
+    let out = server.tfreg(&rig.admin, &["cache", "list", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let modules = listed["modules"].as_array().unwrap();
+    assert_eq!(modules.len(), 1, "{listed}");
+    assert_eq!(modules[0]["name"], "greet");
+    assert_eq!(modules[0]["versions"][0]["commit"], pinned.trim());
+    assert_eq!(modules[0]["versions"][0]["stored"], true);
+
     // The tag moves at the origin: the cached version keeps its commit.
     origin.move_tag(
         "greet",

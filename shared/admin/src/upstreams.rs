@@ -9,7 +9,6 @@
 use http::{HeaderMap, StatusCode};
 use tfreg_http::body::{Body, Response, json};
 use tfreg_http::{Error, Registry};
-use tfreg_model::cache::CachedList;
 use tfreg_model::router::AdminRoute;
 use tfreg_model::upstream::{Mode, RemovedUpstream, SetUpstream, UpstreamList, UpstreamSettings};
 use tfreg_store::catalog::{cache, upstreams};
@@ -93,10 +92,7 @@ pub(crate) async fn handle(
         }
         AdminRoute::ListCached { host } => Ok(json(
             StatusCode::OK,
-            &CachedList {
-                providers: cache::cached_providers(items, host.as_ref().map(|h| h.as_str()))
-                    .await?,
-            },
+            &cache::cached(items, host.as_ref().map(|h| h.as_str())).await?,
         )),
         other => Err(Error::Internal(format!("not an upstream route: {other:?}"))),
     }

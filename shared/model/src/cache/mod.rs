@@ -70,10 +70,41 @@ pub struct CachedVersionInfo {
     pub stored: Vec<String>,
 }
 
+/// A module the cache holds, as `tfreg cache list` shows it: where it
+/// comes from, when its list was last fetched, and each resolved version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CachedModuleInfo {
+    pub host: String,
+    pub namespace: String,
+    pub name: String,
+    pub system: String,
+    pub fetched_at: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_at: Option<u64>,
+    #[serde(default)]
+    pub versions: Vec<CachedModuleVersionInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CachedModuleVersionInfo {
+    pub version: String,
+    /// Where it came from: the origin's source as it answered.
+    pub source: String,
+    /// The commit a git source was pinned to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// Stored here (else passed through: why).
+    pub stored: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passed_through: Option<String>,
+}
+
 /// `GET /v1/admin/cache[/<host>]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CachedList {
     pub providers: Vec<CachedProviderInfo>,
+    #[serde(default)]
+    pub modules: Vec<CachedModuleInfo>,
 }
 
 /// A provider release the cache verified: SHA256SUMS and its signature

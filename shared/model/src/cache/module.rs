@@ -73,6 +73,23 @@ pub struct StoredModule {
 }
 
 impl CachedModuleRelease {
+    /// What `tfreg cache list` shows of it.
+    pub fn info(&self) -> super::CachedModuleVersionInfo {
+        super::CachedModuleVersionInfo {
+            version: self.version.clone(),
+            source: self.origin_source.clone(),
+            commit: match &self.source {
+                ModuleOrigin::Git { commit, .. } => Some(commit.clone()),
+                _ => None,
+            },
+            stored: self.stored.is_some(),
+            passed_through: match &self.source {
+                ModuleOrigin::PassThrough { why } => Some(why.clone()),
+                _ => None,
+            },
+        }
+    }
+
     /// The format of our archive of it, or `None` for a source passed through.
     pub fn format(&self) -> Option<ModuleArchiveFormat> {
         match &self.source {

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use tfreg_model::cache::{
-    CachedProviderInfo, CachedRelease, CachedVersionInfo, OriginList, StoredArchive,
+    CachedList, CachedProviderInfo, CachedRelease, CachedVersionInfo, OriginList, StoredArchive,
 };
 
 use super::cache_place::CachePlace;
@@ -26,12 +26,29 @@ pub struct CachedProvider {
     listed: Listed,
 }
 
-/// A provider the cache holds, as the listing names it.
+/// A provider or module the cache holds, as the listing names it (sort
+/// key `<host>/<ns>/<type>` or `<host>/<ns>/<name>/<system>`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-struct Listed {
-    host: String,
-    namespace: String,
-    name: String,
+pub(super) struct Listed {
+    pub host: String,
+    pub namespace: String,
+    pub name: String,
+    /// A module's system (none: a provider).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+}
+
+impl Listed {
+    /// List it among what the cache holds.
+    pub(super) async fn put(&self, store: &dyn ItemStore) -> Result<(), StoreError> {
+        let mut sk = format!("{}/{}/{}", self.host, self.namespace, self.name);
+        if let Some(system) = &self.system {
+            sk = format!("{sk}/{system}");
+        }
+        store
+            .put(Item::new(CACHED_PK, sk, encode(self)?), Condition::Always)
+            .await
+    }
 }
 
 /// Why a verified release cannot be kept.
@@ -59,6 +76,7 @@ impl CachedProvider {
                 host: host.to_string(),
                 namespace: namespace.to_string(),
                 name: provider_type.to_string(),
+                system: None,
             },
         }
     }
@@ -71,17 +89,7 @@ impl CachedProvider {
         list: &OriginList,
     ) -> Result<(), StoreError> {
         self.place.put_list(store, list).await?;
-        let Listed {
-            host,
-            namespace,
-            name,
-        } = &self.listed;
-        let entry = Item::new(
-            CACHED_PK,
-            format!("{host}/{namespace}/{name}"),
-            encode(&self.listed)?,
-        );
-        store.put(entry, Condition::Always).await
+        self.listed.put(store).await
     }
 
     /// What `tfreg cache list` shows of it.
@@ -96,6 +104,7 @@ impl CachedProvider {
             host,
             namespace,
             name,
+            ..
         } = self.listed.clone();
         let versions = self
             .releases(store)
@@ -216,19 +225,30 @@ impl CachedProvider {
     }
 }
 
-/// Every provider the cache holds, from one upstream (`Some`) or all, by
-/// host, namespace and type.
-pub async fn cached_providers(
-    store: &dyn ItemStore,
-    host: Option<&str>,
-) -> Result<Vec<CachedProviderInfo>, StoreError> {
+/// Every provider and module the cache holds, from one upstream (`Some`)
+/// or all, by host and address.
+pub async fn cached(store: &dyn ItemStore, host: Option<&str>) -> Result<CachedList, StoreError> {
     let prefix = host.map(|h| format!("{h}/")).unwrap_or_default();
-    let mut found = Vec::new();
+    let mut found = CachedList {
+        providers: Vec::new(),
+        modules: Vec::new(),
+    };
     for item in query_all(store, CACHED_PK, &prefix).await? {
         let listed: Listed = decode(&item)?;
-        let place = CachedProvider::new(&listed.host, &listed.namespace, &listed.name);
-        if let Some(info) = place.info(store).await? {
-            found.push(info);
+        match &listed.system {
+            None => {
+                let place = CachedProvider::new(&listed.host, &listed.namespace, &listed.name);
+                found.providers.extend(place.info(store).await?);
+            }
+            Some(system) => {
+                let place = super::cached_module::CachedModule::new(
+                    &listed.host,
+                    &listed.namespace,
+                    &listed.name,
+                    system,
+                );
+                found.modules.extend(place.info(store).await?);
+            }
         }
     }
     Ok(found)

@@ -5,17 +5,20 @@
 //! archive of it ([`CachedModuleRelease`], created once, after the archive
 //! is stored: a pinned commit never changes).
 
+use tfreg_model::cache::CachedModuleInfo;
 use tfreg_model::cache::module::CachedModuleRelease;
 
+use super::cache::Listed;
 use super::cache_place::CachePlace;
-use super::codec::encode;
-use super::schema::cache_module_pk;
-use crate::{Condition, Item, ItemStore, StoreError};
+use super::codec::{decode, encode};
+use super::schema::{VERSION_PREFIX, cache_module_pk};
+use crate::{Condition, Item, ItemStore, StoreError, query_all};
 
 /// One upstream module's place in the cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CachedModule {
     place: CachePlace,
+    listed: Listed,
 }
 
 impl std::ops::Deref for CachedModule {
@@ -29,16 +32,54 @@ impl CachedModule {
     pub fn new(host: &str, namespace: &str, name: &str, system: &str) -> Self {
         CachedModule {
             place: CachePlace::new(cache_module_pk(host, namespace, name, system)),
+            listed: Listed {
+                host: host.to_string(),
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+                system: Some(system.to_string()),
+            },
         }
     }
 
-    /// Keep a freshly fetched list, replacing the last one.
+    /// Keep a freshly fetched list (replacing the last one), and list the
+    /// module among those the cache holds.
     pub async fn put_origin_list(
         &self,
         store: &dyn ItemStore,
         list: &tfreg_model::cache::OriginList,
     ) -> Result<(), StoreError> {
-        self.place.put_list(store, list).await
+        self.place.put_list(store, list).await?;
+        self.listed.put(store).await
+    }
+
+    /// What `tfreg cache list` shows of it.
+    pub async fn info(
+        &self,
+        store: &dyn ItemStore,
+    ) -> Result<Option<CachedModuleInfo>, StoreError> {
+        let Some(list) = self.origin_list(store).await? else {
+            return Ok(None);
+        };
+        let mut versions = Vec::new();
+        for item in query_all(store, &self.place.pk, VERSION_PREFIX).await? {
+            let release: CachedModuleRelease = decode(&item)?;
+            versions.push(release.info());
+        }
+        let Listed {
+            host,
+            namespace,
+            name,
+            system,
+        } = self.listed.clone();
+        Ok(Some(CachedModuleInfo {
+            host,
+            namespace,
+            name,
+            system: system.unwrap_or_default(),
+            fetched_at: list.fetched_at,
+            failed_at: list.failed_at,
+            versions,
+        }))
     }
 
     /// A version as resolved.

@@ -32,7 +32,7 @@
 //! | a cached module version (source pinned) | `CACHEMOD#<host>/<ns>/<name>/<system>` | `VERSION#<version>`    |
 //! | an origin's module 404, remembered briefly | `CACHEMOD#<host>/<ns>/<name>/<system>` | `MISSING#<version or "versions">` |
 //! | a fill in progress (lease, outcome) | `FILLING`                       | `<sha256 of what is filled>`        |
-//! | a provider the cache holds (listing) | `CACHED`                       | `<host>/<ns>/<type>`                |
+//! | a provider or module the cache holds (listing) | `CACHED`             | `<host>/<ns>/<type>` or `<host>/<ns>/<name>/<system>` |
 //!
 //! One release is one item holding every platform, so a download is one
 //! `GetItem`; a versions list is one `GetItem` of the partition's index.
