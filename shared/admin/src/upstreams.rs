@@ -11,7 +11,7 @@ use tfreg_http::body::{Body, Response, json};
 use tfreg_http::{Error, Registry};
 use tfreg_model::router::AdminRoute;
 use tfreg_model::upstream::{Mode, RemovedUpstream, SetUpstream, UpstreamList, UpstreamSettings};
-use tfreg_store::catalog::{cache, upstreams};
+use tfreg_store::catalog::{cache_listing, upstreams};
 
 use crate::{body, noted};
 
@@ -92,7 +92,7 @@ pub(crate) async fn handle(
         }
         AdminRoute::ListCached { host } => Ok(json(
             StatusCode::OK,
-            &cache::cached(items, host.as_ref().map(|h| h.as_str())).await?,
+            &cache_listing::cached(items, host.as_ref().map(|h| h.as_str())).await?,
         )),
         other => Err(Error::Internal(format!("not an upstream route: {other:?}"))),
     }

@@ -8,13 +8,13 @@
 use std::collections::BTreeMap;
 
 use tfreg_model::cache::{
-    CachedList, CachedProviderInfo, CachedRelease, CachedVersionInfo, OriginList, StoredArchive,
+    CachedProviderInfo, CachedRelease, CachedVersionInfo, OriginList, StoredArchive,
 };
 
-use super::cache_place::CachePlace;
+use super::cache_place::{CachePlace, Listed};
 use super::cas::{Step, update};
 use super::codec::{decode, encode};
-use super::schema::{CACHED_PK, VERSION_PREFIX, cache_pk};
+use super::schema::{VERSION_PREFIX, cache_pk};
 use crate::{Condition, Item, ItemStore, StoreError, query_all};
 
 /// One upstream provider's place in the cache.
@@ -24,31 +24,6 @@ pub struct CachedProvider {
     /// Its entry in the [`CACHED_PK`] listing (the rest is read from its
     /// partition).
     listed: Listed,
-}
-
-/// A provider or module the cache holds, as the listing names it (sort
-/// key `<host>/<ns>/<type>` or `<host>/<ns>/<name>/<system>`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub(super) struct Listed {
-    pub host: String,
-    pub namespace: String,
-    pub name: String,
-    /// A module's system (none: a provider).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system: Option<String>,
-}
-
-impl Listed {
-    /// List it among what the cache holds.
-    pub(super) async fn put(&self, store: &dyn ItemStore) -> Result<(), StoreError> {
-        let mut sk = format!("{}/{}/{}", self.host, self.namespace, self.name);
-        if let Some(system) = &self.system {
-            sk = format!("{sk}/{system}");
-        }
-        store
-            .put(Item::new(CACHED_PK, sk, encode(self)?), Condition::Always)
-            .await
-    }
 }
 
 /// Why a verified release cannot be kept.
@@ -223,33 +198,4 @@ impl CachedProvider {
         )
         .await
     }
-}
-
-/// Every provider and module the cache holds, from one upstream (`Some`)
-/// or all, by host and address.
-pub async fn cached(store: &dyn ItemStore, host: Option<&str>) -> Result<CachedList, StoreError> {
-    let prefix = host.map(|h| format!("{h}/")).unwrap_or_default();
-    let mut found = CachedList {
-        providers: Vec::new(),
-        modules: Vec::new(),
-    };
-    for item in query_all(store, CACHED_PK, &prefix).await? {
-        let listed: Listed = decode(&item)?;
-        match &listed.system {
-            None => {
-                let place = CachedProvider::new(&listed.host, &listed.namespace, &listed.name);
-                found.providers.extend(place.info(store).await?);
-            }
-            Some(system) => {
-                let place = super::cached_module::CachedModule::new(
-                    &listed.host,
-                    &listed.namespace,
-                    &listed.name,
-                    system,
-                );
-                found.modules.extend(place.info(store).await?);
-            }
-        }
-    }
-    Ok(found)
 }

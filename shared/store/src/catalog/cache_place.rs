@@ -10,7 +10,7 @@ use tfreg_model::cache::OriginList;
 
 use super::cas::{Step, update};
 use super::codec::{decode, encode};
-use super::schema::{MISSING_PREFIX, ORIGIN_SK, VERSION_PREFIX};
+use super::schema::{CACHED_PK, MISSING_PREFIX, ORIGIN_SK, VERSION_PREFIX};
 use crate::{Condition, Item, ItemStore, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,5 +101,30 @@ impl CachePlace {
         let item = Item::new(&self.pk, format!("{MISSING_PREFIX}{what}"), encode(&now)?)
             .expiring_at(now.saturating_add(u64::from(ttl_secs)));
         store.put(item, Condition::Always).await
+    }
+}
+
+/// A provider or module the cache holds, as the listing names it (sort
+/// key `<host>/<ns>/<type>` or `<host>/<ns>/<name>/<system>`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(super) struct Listed {
+    pub host: String,
+    pub namespace: String,
+    pub name: String,
+    /// A module's system (none: a provider).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+}
+
+impl Listed {
+    /// List it among what the cache holds.
+    pub(super) async fn put(&self, store: &dyn ItemStore) -> Result<(), StoreError> {
+        let mut sk = format!("{}/{}/{}", self.host, self.namespace, self.name);
+        if let Some(system) = &self.system {
+            sk = format!("{sk}/{system}");
+        }
+        store
+            .put(Item::new(CACHED_PK, sk, encode(self)?), Condition::Always)
+            .await
     }
 }

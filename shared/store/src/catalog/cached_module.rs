@@ -8,8 +8,7 @@
 use tfreg_model::cache::CachedModuleInfo;
 use tfreg_model::cache::module::CachedModuleRelease;
 
-use super::cache::Listed;
-use super::cache_place::CachePlace;
+use super::cache_place::{CachePlace, Listed};
 use super::codec::{decode, encode};
 use super::schema::{VERSION_PREFIX, cache_module_pk};
 use crate::{Condition, Item, ItemStore, StoreError, query_all};

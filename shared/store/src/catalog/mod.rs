@@ -17,6 +17,7 @@
 
 pub mod audit;
 pub mod cache;
+pub mod cache_listing;
 pub mod cache_place;
 pub mod cached_module;
 pub mod cas;
