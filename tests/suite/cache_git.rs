@@ -3,7 +3,7 @@
 //! `git::https://…//subdir?ref=<tag>` sources, as registry.terraform.io
 //! answers, with the repositories served by git's own `http-backend`
 //! (tests/cache/git_origin.py, over HTTPS with a CA of the test's). Real
-//! Terraform installs the module through a `host` block: the tag is pinned
+//! Terraform (1.0.3 and current) installs the module through a `host` block: the tag is pinned
 //! to its commit, that commit's tree fetched without a git binary and
 //! packed; a tag moved later changes nothing; a tree with a symlink is
 //! passed through (online) or refused (sealed); the origin stopped, `init`
@@ -186,13 +186,25 @@ fn tar_paths(path: &Path) -> Vec<String> {
 }
 
 #[test]
-fn terraform_installs_a_module_from_git_through_the_cache() {
+fn terraform_1_0_installs_a_module_from_git_through_the_cache() {
+    module_from_git("TFREG_TERRAFORM_1_0", "127.0.0.94", "git-tf10.example.test");
+}
+
+#[test]
+fn terraform_new_installs_a_module_from_git_through_the_cache() {
+    module_from_git(
+        "TFREG_TERRAFORM_NEW",
+        "127.0.0.93",
+        "git-origin.example.test",
+    );
+}
+
+fn module_from_git(bin_var: &str, ip: &str, name: &str) {
     use crate::support::fixtures::credentials;
     use crate::support::terraform::Terraform;
     use crate::support::tools::Tools;
     let tmp = tempfile::tempdir().unwrap();
-    let name = "git-origin.example.test";
-    let origin = GitOrigin::start(tmp.path(), "127.0.0.93", name);
+    let origin = GitOrigin::start(tmp.path(), ip, name);
     let rig = Rig::caching(tmp.path(), origin.upstream_args(), &[], &[]);
     let (server, fill) = (&rig.server, rig.fill.clone());
     let pinned = git(
@@ -205,7 +217,7 @@ fn terraform_installs_a_module_from_git_through_the_cache() {
         credentials(name, &fill),
         server.url(&format!("/v1/cache/{name}/modules/"))
     );
-    let tf = Terraform::new(Tools::get().path("TFREG_TERRAFORM_NEW"), server, &config);
+    let tf = Terraform::new(Tools::get().path(bin_var), server, &config);
     let work = tmp.path().join("work");
     write_tree(
         &work,
