@@ -187,14 +187,18 @@ fn tar_paths(path: &Path) -> Vec<String> {
 
 #[test]
 fn terraform_1_0_installs_a_module_from_git_through_the_cache() {
-    module_from_git("TFREG_TERRAFORM_1_0", "127.0.0.94", "git-tf10.example.test");
+    module_from_git(
+        "TFREG_TERRAFORM_1_0",
+        "127.0.0.110",
+        "git-tf10.example.test",
+    );
 }
 
 #[test]
 fn terraform_new_installs_a_module_from_git_through_the_cache() {
     module_from_git(
         "TFREG_TERRAFORM_NEW",
-        "127.0.0.93",
+        "127.0.0.111",
         "git-origin.example.test",
     );
 }
