@@ -81,6 +81,24 @@ impl<'a> Origin<'a> {
             .await
     }
 
+    /// One registry API call of the origin: its services discovered (cached
+    /// with the client), then `call` with them and `until`, the origin's
+    /// failure classed for waiting clients.
+    pub(crate) async fn ask<T>(
+        &self,
+        until: tokio::time::Instant,
+        call: impl AsyncFnOnce(
+            &crate::origin::OriginClient,
+            &crate::origin::Services,
+            tokio::time::Instant,
+        ) -> Result<T, OriginError>,
+    ) -> Result<T, FillError> {
+        let services = self.services().await?;
+        call(&self.client, &services, until)
+            .await
+            .map_err(|e| FillError::origin(&self.host, e))
+    }
+
     /// Remember the origin's 404 of `what` in `place`, and say so.
     pub(crate) async fn missing_in(
         &self,

@@ -61,14 +61,14 @@ impl<'a> Filling<'a> {
     /// Fetch the version list and keep it; a transient failure marks the
     /// cached list as failing (answered degraded).
     pub(super) async fn list(&self) -> Result<OriginList, FillError> {
-        let fetched = async {
-            let services = self.services().await?;
-            self.client
-                .module_versions(&services, &self.module, deadline(METADATA_DEADLINE))
-                .await
-                .map_err(|e| FillError::origin(&self.host, e))
-        }
-        .await;
+        let fetched = self
+            .ask(
+                deadline(METADATA_DEADLINE),
+                async |client, services, until| {
+                    client.module_versions(services, &self.module, until).await
+                },
+            )
+            .await;
         let items = self.cache.items.as_ref();
         let versions = self.list_fetched(&self.place, fetched).await?;
         let list = OriginList {
@@ -95,19 +95,16 @@ impl<'a> Filling<'a> {
             return Ok(release);
         }
         let parsed = Version::parse(version).map_err(|e| FillError::NotFound(e.0))?;
-        let location = async {
-            let services = self.services().await?;
-            self.client
-                .module_location(
-                    &services,
-                    &self.module,
-                    &parsed,
-                    deadline(METADATA_DEADLINE),
-                )
-                .await
-                .map_err(|e| FillError::origin(&self.host, e))
-        }
-        .await;
+        let location = self
+            .ask(
+                deadline(METADATA_DEADLINE),
+                async |client, services, until| {
+                    client
+                        .module_location(services, &self.module, &parsed, until)
+                        .await
+                },
+            )
+            .await;
         let location = match location {
             Ok(l) => l,
             Err(e) => return Err(self.missing_in(&self.place, version, e).await),

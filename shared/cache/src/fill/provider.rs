@@ -56,14 +56,16 @@ impl<'a> Filling<'a> {
     /// Fetch the version list and keep it. A transient failure marks the
     /// cached list as failing (answered degraded).
     pub(super) async fn list(&self) -> Result<OriginList, FillError> {
-        let fetched = async {
-            let services = self.services().await?;
-            self.client
-                .provider_versions(&services, &self.provider, deadline(METADATA_DEADLINE))
-                .await
-                .map_err(|e| FillError::origin(&self.host, e))
-        }
-        .await;
+        let fetched = self
+            .ask(
+                deadline(METADATA_DEADLINE),
+                async |client, services, until| {
+                    client
+                        .provider_versions(services, &self.provider, until)
+                        .await
+                },
+            )
+            .await;
         let items = self.cache.items.as_ref();
         let versions = self.list_fetched(&self.place, fetched).await?;
         let list = OriginList {
@@ -114,13 +116,14 @@ impl<'a> Filling<'a> {
                 FillError::Refused(format!("{}: {version} lists no platform", self.name()))
             })?;
         let asked = platform(asked)?;
-        let services = self.services().await?;
         let meta = deadline(METADATA_DEADLINE);
         let answer = self
-            .client
-            .provider_download(&services, &self.provider, &parsed, &asked, meta)
-            .await
-            .map_err(|e| FillError::origin(&self.host, e))?;
+            .ask(meta, async |client, services, until| {
+                client
+                    .provider_download(services, &self.provider, &parsed, &asked, until)
+                    .await
+            })
+            .await?;
         let sums = self
             .client
             .fetch_small(&answer.shasums_url, SmallFile::Shasums, meta)
@@ -302,18 +305,16 @@ impl<'a> Filling<'a> {
         }
         let asked = platform(platform_text)?;
         let parsed = Version::parse(version).map_err(|e| FillError::NotFound(e.0))?;
-        let services = self.services().await?;
         let answer = self
-            .client
-            .provider_download(
-                &services,
-                &self.provider,
-                &parsed,
-                &asked,
+            .ask(
                 deadline(METADATA_DEADLINE),
+                async |client, services, until| {
+                    client
+                        .provider_download(services, &self.provider, &parsed, &asked, until)
+                        .await
+                },
             )
-            .await
-            .map_err(|e| FillError::origin(&self.host, e))?;
+            .await?;
         if answer.shasum != archive.sha256 || answer.filename != archive.filename {
             return Err(FillError::refused(
                 &self.host,
