@@ -227,6 +227,14 @@ fn concurrent_cold_requests_make_one_fetch_of_each_file() {
     let tmp = tempfile::tempdir().unwrap();
     let origin = Origin::start(tmp.path(), "127.0.0.97", "origin-burst.example.test");
     let rig = Arc::new(Rig::start(tmp.path(), &origin, &[]));
+    one_fetch_of_each_file(&origin, rig);
+}
+
+/// 20 concurrent cold requests for `origin`'s index, version and linux
+/// archive through `rig`'s mirror: each answered, the archive the
+/// origin's bytes, and one request of each file at the origin.
+pub(crate) fn one_fetch_of_each_file(origin: &Origin, rig: Arc<Rig>) {
+    let _log = crate::cache_mirror::LogOnFailure(&rig.server);
     let base = format!("/v1/mirror/{}/hashicorp/null", origin.host);
     // What the origin saw before (the test rig's own readiness check).
     let before = log::requests(&origin.server.server_log()).len();
@@ -261,7 +269,7 @@ fn concurrent_cold_requests_make_one_fetch_of_each_file() {
         .collect();
     for d in downloads {
         let (status, bytes) = d.join().unwrap();
-        assert_eq!(status, 200);
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
         assert!(bytes == origin.linux_zip);
     }
     let seen = log::requests(&origin.server.server_log()).split_off(before);

@@ -163,10 +163,16 @@ impl Rig {
         std::fs::create_dir_all(dir).unwrap();
         let listen = format!("127.0.0.1:{}", crate::support::server::free_port());
         let server = Server::start_with_env(&dir.join("data"), &listen, &["--private"], env);
-        let admin = server.token("admin", None);
         let mut args = upstream;
         args.extend(extra.iter().map(|s| s.to_string()));
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Self::configured(server, args)
+    }
+
+    /// `server` with the upstream `upstream_set` makes (`tfreg upstream
+    /// set ...`, by an admin), and a fill token.
+    fn configured(server: Server, upstream_set: Vec<String>) -> Rig {
+        let admin = server.token("admin", None);
+        let args: Vec<&str> = upstream_set.iter().map(String::as_str).collect();
         ok(server.tfreg(&admin, &args), "upstream set");
         let out = server.tfreg(
             &admin,
@@ -180,6 +186,21 @@ impl Rig {
             admin,
             fill,
         }
+    }
+
+    /// The Lambda functions under `cargo lambda watch` on the emulators
+    /// caching `origin`: the upstream set through the admin function, the
+    /// misses fetched by the fill function, invoked by read and blob.
+    pub fn on_lambda(dir: &Path, origin: &Origin) -> Rig {
+        Self::configured(
+            Server::start_lambda(&dir.join("lambda")),
+            origin.upstream_args(),
+        )
+    }
+
+    /// Whether these are the Lambda functions (archives in the S3 emulator).
+    fn on_aws(&self) -> bool {
+        self.server.table().is_some()
     }
 
     pub fn get(&self, path: &str) -> (u16, Value) {
@@ -225,6 +246,36 @@ impl Rig {
             .filter(|e| e["action"] == action)
             .cloned()
             .collect()
+    }
+
+    /// The archive a cached module version's download leads to: stored
+    /// under `cache/` (a file of the data directory, or an object of the
+    /// S3 emulator, reached as Terraform does: our signed URL, then S3's).
+    pub fn module_archive(&self, host: &str, module: &str, version: &str) -> Vec<u8> {
+        if !self.on_aws() {
+            let stored: Vec<PathBuf> = self
+                .cached_objects()
+                .into_iter()
+                .filter(|p| p.to_string_lossy().ends_with(".tar.gz"))
+                .collect();
+            assert_eq!(stored.len(), 1, "{stored:?}");
+            return std::fs::read(&stored[0]).unwrap();
+        }
+        let resp = self
+            .server
+            .http
+            .get(self.server.url(&format!(
+                "/v1/cache/{host}/modules/{module}/{version}/download"
+            )))
+            .bearer_auth(&self.fill)
+            .send()
+            .unwrap();
+        assert_eq!(resp.status(), 204);
+        let location = resp.headers()["x-terraform-get"].to_str().unwrap();
+        assert!(location.contains("/v1/blobs/cache/"), "{location}");
+        let (status, bytes) = self.download(location);
+        assert_eq!(status, 200);
+        bytes
     }
 
     pub fn cached_objects(&self) -> Vec<PathBuf> {
@@ -387,7 +438,7 @@ fn in_hosts_file(ip: &str, name: &str) {
 /// made against the origin itself installs through the cache;
 /// `providers lock -net-mirror` fills both platforms; once the origin is
 /// stopped and `.terraform` removed, `init` still works from the cache.
-fn terraform_through_the_cache(bin_var: &str, ip: &str, name: &str) {
+pub(crate) fn terraform_through_the_cache(bin_var: &str, ip: &str, name: &str, lambda: bool) {
     use crate::support::fixtures::{credentials, h1, lock_file, network_mirror_config, zh};
     use crate::support::terraform::Terraform;
     use crate::support::tools::Tools;
@@ -395,8 +446,13 @@ fn terraform_through_the_cache(bin_var: &str, ip: &str, name: &str) {
     let tools = Tools::get();
     let tmp = tempfile::tempdir().unwrap();
     let origin = Origin::start(tmp.path(), ip, name);
-    let rig = Rig::start(tmp.path(), &origin, &[]);
+    let rig = if lambda {
+        Rig::on_lambda(tmp.path(), &origin)
+    } else {
+        Rig::start(tmp.path(), &origin, &[])
+    };
     let (server, fill) = (&rig.server, rig.fill.clone());
+    let _log = LogOnFailure(server);
     let main_tf = format!(
         "terraform {{\n  required_providers {{\n    null = {{ source = \"{}/hashicorp/null\", version = \"1.0.0\" }}\n  }}\n}}\nresource \"null_resource\" \"x\" {{}}\n",
         origin.host
@@ -516,14 +572,8 @@ fn terraform_through_the_cache(bin_var: &str, ip: &str, name: &str) {
             .filter(|p| p.to_string_lossy().contains("/archives/"))
             .collect();
     assert_eq!(origin_archive.len(), 1, "{origin_archive:?}");
-    let cached_archive: Vec<PathBuf> = rig
-        .cached_objects()
-        .into_iter()
-        .filter(|p| p.to_string_lossy().ends_with(".tar.gz"))
-        .collect();
-    assert_eq!(cached_archive.len(), 1, "{cached_archive:?}");
     assert_eq!(
-        std::fs::read(&cached_archive[0]).unwrap(),
+        rig.module_archive(name, "hashicorp/greeting/null", "1.0.0"),
         std::fs::read(&origin_archive[0]).unwrap(),
         "the module archive is kept byte for byte"
     );
@@ -550,6 +600,21 @@ fn terraform_through_the_cache(bin_var: &str, ip: &str, name: &str) {
     assert!(!log.contains(&fill), "no token in the log");
 }
 
+/// Prints the end of the registry's log (the functions' log on Lambda)
+/// when the test fails: why a request got the answer it got.
+pub(crate) struct LogOnFailure<'a>(pub &'a Server);
+
+impl Drop for LogOnFailure<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let log = self.0.server_log();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = lines[lines.len().saturating_sub(60)..].join("\n");
+            eprintln!("--- the registry's log, last 60 lines ---\n{tail}");
+        }
+    }
+}
+
 /// The hashes of a lock file, sorted.
 fn lock_hashes(lock: &str) -> Vec<String> {
     let mut hashes: Vec<String> = lock
@@ -567,6 +632,7 @@ fn terraform_1_0_installs_through_the_cache_and_without_the_origin() {
         "TFREG_TERRAFORM_1_0",
         "127.0.0.91",
         "origin-tf10.example.test",
+        false,
     );
 }
 
@@ -576,5 +642,6 @@ fn terraform_new_installs_through_the_cache_and_without_the_origin() {
         "TFREG_TERRAFORM_NEW",
         "127.0.0.92",
         "origin-tfnew.example.test",
+        false,
     );
 }

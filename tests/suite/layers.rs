@@ -6,8 +6,9 @@
 //! `publish` and `admin` the S3 client; none a regular expression engine;
 //! only `auth` sign-in's JWT code, the HTTP client it reaches the identity
 //! provider with, and the SSM / Secrets Manager clients it reads the
-//! provider's client secret with; and a function depends on no other
-//! function's handler group.
+//! provider's client secret with; only `fill` the pull-through cache's
+//! origin client (`tfreg-cache`, and reqwest, its HTTP client); and a
+//! function depends on no other function's handler group.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -33,6 +34,14 @@ const SIGNIN: &[&str] = &["tfreg-auth", "jsonwebtoken", "reqwest"];
 /// has no use for them).
 const SECRETS: &[&str] = &["aws-sdk-ssm", "aws-sdk-secretsmanager"];
 
+/// The pull-through cache's fill engine and origin client: only the fill
+/// function (and `tfreg serve`) reach upstream registries.
+const CACHE: &[&str] = &["tfreg-cache"];
+/// Where an outbound fetch may connect: the cache's and sign-in's.
+const OUTBOUND: &[&str] = &["tfreg-outbound"];
+/// The client the mirror, cache and blob functions start a fill with.
+const INVOKE: &[&str] = &["aws-sdk-lambda"];
+
 /// The function packages and what each must not link.
 fn forbidden() -> Vec<(&'static str, Vec<&'static str>)> {
     fn groups(except: &'static str) -> impl Iterator<Item = &'static str> {
@@ -42,6 +51,7 @@ fn forbidden() -> Vec<(&'static str, Vec<&'static str>)> {
             "tfreg-admin",
             "tfreg-ui",
             "tfreg-auth",
+            "tfreg-cache",
         ]
         .into_iter()
         .filter(move |g| *g != except)
@@ -52,28 +62,32 @@ fn forbidden() -> Vec<(&'static str, Vec<&'static str>)> {
     vec![
         (
             "tfreg-function-read",
-            all(&[PGP, ARCHIVES, DOCS, UI, S3, REGEX, SIGNIN, SECRETS])
-                .into_iter()
-                .chain(groups("tfreg-read"))
-                .collect(),
+            all(&[
+                PGP, ARCHIVES, DOCS, UI, S3, REGEX, SIGNIN, SECRETS, CACHE, OUTBOUND,
+            ])
+            .into_iter()
+            .chain(groups("tfreg-read"))
+            .collect(),
         ),
         (
             "tfreg-function-blob",
-            all(&[PGP, ARCHIVES, DOCS, UI, REGEX, SIGNIN, SECRETS])
-                .into_iter()
-                .chain(groups("tfreg-read"))
-                .collect(),
+            all(&[
+                PGP, ARCHIVES, DOCS, UI, REGEX, SIGNIN, SECRETS, CACHE, OUTBOUND,
+            ])
+            .into_iter()
+            .chain(groups("tfreg-read"))
+            .collect(),
         ),
         (
             "tfreg-function-publish",
-            all(&[UI, REGEX, SIGNIN, SECRETS])
+            all(&[UI, REGEX, SIGNIN, SECRETS, CACHE, OUTBOUND, INVOKE])
                 .into_iter()
                 .chain(groups("tfreg-publish"))
                 .collect(),
         ),
         (
             "tfreg-function-admin",
-            all(&[UI, REGEX, SIGNIN, SECRETS])
+            all(&[UI, REGEX, SIGNIN, SECRETS, CACHE, OUTBOUND, INVOKE])
                 .into_iter()
                 .chain(groups("tfreg-admin"))
                 .collect(),
@@ -85,16 +99,29 @@ fn forbidden() -> Vec<(&'static str, Vec<&'static str>)> {
                 .chain(REGEX.iter().copied())
                 .chain(SIGNIN.iter().copied())
                 .chain(SECRETS.iter().copied())
+                .chain(CACHE.iter().copied())
+                .chain(OUTBOUND.iter().copied())
+                .chain(INVOKE.iter().copied())
                 .chain(groups("tfreg-ui"))
                 .collect(),
         ),
         (
             // rsa and p256 come with jsonwebtoken's rust_crypto backend.
             "tfreg-function-auth",
-            all(&[ARCHIVES, DOCS, UI, S3, REGEX])
+            all(&[ARCHIVES, DOCS, UI, S3, REGEX, CACHE, INVOKE])
                 .into_iter()
                 .chain(["pgp", "tfreg-verify"])
                 .chain(groups("tfreg-auth"))
+                .collect(),
+        ),
+        (
+            // Verifies origins' signatures (pgp) and packs modules (tar):
+            // publish's rules, from tfreg-verify. No handler group at all.
+            "tfreg-function-fill",
+            all(&[UI, REGEX, SECRETS, INVOKE])
+                .into_iter()
+                .chain(["jsonwebtoken"])
+                .chain(groups("tfreg-cache"))
                 .collect(),
         ),
     ]
@@ -106,6 +133,26 @@ fn the_auth_function_links_sign_in_and_the_secret_clients() {
     let deps = dependencies("tfreg-function-auth");
     for name in SIGNIN.iter().chain(SECRETS) {
         assert!(deps.contains(*name), "tfreg-function-auth lacks {name}");
+    }
+}
+
+/// The fill function links the cache's origin client; the functions that
+/// start fills link the Lambda client they invoke it with.
+#[test]
+fn the_fill_function_links_the_origin_client_and_its_callers_the_invoke_client() {
+    let fill = dependencies("tfreg-function-fill");
+    for name in CACHE
+        .iter()
+        .chain(OUTBOUND)
+        .chain(["reqwest", "aws-sdk-s3"].iter())
+    {
+        assert!(fill.contains(*name), "tfreg-function-fill lacks {name}");
+    }
+    for caller in ["tfreg-function-read", "tfreg-function-blob"] {
+        let deps = dependencies(caller);
+        for name in INVOKE {
+            assert!(deps.contains(*name), "{caller} lacks {name}");
+        }
     }
 }
 
@@ -163,6 +210,7 @@ fn the_forbidden_crates_are_named_as_cargo_names_them() {
         .chain(S3)
         .chain(REGEX)
         .chain(SIGNIN)
+        .chain(CACHE)
     {
         assert!(
             cli.contains(*name),

@@ -77,6 +77,7 @@ mod browser;
 mod browser_sso;
 mod cache_attacks;
 mod cache_git;
+mod cache_lambda;
 mod cache_mirror;
 mod cache_store;
 mod ci_examples;

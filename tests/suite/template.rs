@@ -52,7 +52,9 @@ fn tagged_str<'a>(v: &'a Value, tag: &str) -> &'a str {
 }
 
 /// The function packages (`functions/<name>`, binary `<name>`).
-const PACKAGES: [&str; 6] = ["read", "blob", "publish", "admin", "ui", "auth"];
+const PACKAGES: [&str; 7] = ["read", "blob", "publish", "admin", "ui", "auth", "fill"];
+/// The packages of functions no route leads to: invoked by other functions.
+const UNROUTED: [&str; 1] = ["fill"];
 
 /// The package whose handler group serves `route`.
 fn package_of(route: &Route) -> &'static str {
@@ -109,6 +111,10 @@ fn functions(t: &Value) -> BTreeMap<String, String> {
     let routes = routes(t);
     let mut by_endpoint = BTreeMap::new();
     for (id, binary) in &binaries {
+        if UNROUTED.contains(&binary.as_str()) {
+            assert!(!routes.contains_key(id), "{id}: no route leads to it");
+            continue;
+        }
         let keys = routes
             .get(id)
             .unwrap_or_else(|| panic!("{id} has no route"));
@@ -258,8 +264,11 @@ fn every_watch_route_leads_to_a_function_and_every_function_has_a_route() {
     let routed: BTreeSet<&str> = routes.values().map(String::as_str).collect();
     assert_eq!(
         routed,
-        PACKAGES.into_iter().collect(),
-        "every function package has a route and every route a package"
+        PACKAGES
+            .into_iter()
+            .filter(|p| !UNROUTED.contains(p))
+            .collect(),
+        "every function package but the invoked ones has a route and every route a package"
     );
     // And the shared router agrees: a sample path of each watch route is routed
     // to the endpoint of the function it names.
@@ -336,7 +345,7 @@ fn api_routes_are_the_routes_cargo_lambda_watch_serves() {
     let routes = routes(&t);
     let watch = watch_routes();
     for (id, binary) in &binaries {
-        for key in &routes[id] {
+        for key in routes.get(id).into_iter().flatten() {
             let api_path = match key.as_str() {
                 "$default" => CATCH_ALL.to_string(),
                 k => k
@@ -409,6 +418,11 @@ fn every_function_is_built_for_lambda_and_logs_json_to_a_retained_group() {
                     == Some(&id)
             })
             .collect();
+        let binary = f["Metadata"]["BuildProperties"]["Binary"].as_str();
+        if UNROUTED.iter().any(|u| Some(*u) == binary) {
+            assert!(own.is_empty(), "{id}: API Gateway may not invoke it");
+            continue;
+        }
         assert_eq!(own.len(), 1, "{id}: one invoke permission for API Gateway");
         assert_eq!(
             own[0]["Properties"]["Principal"].as_str(),
@@ -571,8 +585,11 @@ fn only_publish_and_admin_write_and_reads_are_read_only() {
         }
         let actions = actions(function);
         for a in &actions {
+            // Starting a fill: the_fill_function_is_invoked_by_the_functions_that_miss.
             assert!(
-                READ_ACTIONS.contains(&a.as_str()) || WRITE_ACTIONS.contains(&a.as_str()),
+                READ_ACTIONS.contains(&a.as_str())
+                    || WRITE_ACTIONS.contains(&a.as_str())
+                    || a == "lambda:InvokeFunction",
                 "{binary}: unexpected action {a}"
             );
         }
@@ -707,6 +724,137 @@ fn only_publish_and_admin_write_and_reads_are_read_only() {
         .map(|e| e.name().to_string())
         .collect();
     assert_eq!(token_checkers, expected, "functions that check tokens");
+}
+
+/// The pull-through cache's fill function (plan §5): no route; started
+/// only by the functions that can miss (the mirror's, the cache's and
+/// blob), each naming it in TFREG_FILL_FUNCTION and allowed to invoke it
+/// and nothing else; Lambda retries a failed event once (the fill is
+/// idempotent); it writes only the cache's partitions and `cache/` objects.
+#[test]
+fn the_fill_function_is_invoked_by_the_functions_that_miss_and_writes_only_the_cache() {
+    use tfreg_store::catalog::schema;
+    let t = template();
+    let binaries = function_binaries(&t);
+    let fill_ids: Vec<&String> = binaries
+        .iter()
+        .filter(|(_, b)| b.as_str() == "fill")
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(fill_ids, ["FillFunction"], "one fill function");
+    let fill = &resources(&t)["FillFunction"];
+    assert!(
+        !routes(&t).contains_key("FillFunction"),
+        "no route leads to the fill function"
+    );
+    for (id, permission) in of_type(&t, "AWS::Lambda::Permission") {
+        assert_ne!(
+            tagged_str(&permission["Properties"]["FunctionName"], "!Ref"),
+            "FillFunction",
+            "{id}: nothing outside the stack may invoke the fill function"
+        );
+    }
+    let retry = &fill["Properties"]["EventInvokeConfig"];
+    assert_eq!(retry["MaximumRetryAttempts"].as_u64(), Some(1), "{retry:?}");
+    assert_eq!(fill["Properties"]["Timeout"].as_u64(), Some(900));
+
+    // Who starts fills: exactly the functions of the routes that fill.
+    let may_miss: BTreeSet<&str> = [
+        "mirror-index",
+        "mirror-version",
+        "cache-provider-versions",
+        "cache-provider-download",
+        "cache-module-versions",
+        "cache-module-download",
+        "blob",
+    ]
+    .into();
+    let by_endpoint = functions(&t);
+    let invoke = (
+        "lambda:InvokeFunction".to_string(),
+        "!GetAtt FillFunction.Arn".to_string(),
+    );
+    for (endpoint, id) in &by_endpoint {
+        let function = &resources(&t)[id.as_str()];
+        let env = &function["Properties"]["Environment"]["Variables"]["TFREG_FILL_FUNCTION"];
+        // (auth's policies include SAM policy templates: read as text.)
+        let invokes = format!("{:?}", function["Properties"]["Policies"]).contains("lambda:");
+        if may_miss.contains(endpoint.as_str()) {
+            assert_eq!(tagged_str(env, "!Ref"), "FillFunction", "{id}");
+            assert!(grants(function).contains(&invoke), "{id} may start fills");
+        } else {
+            assert!(env.is_null(), "{id} starts no fill");
+            assert!(!invokes, "{id} invokes nothing");
+        }
+    }
+    for e in &may_miss {
+        assert!(by_endpoint.contains_key(*e), "{e} is an endpoint's name");
+    }
+
+    // What the fill function may do: read the table, put items of the
+    // cache's partitions only, and keep objects under cache/.
+    let statements = statements(fill);
+    let writes: Vec<&&Value> = statements
+        .iter()
+        .filter(|s| {
+            statement_actions(s)
+                .iter()
+                .any(|a| WRITE_ACTIONS.contains(&a.as_str()))
+        })
+        .collect();
+    let item_writes: Vec<&&Value> = writes
+        .iter()
+        .copied()
+        .filter(|s| {
+            statement_actions(s)
+                .iter()
+                .any(|a| a.starts_with("dynamodb:"))
+        })
+        .collect();
+    assert_eq!(item_writes.len(), 1, "{item_writes:?}");
+    assert_eq!(statement_actions(item_writes[0]), ["dynamodb:PutItem"]);
+    let leading: BTreeSet<&str> =
+        item_writes[0]["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+            .as_sequence()
+            .expect("PutItem is limited to the cache's partitions")
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+    let cache = format!("{}*", schema::CACHE_PREFIX);
+    let cache_modules = format!("{}*", schema::CACHE_MODULE_PREFIX);
+    let expected: BTreeSet<&str> = [
+        cache.as_str(),
+        cache_modules.as_str(),
+        schema::FILLING_PK,
+        schema::CACHED_PK,
+        schema::AUDIT_PK,
+        schema::SECRET_PK,
+    ]
+    .into();
+    assert_eq!(leading, expected);
+    let objects: BTreeSet<String> = grants(fill)
+        .into_iter()
+        .filter(|(a, _)| a.starts_with("s3:") && a != "s3:ListBucket")
+        .map(|(_, r)| r)
+        .collect();
+    assert_eq!(
+        objects,
+        BTreeSet::from([format!(
+            "!Sub ${{Bucket.Arn}}/{}*",
+            tfreg_model::blob_key::CACHE
+        )]),
+        "the fill function keeps objects under cache/ only"
+    );
+    assert!(
+        !actions(fill)
+            .iter()
+            .any(|a| a == "s3:DeleteObject" || a == "dynamodb:DeleteItem"),
+        "the fill function deletes nothing"
+    );
+    // The tests' loopback exception is never deployed.
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/template.yaml")).unwrap();
+    assert!(!text.contains(tfreg_lambda::config::ORIGIN_ALLOW_LOOPBACK));
 }
 
 /// Private by default: reads need a token unless the operator says otherwise.

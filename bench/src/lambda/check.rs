@@ -38,7 +38,42 @@ pub(super) async fn check_starts(dir: &Path, runner: &[String]) -> Result<Vec<St
             first_response_ms: ms(start.first_response),
         });
     }
+    started.push(check_fill(dir, runner, &backends).await?);
     Ok(started)
+}
+
+/// The fill function, which no route reaches: started once with the event
+/// a read function sends it (a provider's version list) for a host that is
+/// no upstream here, which it must answer (`null`) without fetching.
+async fn check_fill(
+    dir: &Path,
+    runner: &[String],
+    backends: &Backends,
+) -> Result<Started, BoxError> {
+    let fill = function("fill", "fill", ("", ""), 0);
+    let event = bytes::Bytes::from(serde_json::to_vec(&serde_json::json!({
+        "host": "registry.example.com",
+        "namespace": "hashicorp",
+        "name": "null",
+        "what": {"kind": "provider_list"},
+    }))?);
+    let binary = locate(dir, fill.binary)?;
+    let start = runtime_api::cold_start(command(&binary, runner, &fill, backends), event)
+        .await
+        .map_err(|e| format!("fill ({}): {e}", binary.display()))?;
+    if start.body.as_ref() != b"null" {
+        return Err(format!(
+            "fill: answered {:?} (expected null)",
+            String::from_utf8_lossy(&start.body)
+        )
+        .into());
+    }
+    Ok(Started {
+        endpoint: "fill (event)".into(),
+        status: start.status,
+        init_ms: ms(start.init),
+        first_response_ms: ms(start.first_response),
+    })
 }
 
 pub(super) fn check_markdown(sizes: &[Size], starts: &[Started], runner: &[String]) -> String {

@@ -27,8 +27,11 @@ pub struct ColdStart {
     pub init: Duration,
     /// Until the response to the first event.
     pub first_response: Duration,
-    /// The `statusCode` of that response (API Gateway's payload 2.0).
+    /// The `statusCode` of that response (API Gateway's payload 2.0); 0
+    /// when it is none (the fill function answers its events with `null`).
     pub status: u16,
+    /// That response's body.
+    pub body: Bytes,
     /// Each event's handling, from its `invocation/next` to its response:
     /// the first event's, then the warm ones'.
     pub handling: Vec<Duration>,
@@ -243,7 +246,8 @@ async fn run(
     Ok(ColdStart {
         init,
         first_response,
-        status: status_code(&body)?,
+        status: status_code(&body).unwrap_or(0),
+        body,
         handling: next_at
             .iter()
             .zip(&responses)

@@ -46,6 +46,15 @@ pub const S3_FORCE_PATH_STYLE: &str = "TFREG_S3_FORCE_PATH_STYLE";
 pub const CONNECT_AT_INIT: &str = "TFREG_CONNECT_AT_INIT";
 /// `tracing` filter of the functions' JSON logs; default `info`.
 pub const LOG: &str = "TFREG_LOG";
+/// The read and blob functions: the fill function (name or ARN) a cache
+/// miss invokes asynchronously. Unset: cache misses are never fetched (a
+/// miss is 404 "not cached"; hits are answered).
+pub const FILL_FUNCTION: &str = "TFREG_FILL_FUNCTION";
+/// Tests only: `true` lets an upstream's `connect` hook name loopback
+/// addresses in the fill function (the emulated tests run the origin on
+/// this machine), as `tfreg serve` allows. In AWS loopback holds the
+/// Runtime API and link-local the credentials: never set by the template.
+pub const ORIGIN_ALLOW_LOOPBACK: &str = "TFREG_ORIGIN_ALLOW_LOOPBACK";
 
 pub use crate::signin::{
     CI_AUDIENCE, CI_ISSUERS, CI_MAX_TOKEN_LIFETIME, CI_TOKEN_TTL, LOGIN_PORTS, LOGIN_TOKEN_TTL,
@@ -54,7 +63,7 @@ pub use crate::signin::{
 
 /// Every variable above, and sign-in's ([`crate::signin`]): what a
 /// deployment may set.
-pub const ALL: [&str; 21] = [
+pub const ALL: [&str; 23] = [
     TABLE,
     BUCKET,
     HOSTNAME,
@@ -66,6 +75,8 @@ pub const ALL: [&str; 21] = [
     S3_FORCE_PATH_STYLE,
     CONNECT_AT_INIT,
     LOG,
+    FILL_FUNCTION,
+    ORIGIN_ALLOW_LOOPBACK,
     OIDC_ISSUER,
     OIDC_CLIENT_ID,
     OIDC_CLIENT_SECRET,
@@ -93,6 +104,10 @@ pub struct Settings {
     pub token_cache: Duration,
     pub s3_force_path_style: bool,
     pub connect_at_init: bool,
+    /// The fill function cache misses invoke ([`FILL_FUNCTION`]).
+    pub fill_function: Option<String>,
+    /// [`ORIGIN_ALLOW_LOOPBACK`].
+    pub origin_allow_loopback: bool,
     /// `terraform login` through an identity provider, when one is configured.
     pub signin: Option<crate::signin::SignIn>,
 }
@@ -177,6 +192,10 @@ impl Settings {
             token_cache,
             s3_force_path_style: flag(&get, S3_FORCE_PATH_STYLE)?,
             connect_at_init: flag(&get, CONNECT_AT_INIT)?,
+            fill_function: get(FILL_FUNCTION)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty()),
+            origin_allow_loopback: flag(&get, ORIGIN_ALLOW_LOOPBACK)?,
             signin: crate::signin::SignIn::from_lookup(&get)?,
         })
     }

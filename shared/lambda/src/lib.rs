@@ -15,6 +15,7 @@
 pub mod auth;
 pub mod config;
 pub mod env;
+pub mod fill;
 pub mod signin;
 
 use std::sync::Arc;
@@ -134,7 +135,8 @@ pub async fn registry_from_env(
             let items = items(&sdk, &settings);
             let signer = tfreg_http::signed_url::load_signer(items.as_ref()).await?;
             let blobs = blobs(&sdk, &settings, archives);
-            Registry::new(items, blobs, signer, settings.registry_config())
+            let config = settings.registry_config();
+            with_filler(Registry::new(items, blobs, signer, config), &settings, &sdk)
         }
         Secret::ReadWhenNeeded => registry_with(settings, &sdk, archives),
     };
@@ -156,6 +158,20 @@ fn blobs(sdk: &SdkConfig, settings: &Settings, archives: Option<Archives>) -> Ar
     }
 }
 
+/// The registry, fetching cache misses through the fill function when the
+/// function was built with `invoke` and given one ([`config::FILL_FUNCTION`]);
+/// else a miss is "not cached".
+#[allow(unused_variables)]
+fn with_filler(registry: Registry, settings: &Settings, sdk: &SdkConfig) -> Registry {
+    #[cfg(feature = "invoke")]
+    if let Some(function) = &settings.fill_function {
+        let env = |name: &str| std::env::var(name).ok();
+        let filler = fill::InvokeFiller::new(sdk, function.clone(), env);
+        return registry.with_filler(Arc::new(filler));
+    }
+    registry
+}
+
 /// A registry that reads the URL signing secret when it first needs it.
 fn registry_with(settings: Settings, sdk: &SdkConfig, archives: Option<Archives>) -> Registry {
     let registry = Registry::with_stored_signer(
@@ -163,6 +179,7 @@ fn registry_with(settings: Settings, sdk: &SdkConfig, archives: Option<Archives>
         blobs(sdk, &settings, archives),
         settings.registry_config(),
     );
+    let registry = with_filler(registry, &settings, sdk);
     if settings.connect_at_init {
         // Read the URL signing secret (those that sign URLs need it on their
         // first request anyway) beside init, not in it: the connection to

@@ -14,7 +14,7 @@ use super::tools::{Tools, require_emulators, tfreg_bin};
 const LOG_MARK: &str = "/_log-mark/";
 
 /// The function binaries, by the names cargo lambda watch's router gives them.
-pub const FUNCTIONS: [&str; 6] = ["read", "blob", "publish", "admin", "ui", "auth"];
+pub const FUNCTIONS: [&str; 7] = ["read", "blob", "publish", "admin", "ui", "auth", "fill"];
 
 /// A loopback port that was free a moment ago.
 pub fn free_port() -> u16 {
@@ -303,7 +303,9 @@ impl Server {
         require_emulators();
         let tools = Tools::get();
         let host = format!("127.0.0.1:{port}");
-        let name = format!("tfreg-e2e-{port}");
+        // Unique in the emulators, which outlive a test: a port is free
+        // again once a test ends, and another test (or run) may get it.
+        let name = format!("tfreg-e2e-{port}-{:08x}", rand::random::<u32>());
         std::fs::create_dir_all(dir).unwrap();
         ok(
             Command::new(tfreg_bin())
@@ -420,6 +422,12 @@ impl Server {
                 .env("TFREG_HOSTNAME", &host)
                 .env("TFREG_S3_FORCE_PATH_STYLE", "true")
                 .env("TFREG_LOG", "info")
+                // A cache miss invokes the fill function through cargo lambda
+                // watch's Invoke API (on its plain runtime address, as the
+                // SDK reaches Lambda's), and the test origins live on loopback.
+                .env("TFREG_FILL_FUNCTION", "fill")
+                .env("AWS_ENDPOINT_URL_LAMBDA", format!("http://{runtime_addr}"))
+                .env("TFREG_ORIGIN_ALLOW_LOOPBACK", "true")
                 .envs(settings.iter().copied())
                 .stdout(function_log.try_clone().unwrap())
                 .stderr(function_log.try_clone().unwrap())
