@@ -208,6 +208,8 @@ type BoxError = Box<dyn std::error::Error>;
 
 fn binaries(with_baseline: bool) -> Vec<&'static str> {
     let mut names: Vec<&str> = FUNCTIONS.iter().map(|f| f.binary).collect();
+    // The function no route reaches (started by check::check_fill).
+    names.push("fill");
     if with_baseline {
         names.push(HELLO);
     }
