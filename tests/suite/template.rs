@@ -754,6 +754,26 @@ fn the_fill_function_is_invoked_by_the_functions_that_miss_and_writes_only_the_c
             "{id}: nothing outside the stack may invoke the fill function"
         );
     }
+    // Those that wait for a fill stop waiting before Lambda stops them:
+    // the client gets our 503 or redirect, not API Gateway's error.
+    let timeout = |f: &Value| {
+        f["Properties"]["Timeout"]
+            .as_u64()
+            .or_else(|| t["Globals"]["Function"]["Timeout"].as_u64())
+            .unwrap()
+    };
+    for (endpoint, id) in functions(&t) {
+        let wait = match endpoint.as_str() {
+            "blob" => tfreg_read::ARCHIVE_WAIT,
+            e if e.starts_with("mirror-") || e.starts_with("cache-") => tfreg_read::METADATA_WAIT,
+            _ => continue,
+        };
+        let secs = timeout(&resources(&t)[id.as_str()]);
+        assert!(
+            wait.as_secs() + 2 <= secs && secs < 30,
+            "{id}: waits {wait:?} for a fill, runs at most {secs} s (API Gateway: 30 s)"
+        );
+    }
     let retry = &fill["Properties"]["EventInvokeConfig"];
     assert_eq!(retry["MaximumRetryAttempts"].as_u64(), Some(1), "{retry:?}");
     assert_eq!(fill["Properties"]["Timeout"].as_u64(), Some(900));

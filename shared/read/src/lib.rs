@@ -11,6 +11,10 @@ mod cached_module;
 mod read;
 mod wait;
 
+/// How long a request waits for a fill before it answers: the functions'
+/// timeouts in template.yaml must leave room for it.
+pub use wait::{ARCHIVE_WAIT, METADATA_WAIT};
+
 use async_trait::async_trait;
 use tfreg_http::body::{Body, Response};
 use tfreg_http::{Call, Error, Handler, Registry};
