@@ -131,7 +131,9 @@ async fn handle(
         UiRoute::Provider { provider, version } => {
             provider_page(registry, &provider, version, layout(provider.to_string())).await
         }
-        UiRoute::Cache => cached::page(registry, layout("Cache".into())).await,
+        UiRoute::Cache => {
+            cached::page(registry, layout("Cached from other registries".into())).await
+        }
         UiRoute::SignIn if req.method == Method::POST => {
             sign::sign_in(registry, req.headers, body, layout("Sign in".into())).await
         }
