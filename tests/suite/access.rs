@@ -406,6 +406,15 @@ fn endpoints(blob_path: &str, own_host: &str) -> Vec<Endpoint> {
             Value::Null,
             Need::Token(Scope::Read, Some(B)),
         ),
+        // What the pull-through cache holds, by upstream: what `GET
+        // /v1/admin/cache` lists, so what it needs (admin, registry-wide).
+        ep(
+            "ui cache page",
+            Method::GET,
+            "/ui/cache".into(),
+            Value::Null,
+            Need::Token(Scope::Admin, None),
+        ),
         ep(
             "ui sign-in page",
             Method::GET,

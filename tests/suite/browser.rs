@@ -397,3 +397,122 @@ fn a_person_uses_the_ui_in_chromium_on_the_lambda_functions() {
     assert_eq!(resp.status().as_u16(), 303, "a valid token signs in");
     assert_eq!(resp.headers()["location"], "/ui/home");
 }
+
+/// The cache's page (issue 22) in Chromium, on `tfreg serve --private`
+/// caching a second `tfreg serve` (the origin of `cache_mirror`): filled
+/// for real first (`tfreg cache warm` with a fill token: a provider
+/// version's linux archive and a module, fetched, verified and stored), so
+/// the page reads what the cache wrote. A read token is offered no link and
+/// refused the page (403; no session: sign in first); an admin token
+/// follows the header's link and sees the upstream, the provider version
+/// with its signer and stored platform, and the module version stored.
+#[test]
+fn an_admin_sees_what_the_cache_holds_in_chromium() {
+    use crate::cache_mirror::{Origin, Rig};
+    let tmp = tempfile::tempdir().unwrap();
+    let origin = Origin::start(tmp.path(), "127.0.0.141", "origin-ui.example.test");
+    let rig = Rig::start(tmp.path(), &origin, &[]);
+    let server = &rig.server;
+    let host = origin.host.clone();
+    let warmed = ok(
+        server.tfreg(
+            &rig.fill,
+            &[
+                "cache",
+                "warm",
+                "--provider",
+                &format!("{host}/hashicorp/null@1.0.0"),
+                "--platform",
+                "linux_amd64",
+                "--module",
+                &format!("{host}/hashicorp/greeting/null@1.0.0"),
+            ],
+        ),
+        "tfreg cache warm",
+    );
+    assert!(
+        warmed.contains(&format!("warmed {host}/hashicorp/null 1.0.0 linux_amd64")),
+        "{warmed}"
+    );
+    let reader = server.token("read", None);
+    let shots = shots();
+
+    // Without a session or with a token that may only read: no page.
+    let no_session = server.http.get(server.url("/ui/cache")).send().unwrap();
+    assert_eq!(no_session.status().as_u16(), 303);
+    assert_eq!(
+        no_session.headers()["location"],
+        "/ui/sign-in?next=%2Fui%2Fcache"
+    );
+    let as_reader = server
+        .http
+        .get(server.url("/ui/cache"))
+        .bearer_auth(&reader)
+        .send()
+        .unwrap();
+    assert_eq!(as_reader.status().as_u16(), 403);
+    let body = as_reader.text().unwrap();
+    assert!(!body.contains("hashicorp/null"), "{body}");
+
+    let b = Browser::open(server, 1280, 900, "light");
+    b.goto(&server.url("/ui/cache"));
+    assert_eq!(b.path(), "/ui/sign-in?next=%2Fui%2Fcache");
+    b.type_into("#token", &reader);
+    b.click_to_page("#sign-in");
+    assert_eq!(b.path(), "/ui/cache", "back where it was going");
+    assert_eq!(b.text("#error-heading"), "Not allowed");
+    assert!(b.text("#main").contains("HTTP 403"));
+    assert!(b.texts("section.upstream").is_empty());
+    b.goto(&server.url("/ui/home"));
+    assert!(b.texts("#nav-cache").is_empty(), "no link for a reader");
+    b.click_to_page("#sign-out");
+
+    // An admin: from the home page's header to the page.
+    sign_in(&b, server, &rig.admin);
+    assert_eq!(b.path(), "/ui/home");
+    b.click_to_page("#nav-cache");
+    assert_eq!(b.path(), "/ui/cache");
+    let upstream = format!("section.upstream[data-host='{host}']");
+    assert_eq!(b.text(&format!("{upstream} h2 code.host")), host);
+    assert_eq!(b.text(&format!("{upstream} h2 .mark.mode")), "online");
+    assert!(
+        b.text(&format!("{upstream} p.serves"))
+            .contains("Serves providers and modules")
+    );
+    let provider = format!("{upstream} article[data-provider='hashicorp/null']");
+    assert_eq!(
+        b.text(&format!("{provider} h4")),
+        format!("{host}/hashicorp/null")
+    );
+    assert!(
+        b.text(&format!("{provider} p.meta"))
+            .starts_with("List fetched 20")
+    );
+    let version = format!("{provider} tr[data-version='1.0.0']");
+    assert_eq!(
+        b.texts(&format!("{version} code.platform")),
+        ["linux_amd64"],
+        "the platform warmed, and only it"
+    );
+    assert_eq!(b.text(&format!("{version} code.key-id")).len(), 16);
+    let module = format!("{upstream} article[data-module='hashicorp/greeting/null']");
+    let module_version = format!("{module} tr[data-version='1.0.0']");
+    assert_eq!(b.text(&format!("{module_version} td.state")), "stored");
+    assert!(
+        b.text(&format!("{module_version} code.source"))
+            .starts_with("https://")
+    );
+    b.screenshot(&shots, "cache-desktop");
+    drop(b);
+
+    // On a phone: nothing wider than the screen.
+    let b = Browser::open(server, 390, 844, "dark");
+    sign_in(&b, server, &rig.admin);
+    b.goto(&server.url("/ui/cache"));
+    assert_eq!(
+        b.texts(&format!("{version} code.platform")),
+        ["linux_amd64"]
+    );
+    assert!(fits_width(&b), "/ui/cache is wider than 390 px");
+    b.screenshot(&shots, "cache-phone-dark");
+}

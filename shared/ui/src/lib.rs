@@ -12,6 +12,7 @@
 //! every page works without it.
 
 pub mod assets;
+pub mod cached;
 pub mod pages;
 mod sign;
 pub mod snippets;
@@ -55,6 +56,7 @@ async fn handle(
         js: Asset::Js.file_name(),
         signed_in: req.signed_in(),
         signed_in_as: signed_in_as(req.signed_in(), req.principal),
+        cache_link: cached::may_see(req.principal),
         query: String::new(),
     };
     match route {
@@ -128,6 +130,9 @@ async fn handle(
         }
         UiRoute::Provider { provider, version } => {
             provider_page(registry, &provider, version, layout(provider.to_string())).await
+        }
+        UiRoute::Cache => {
+            cached::page(registry, layout("Cached from other registries".into())).await
         }
         UiRoute::SignIn if req.method == Method::POST => {
             sign::sign_in(registry, req.headers, body, layout("Sign in".into())).await
@@ -324,7 +329,7 @@ fn search_params(query: Option<&str>) -> (String, String) {
 }
 
 /// A rendered page, `no-store` (it shows what a token may read).
-fn page<T: Template>(template: &T) -> Result<Response, Error> {
+pub(crate) fn page<T: Template>(template: &T) -> Result<Response, Error> {
     let html = template
         .render()
         .map_err(|e| Error::internal(format!("rendering a page: {e}")))?;
@@ -421,6 +426,7 @@ pub fn error_page(
             js: Asset::Js.file_name(),
             signed_in,
             signed_in_as: signed_in_as(signed_in, call.principal),
+            cache_link: cached::may_see(call.principal),
             query: String::new(),
         },
         status: status.as_u16(),

@@ -20,6 +20,9 @@ pub struct Layout {
     /// Whose session, and what it may do: `alice · read:*, publish:acme`
     /// (empty: not known).
     pub signed_in_as: String,
+    /// Link to the cache's page: the principal may open it
+    /// ([`crate::cached::may_see`]).
+    pub cache_link: bool,
     /// The search box's text.
     pub query: String,
 }

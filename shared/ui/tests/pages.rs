@@ -574,3 +574,251 @@ async fn the_header_names_the_session_its_token_and_grants() {
     by_header.expect(StatusCode::OK, "a bearer token reads the UI");
     assert!(!by_header.text().contains("signed-in-as"));
 }
+
+/// What the pull-through cache holds, written through the store's own API
+/// (as a fill writes it): an online upstream with a provider version (one
+/// of its two platforms stored) and a module (a pinned git version, and one
+/// passed through for the credentials in its source); a second, sealed
+/// upstream with nothing cached.
+async fn cache_something(reg: &TestRegistry) {
+    use std::collections::BTreeMap;
+    use tfreg_model::cache::module::{CachedModuleRelease, ModuleOrigin, StoredModule};
+    use tfreg_model::cache::{
+        CachedArchive, CachedRelease, OriginList, OriginVersion, StoredArchive,
+    };
+    use tfreg_model::upstream::{CredentialRef, Mode, Serves, UpstreamHost, UpstreamSettings};
+    use tfreg_store::catalog::cache::CachedProvider;
+    use tfreg_store::catalog::cached_module::CachedModule;
+    use tfreg_store::catalog::upstreams;
+
+    let items = reg.registry.items.as_ref();
+    let host = "origin.example.test";
+    let mut settings = UpstreamSettings::new(Serves {
+        providers: true,
+        modules: true,
+    });
+    settings.credentials = Some(CredentialRef::Env("ORIGIN_TOKEN_VARIABLE".into()));
+    let upstream = UpstreamHost::parse(host).unwrap();
+    upstreams::put_upstream(items, &upstream, settings.clone(), "operator", 1)
+        .await
+        .unwrap();
+    settings.mode = Mode::Sealed;
+    settings.serves.modules = false;
+    let sealed = UpstreamHost::parse("sealed.example.test").unwrap();
+    upstreams::put_upstream(items, &sealed, settings, "operator", 1)
+        .await
+        .unwrap();
+
+    let list = |versions: &[&str]| OriginList {
+        versions: versions
+            .iter()
+            .map(|v| OriginVersion {
+                version: v.to_string(),
+                protocols: vec!["5.0".into()],
+                platforms: vec!["linux_amd64".into(), "darwin_arm64".into()],
+            })
+            .collect(),
+        warnings: vec![],
+        fetched_at: 1_795_392_000 + 9 * 3600 + 30 * 60,
+        failed_at: None,
+    };
+    let provider = CachedProvider::new(host, "hashicorp", "null");
+    provider
+        .put_origin_list(items, &list(&["1.0.0", "0.9.0"]))
+        .await
+        .unwrap();
+    let archive = |os_arch: &str| CachedArchive {
+        filename: format!("terraform-provider-null_1.0.0_{os_arch}.zip"),
+        sha256: "ab".repeat(32),
+        stored: None,
+    };
+    provider
+        .keep_release(
+            items,
+            &CachedRelease {
+                version: "1.0.0".into(),
+                protocols: vec!["5.0".into()],
+                shasums_sha256: "cd".repeat(32),
+                signature_sha256: Some("ef".repeat(32)),
+                signed_by: Some("34365D9472D7468F".into()),
+                key_expired: false,
+                signing_keys: "{}".into(),
+                platforms: BTreeMap::from([
+                    ("linux_amd64".to_string(), archive("linux_amd64")),
+                    ("darwin_arm64".to_string(), archive("darwin_arm64")),
+                ]),
+                verified_at: 2,
+            },
+        )
+        .await
+        .unwrap();
+    provider
+        .archive_stored(
+            items,
+            "1.0.0",
+            "linux_amd64",
+            StoredArchive {
+                size: 10,
+                h1: None,
+                stored_at: 3,
+            },
+        )
+        .await
+        .unwrap();
+
+    let module = CachedModule::new(host, "hashicorp", "consul", "aws");
+    module
+        .put_origin_list(items, &list(&["0.1.0", "0.2.0"]))
+        .await
+        .unwrap();
+    for release in [
+        CachedModuleRelease {
+            version: "0.1.0".into(),
+            origin_source: "git::https://github.com/hashicorp/consul.git?ref=v0.1.0".into(),
+            source: ModuleOrigin::Git {
+                repo: "https://github.com/hashicorp/consul.git".into(),
+                reference: Some("v0.1.0".into()),
+                commit: "0123456789abcdef0123456789abcdef01234567".into(),
+                subdir: None,
+            },
+            resolved_at: 4,
+            stored: Some(StoredModule {
+                sha256: "12".repeat(32),
+                size: 100,
+                stored_at: 4,
+            }),
+        },
+        CachedModuleRelease {
+            version: "0.2.0".into(),
+            origin_source: "git::https://x-access-token:ghp_origin_secret@github.com/h/c.git"
+                .into(),
+            source: ModuleOrigin::PassThrough {
+                why: "credentials in the URL".into(),
+            },
+            resolved_at: 5,
+            stored: None,
+        },
+    ] {
+        module.keep_release(items, &release).await.unwrap();
+    }
+}
+
+/// The cache's page (issue 22) needs what `GET /v1/admin/cache` needs: an
+/// admin token over the whole registry, by session or bearer token; it
+/// shows each upstream with what is cached from it, and no credential.
+#[tokio::test]
+async fn the_cache_page_shows_what_is_cached_from_where_to_admins_only() {
+    let (reg, admin) = registry().await;
+    cache_something(&reg).await;
+
+    // No session: sign in first, and nothing of the cache shown.
+    let resp = get(&reg, "/ui/cache", None).await;
+    assert_eq!(resp.status, StatusCode::SEE_OTHER);
+    assert_eq!(location(&resp), "/ui/sign-in?next=%2Fui%2Fcache");
+    assert!(!resp.text().contains("origin.example.test"));
+
+    // A token that may read everything, publish everything, or administer
+    // one namespace: 403, as the admin API answers it.
+    let reader = reg.token(Scope::Read, None).await;
+    let publisher = reg.token(Scope::Publish, None).await;
+    let team_admin = reg.token(Scope::Admin, Some("team")).await;
+    for (token, why) in [
+        (&reader, "needs the admin scope"),
+        (&publisher, "needs the admin scope"),
+        (&team_admin, "does not cover the whole registry"),
+    ] {
+        let cookie = sign_in(&reg, token).await;
+        let page = get(&reg, "/ui/cache", Some(&cookie)).await;
+        assert_eq!(page.status, StatusCode::FORBIDDEN, "{}", page.text());
+        let html = page.text();
+        assert!(html.contains("HTTP 403") && html.contains(why), "{html}");
+        assert!(!html.contains("origin.example.test"), "{html}");
+        let home = get(&reg, "/ui/home", Some(&cookie)).await.text();
+        assert!(!home.contains("/ui/cache"), "no link offered: {home}");
+        let api = reg
+            .request(
+                Method::GET,
+                "/v1/admin/cache",
+                Some(token),
+                &[],
+                Bytes::new(),
+            )
+            .await;
+        assert_eq!(api.status, StatusCode::FORBIDDEN, "the API agrees");
+    }
+
+    // Anonymous reads open the read pages, not this one.
+    let open = reg.reconfigure(|mut r| {
+        r.config.anonymous_reads = true;
+        r
+    });
+    let resp = get(&open, "/ui/cache", None).await;
+    assert_eq!(resp.status, StatusCode::SEE_OTHER);
+    assert!(location(&resp).starts_with("/ui/sign-in?next="));
+    get(&open, "/ui/home", None)
+        .await
+        .expect(StatusCode::OK, "anonymous home");
+    let resp = open
+        .request(Method::GET, "/ui/cache", Some(&reader), &[], Bytes::new())
+        .await;
+    assert_eq!(resp.status, StatusCode::FORBIDDEN);
+
+    // The admin: linked from the header, and the page.
+    let cookie = sign_in(&reg, &admin).await;
+    let home = get(&reg, "/ui/home", Some(&cookie)).await.text();
+    assert!(
+        home.contains("<a id=\"nav-cache\" href=\"/ui/cache\">"),
+        "{home}"
+    );
+    let page = get(&reg, "/ui/cache", Some(&cookie)).await;
+    page.expect(StatusCode::OK, "the cache page");
+    assert_eq!(page.headers[header::CACHE_CONTROL], "no-store");
+    let html = plain(&page.text());
+    for shown in [
+        "data-host=\"origin.example.test\"",
+        "mode-online",
+        "Serves providers and modules.",
+        "data-host=\"sealed.example.test\"",
+        "mode-sealed",
+        "Serves providers; sealed",
+        "origin.example.test/hashicorp/null",
+        "List fetched 2026-11-23 09:30 UTC",
+        "<tr data-version=\"1.0.0\">",
+        "<code class=\"key-id\">34365D9472D7468F</code>",
+        "<code class=\"platform\">linux_amd64</code>",
+        "origin.example.test/hashicorp/consul/aws",
+        "git::https://github.com/hashicorp/consul.git?ref=v0.1.0",
+        "<code class=\"commit\">0123456789abcdef0123456789abcdef01234567</code>",
+        "<span class=\"mark stored\">stored</span>",
+        "passed through</span> credentials in the URL",
+        "git::https://***@github.com/h/c.git",
+    ] {
+        assert!(html.contains(shown), "{shown} not in {html}");
+    }
+    // Listed but not stored: darwin_arm64 is no stored platform; 0.9.0 was
+    // never cached (only listed).
+    assert!(!html.contains("darwin_arm64"), "{html}");
+    assert!(!html.contains("0.9.0"), "{html}");
+    // No secret: neither the credential in a source nor where the
+    // upstream's credentials are read from.
+    assert!(!html.contains("ghp_origin_secret"), "{html}");
+    assert!(!html.contains("ORIGIN_TOKEN_VARIABLE"), "{html}");
+    // Newest first.
+    let newer = html.find("data-version=\"0.2.0\"").unwrap();
+    let older = html.find("data-version=\"0.1.0\"").unwrap();
+    assert!(newer < older);
+    // By bearer token too (as GET /v1/admin/cache).
+    let resp = reg
+        .request(Method::GET, "/ui/cache", Some(&admin), &[], Bytes::new())
+        .await;
+    resp.expect(StatusCode::OK, "the cache page with an admin bearer token");
+}
+
+#[tokio::test]
+async fn the_cache_page_says_when_nothing_is_cached() {
+    let (reg, admin) = registry().await;
+    let cookie = sign_in(&reg, &admin).await;
+    let page = get(&reg, "/ui/cache", Some(&cookie)).await;
+    page.expect(StatusCode::OK, "the empty cache page");
+    assert!(page.text().contains("id=\"no-upstreams\""));
+}

@@ -97,7 +97,7 @@ impl Route {
             Route::Admin(admin) => token(Scope::Admin, admin.realm()),
             Route::Ui(UiRoute::SignOut) => Access::Session,
             Route::Ui(ui) => match ui.realm() {
-                Some(realm) => token(Scope::Read, realm),
+                Some(realm) => token(ui.scope(), realm),
                 None => Access::Public,
             },
         }

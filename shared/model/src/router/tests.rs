@@ -1,5 +1,6 @@
 use super::*;
 use crate::address::Platform;
+use crate::token::Realm;
 
 fn get(path: &str) -> Result<Route, RouteError> {
     route(&Method::GET, path)
@@ -94,6 +95,7 @@ fn paths_built_from_routes_route_back_to_them() {
         Route::Ui(UiRoute::Home),
         Route::Ui(UiRoute::Search),
         Route::Ui(UiRoute::SignIn),
+        Route::Ui(UiRoute::Cache),
         Route::Ui(UiRoute::Namespace {
             namespace: "hashicorp".into(),
         }),
@@ -195,6 +197,54 @@ fn paths_built_from_routes_route_back_to_them() {
     for t in targets {
         let text: String = t.clone().into();
         assert_eq!(PublishTarget::try_from(text).unwrap(), t);
+    }
+}
+
+/// Who may open each web UI page: a read token covering what it shows,
+/// but the cache's page, which needs exactly what the admin API's listing
+/// of the cache and of the upstreams needs (an admin token over the whole
+/// registry), so no token sees more in a page than through the API.
+#[test]
+fn ui_pages_need_what_the_api_needs_for_the_same_data() {
+    let host = Hostname::parse("registry.test").unwrap();
+    let cache = get("/ui/cache").unwrap();
+    assert_eq!(cache, Route::Ui(UiRoute::Cache));
+    assert_eq!(cache.endpoint(), Endpoint::Ui);
+    assert_eq!(cache.audit_action(), None, "a page changes nothing");
+    let admin_list = Route::Admin(AdminRoute::ListCached { host: None });
+    assert_eq!(
+        cache.access(&host),
+        Access::Token {
+            scope: Scope::Admin,
+            realm: Realm::Registry
+        }
+    );
+    assert_eq!(cache.access(&host), admin_list.access(&host));
+    assert_eq!(
+        cache.access(&host),
+        Route::Admin(AdminRoute::ListUpstreams).access(&host)
+    );
+    for (path, realm) in [
+        ("/ui/home", Realm::AnyNamespace),
+        ("/ui/search", Realm::AnyNamespace),
+        ("/ui/namespaces/acme", Realm::Namespace("acme")),
+        ("/ui/modules/acme/vpc/aws", Realm::Namespace("acme")),
+        ("/ui/providers/acme/null/1.0.0", Realm::Namespace("acme")),
+    ] {
+        assert_eq!(
+            get(path).unwrap().access(&host),
+            Access::Token {
+                scope: Scope::Read,
+                realm
+            },
+            "{path}"
+        );
+    }
+    for path in ["/", "/ui/sign-in", "/ui/static/tfreg.0123456789ab.css"] {
+        assert_eq!(get(path).unwrap().access(&host), Access::Public, "{path}");
+    }
+    for bad in ["/ui/cache/x", "/ui/cache/registry.terraform.io"] {
+        assert!(matches!(get(bad), Err(RouteError::NotFound(_))), "{bad}");
     }
 }
 

@@ -5,7 +5,7 @@ use http::Method;
 use crate::address::{ModuleName, ProviderName};
 use crate::error::RouteError;
 use crate::router::segments::{GET_HEAD_POST, POST, READ_METHODS, decode_segment, not_found};
-use crate::token::Realm;
+use crate::token::{Realm, Scope};
 use crate::version::Version;
 
 /// The web UI's pages, each a GET (sign-in also a POST, sign-out only one).
@@ -30,6 +30,9 @@ pub enum UiRoute {
         provider: ProviderName,
         version: Option<Version>,
     },
+    /// `/ui/cache`: what the pull-through cache holds, by upstream (issue
+    /// 22): what `GET /v1/admin/cache` answers, so it needs what that needs.
+    Cache,
     /// `/ui/sign-in`: the form (GET) and a token given to it (POST).
     SignIn,
     /// `/ui/sign-out` (POST).
@@ -40,15 +43,38 @@ pub enum UiRoute {
 }
 
 impl UiRoute {
-    /// Every page but sign-in, sign-out and the assets needs a read token
-    /// (or anonymous reads) for what it shows.
+    /// Every page but sign-in, sign-out and the assets needs a token (or
+    /// anonymous reads, for a page that needs only [`Scope::Read`]) covering
+    /// what it shows: its [`UiRoute::scope`] over this realm.
     pub fn realm(&self) -> Option<Realm<'_>> {
         match self {
             UiRoute::Root | UiRoute::SignIn | UiRoute::SignOut | UiRoute::Asset(_) => None,
             UiRoute::Home | UiRoute::Search => Some(Realm::AnyNamespace),
+            // Registry-wide, as the admin API's listing of the cache
+            // (`AdminRoute::ListCached`).
+            UiRoute::Cache => Some(Realm::Registry),
             UiRoute::Namespace { namespace } => Some(Realm::Namespace(namespace)),
             UiRoute::Module { module, .. } => Some(Realm::Namespace(&module.namespace)),
             UiRoute::Provider { provider, .. } => Some(Realm::Namespace(&provider.namespace)),
+        }
+    }
+
+    /// The scope a page needs over its [`UiRoute::realm`]: reading, but for
+    /// the cache's page, which shows what only an admin may list through the
+    /// API (`GET /v1/admin/cache`, `GET /v1/admin/upstreams`): the same rule,
+    /// so the page shows nobody more than the API would.
+    pub fn scope(&self) -> Scope {
+        match self {
+            UiRoute::Cache => Scope::Admin,
+            UiRoute::Root
+            | UiRoute::Home
+            | UiRoute::Search
+            | UiRoute::Namespace { .. }
+            | UiRoute::Module { .. }
+            | UiRoute::Provider { .. }
+            | UiRoute::SignIn
+            | UiRoute::SignOut
+            | UiRoute::Asset(_) => Scope::Read,
         }
     }
 
@@ -76,6 +102,7 @@ impl UiRoute {
             } => {
                 format!("{UI}/providers/{provider}{}", version(v))
             }
+            UiRoute::Cache => format!("{UI}/cache"),
             UiRoute::SignIn => format!("{UI}/sign-in"),
             UiRoute::SignOut => format!("{UI}/sign-out"),
             UiRoute::Asset(name) => format!("{UI}/static/{name}"),
@@ -108,6 +135,7 @@ pub(crate) fn ui_route(path: &str) -> Result<UiRoute, RouteError> {
         [] | [""] => UiRoute::Root,
         ["home"] => UiRoute::Home,
         ["search"] => UiRoute::Search,
+        ["cache"] => UiRoute::Cache,
         ["sign-in"] => UiRoute::SignIn,
         ["sign-out"] => UiRoute::SignOut,
         ["namespaces", ns] => UiRoute::Namespace {
