@@ -33,6 +33,10 @@ pub mod price {
     pub const CLOUDFRONT_GB: f64 = 0.085;
     /// CloudWatch Logs ingestion, per GB.
     pub const LOGS_INGESTED_GB: f64 = 0.50;
+    /// DynamoDB on-demand, per write request unit (USD 0.625 per million).
+    pub const DYNAMODB_WRITE_UNIT: f64 = 0.625 / 1e6;
+    /// S3 Standard PUT, per request (USD 0.005 per 1,000).
+    pub const S3_PUT: f64 = 0.005 / 1e3;
 }
 
 const GB: f64 = 1024.0 * 1024.0 * 1024.0;
@@ -142,6 +146,74 @@ pub fn per_thousand_inits(init: &PerInit) -> Vec<Line> {
             usd_per_1000: n * log_gb * price::LOGS_INGESTED_GB,
         },
     ];
+    lines.sort_by(|a, b| b.usd_per_1000.total_cmp(&a.usd_per_1000));
+    lines
+}
+
+/// What some requests made the deployed stack do, data transfer aside
+/// (the cache's bill: a hit's and a miss's send the client the same bytes,
+/// and what a fill fetches comes into AWS, which is free).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Usage {
+    /// HTTP API requests (each invokes a function).
+    pub api_requests: f64,
+    /// Lambda invocations: those requests', and asynchronous `Invoke`s.
+    pub invocations: f64,
+    /// Billed duration times memory.
+    pub gb_seconds: f64,
+    pub read_units: f64,
+    pub write_units: f64,
+    pub s3_gets: f64,
+    pub s3_puts: f64,
+    pub log_bytes: f64,
+}
+
+/// The bill of `n` times `usage`, line by line, largest first.
+pub fn bill(usage: &Usage, n: f64) -> Vec<Line> {
+    let u = usage;
+    let mut lines = vec![
+        Line {
+            service: "API Gateway",
+            what: format!("{:.1} HTTP API requests", u.api_requests),
+            usd_per_1000: n * u.api_requests * price::API_REQUEST,
+        },
+        Line {
+            service: "Lambda",
+            what: format!("{:.1} invocations", u.invocations),
+            usd_per_1000: n * u.invocations * price::LAMBDA_REQUEST,
+        },
+        Line {
+            service: "Lambda",
+            what: format!("{:.4} GB-s (arm64)", u.gb_seconds),
+            usd_per_1000: n * u.gb_seconds * price::LAMBDA_GB_SECOND_ARM64,
+        },
+        Line {
+            service: "DynamoDB",
+            what: format!("{:.1} read units", u.read_units),
+            usd_per_1000: n * u.read_units * price::DYNAMODB_READ_UNIT,
+        },
+        Line {
+            service: "DynamoDB",
+            what: format!("{:.1} write units", u.write_units),
+            usd_per_1000: n * u.write_units * price::DYNAMODB_WRITE_UNIT,
+        },
+        Line {
+            service: "S3",
+            what: format!("{:.1} GET", u.s3_gets),
+            usd_per_1000: n * u.s3_gets * price::S3_GET,
+        },
+        Line {
+            service: "S3",
+            what: format!("{:.1} PUT", u.s3_puts),
+            usd_per_1000: n * u.s3_puts * price::S3_PUT,
+        },
+        Line {
+            service: "CloudWatch Logs",
+            what: format!("{:.0} B ingested", u.log_bytes),
+            usd_per_1000: n * u.log_bytes / GB * price::LOGS_INGESTED_GB,
+        },
+    ];
+    lines.retain(|l| l.usd_per_1000 > 0.0);
     lines.sort_by(|a, b| b.usd_per_1000.total_cmp(&a.usd_per_1000));
     lines
 }

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod subjects;
-mod workspace;
+pub(crate) mod subjects;
+pub(crate) mod workspace;
 
 use subjects::*;
 use workspace::Workspace;
@@ -21,9 +21,9 @@ use crate::cost::{self, PerInit};
 use crate::report::Section;
 use crate::tools::{Error, free_port, free_port_pair, median, require_env, sibling_binary};
 
-const NS: &str = "bench";
-const COUNT: usize = 10;
-const VERSION: &str = "1.0.0";
+pub(crate) const NS: &str = "bench";
+pub(crate) const COUNT: usize = 10;
+pub(crate) const VERSION: &str = "1.0.0";
 /// The providers' hostname in the nginx configuration: Terraform cannot ask a
 /// network mirror for a provider whose hostname has a port ("first path
 /// segment in URL cannot contain colon"), and a mirror never contacts it.
@@ -177,10 +177,10 @@ pub fn run(rounds: usize) -> Result<Section, Error> {
 }
 
 /// Requests by endpoint, log bytes and handler latencies (ms).
-type Counted = (BTreeMap<String, u64>, u64, Vec<f64>);
+pub(crate) type Counted = (BTreeMap<String, u64>, u64, Vec<f64>);
 
 /// Requests by endpoint, log bytes and handler latencies (ms) in request lines.
-fn count_requests(lines: &[String]) -> Counted {
+pub(crate) fn count_requests(lines: &[String]) -> Counted {
     let mut by_endpoint = BTreeMap::new();
     let mut bytes = 0;
     let mut latencies = Vec::new();
@@ -198,7 +198,7 @@ fn count_requests(lines: &[String]) -> Counted {
 }
 
 /// `name=value` or `name="value"` (text logs) or `"name":value` (JSON logs).
-fn field(line: &str, name: &str) -> Option<String> {
+pub(crate) fn field(line: &str, name: &str) -> Option<String> {
     let rest = line
         .split_once(&format!(" {name}="))
         .or_else(|| line.split_once(&format!("\"{name}\":")))?
@@ -256,19 +256,19 @@ fn per_init(
 
 /// Lambda's own lines per invocation in JSON log format (`platform.start`,
 /// `platform.report`; the sizes of the documented examples, in bytes).
-const LAMBDA_PLATFORM_LINE_BYTES: f64 = 160.0 + 420.0;
+pub(crate) const LAMBDA_PLATFORM_LINE_BYTES: f64 = 160.0 + 420.0;
 
 /// Ten goreleaser-style provider releases and ten module archives.
-struct Fixture {
-    provider_dists: Vec<PathBuf>,
-    module_archives: Vec<PathBuf>,
-    provider_zip_bytes: u64,
+pub(crate) struct Fixture {
+    pub(crate) provider_dists: Vec<PathBuf>,
+    pub(crate) module_archives: Vec<PathBuf>,
+    pub(crate) provider_zip_bytes: u64,
     /// Every file an init downloads: zips, SHA256SUMS, signatures, modules.
     downloaded: Vec<PathBuf>,
 }
 
 impl Fixture {
-    fn write(dir: &Path, provider_binary: &[u8]) -> Result<Fixture, Error> {
+    pub(crate) fn write(dir: &Path, provider_binary: &[u8]) -> Result<Fixture, Error> {
         let signer = tfreg_testkit::TestSigner::rsa();
         let mut fixture = Fixture {
             provider_dists: Vec::new(),
@@ -318,7 +318,7 @@ impl Fixture {
         Ok(fixture)
     }
 
-    fn archive_bytes(&self) -> u64 {
+    pub(crate) fn archive_bytes(&self) -> u64 {
         self.downloaded
             .iter()
             .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))

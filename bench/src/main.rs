@@ -4,6 +4,7 @@
 //! returns a [`report::Section`]; `all` runs every one and writes
 //! `BENCHMARKS.md` (see `scripts/bench`).
 
+mod cache;
 mod cost;
 mod e2e;
 mod handlers;
@@ -43,6 +44,12 @@ enum Command {
         #[arg(long, default_value_t = 5)]
         rounds: usize,
     },
+    /// `terraform init` through the pull-through cache beside the origin, and the cost of a hit and a miss.
+    Cache {
+        /// Rounds, each with a fresh cache (its first init all misses).
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+    },
     /// Each read endpoint in-process (criterion), embedded and on the emulators, with its storage requests counted.
     Handlers,
     /// `tfreg serve` beside nginx serving the same bytes (needs a release `tfreg`).
@@ -66,12 +73,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             scale::run(&cli.out)?.save(&cli.out)?;
             serve::run(&serve::Opts::default())?.save(&cli.out)?;
             e2e::run(5)?.save(&cli.out)?;
+            cache::run(5)?.save(&cli.out)?;
             lambda::run(&lambda::Args::default())?.save(&cli.out)?;
             report::write(&report, &cli.out)?;
         }
         Command::Handlers => handlers::run(&cli.out)?.save(&cli.out)?,
         Command::Scale => scale::run(&cli.out)?.save(&cli.out)?,
         Command::E2e { rounds } => e2e::run(rounds)?.save(&cli.out)?,
+        Command::Cache { rounds } => cache::run(rounds)?.save(&cli.out)?,
         Command::Serve(opts) => serve::run(&opts)?.save(&cli.out)?,
         Command::Lambda(args) => lambda::run(&args)?.save(&cli.out)?,
         Command::Report { report } => report::write(&report, &cli.out)?,

@@ -116,7 +116,7 @@ fn machine() -> String {
 }
 
 /// The order of sections in the report (others follow, by name).
-const ORDER: &[&str] = &["e2e", "serve", "handlers", "scale", "lambda"];
+const ORDER: &[&str] = &["e2e", "cache", "serve", "handlers", "scale", "lambda"];
 
 /// BENCHMARKS.md from every section saved under `out`.
 pub fn write(report: &Path, out: &Path) -> Result<(), Box<dyn std::error::Error>> {
@@ -206,6 +206,7 @@ fn kept_sections(previous: &str, measured: &[Section]) -> Vec<Section> {
 fn kept_name(title: &str) -> &'static str {
     match title {
         t if t.starts_with("End to end") => "e2e",
+        t if t.starts_with("Pull-through cache") => "cache",
         t if t.starts_with("tfreg serve beside nginx") => "serve",
         t if t.starts_with("Warm per-request cost") => "handlers",
         t if t.starts_with("Versions lists at scale") => "scale",

@@ -5,7 +5,7 @@ use super::*;
 
 /// A registry on a loopback port of its own: `tfreg serve --private`, or the
 /// Lambda functions (`scripts/lambda-local`).
-pub(super) struct Registry {
+pub(crate) struct Registry {
     /// Dropped last of what matters: stops the registry.
     pub(crate) _child: StopOnDrop,
     /// Makes tokens: the serve's data directory, or the Lambda stack's admin token.
@@ -23,11 +23,25 @@ pub(super) struct Registry {
 impl Registry {
     pub(crate) fn start(tfreg: &Path, data: &Path) -> Result<Registry, Error> {
         let host = format!("127.0.0.1:{}", free_port()?);
+        Self::start_at(tfreg, data, &host, &host, &["--private"])
+    }
+
+    /// `tfreg serve` on `listen`, known as `host` (its `--hostname`, for
+    /// which its certificate is made), with `args`.
+    pub(crate) fn start_at(
+        tfreg: &Path,
+        data: &Path,
+        listen: &str,
+        host: &str,
+        args: &[&str],
+    ) -> Result<Registry, Error> {
+        let host = host.to_string();
         let log = data.with_extension("log");
         let child = Command::new(tfreg)
-            .args(["serve", "--private", "--data-dir"])
+            .args(["serve", "--data-dir"])
             .arg(data)
-            .args(["--listen", &host])
+            .args(["--listen", listen, "--hostname", &host])
+            .args(args)
             .env("TFREG_LOG", "info")
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log)?)
@@ -273,14 +287,14 @@ impl Registry {
     }
 }
 
-pub(super) enum Admin {
+pub(crate) enum Admin {
     DataDir,
     Token(String),
 }
 
 /// A child stopped as Ctrl-C would stop it: SIGTERM (scripts/lambda-local
 /// then stops its functions and emulators), then its process group killed.
-pub(super) struct StopOnDrop(Option<Child>);
+pub(crate) struct StopOnDrop(pub(crate) Option<Child>);
 
 impl Drop for StopOnDrop {
     fn drop(&mut self) {

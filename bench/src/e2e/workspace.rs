@@ -3,7 +3,7 @@
 use super::*;
 
 /// A Terraform working directory and its CLI configuration.
-pub(super) struct Workspace {
+pub(crate) struct Workspace {
     pub(crate) dir: PathBuf,
     pub(crate) cli_config: PathBuf,
 }
