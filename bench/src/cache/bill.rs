@@ -9,6 +9,9 @@
 
 use std::collections::BTreeMap;
 
+/// template.yaml's default `FillMemorySize` (a test keeps them equal).
+const FILL_MEMORY_MB: f64 = 1024.0;
+
 use super::count::{Counted, Row};
 use crate::cost::{self, Usage};
 use crate::e2e::{COUNT, Fixture, LAMBDA_PLATFORM_LINE_BYTES};
@@ -17,8 +20,10 @@ use crate::e2e::{COUNT, Fixture, LAMBDA_PLATFORM_LINE_BYTES};
 #[derive(Debug, Clone, serde::Serialize)]
 pub(crate) struct Inputs {
     /// Memory of the read and blob functions (template.yaml
-    /// `ReadMemorySize`); the fill function assumed the same.
+    /// `ReadMemorySize`).
     pub(crate) memory_mb: f64,
+    /// Memory of the fill function (template.yaml `FillMemorySize`).
+    pub(crate) fill_memory_mb: f64,
     /// Added to the measured time per DynamoDB request (a round trip in the region).
     pub(crate) ms_per_store_request: f64,
     /// Added per S3 PUT, and its bytes at `put_mb_per_s`.
@@ -36,6 +41,7 @@ impl Inputs {
         let fills: u64 = counted.misses.values().map(|r| r.fills).sum();
         Inputs {
             memory_mb: 256.0,
+            fill_memory_mb: FILL_MEMORY_MB,
             ms_per_store_request: 5.0,
             ms_per_put: 20.0,
             put_mb_per_s: 100.0,
@@ -48,6 +54,10 @@ impl Inputs {
 
     fn gb_seconds(&self, ms: f64) -> f64 {
         ms / 1000.0 * self.memory_mb / 1024.0
+    }
+
+    fn fill_gb_seconds(&self, ms: f64) -> f64 {
+        ms / 1000.0 * self.fill_memory_mb / 1024.0
     }
 
     /// What storing in S3 adds to a fill, ms.
@@ -91,7 +101,7 @@ impl Inputs {
         Usage {
             api_requests: n,
             invocations: n + fills,
-            gb_seconds: n * self.gb_seconds(read_billed) + self.gb_seconds(fill_billed),
+            gb_seconds: n * self.gb_seconds(read_billed) + self.fill_gb_seconds(fill_billed),
             read_units: row.read.read_units + row.fill.read_units,
             write_units: (row.read.write_units + row.fill.write_units) as f64,
             s3_gets: if row.blobs > 0 { row.steps as f64 } else { 0.0 },
@@ -277,8 +287,9 @@ fn hit_and_miss(r: &Report) -> String {
             .join(", ")
     );
     md += &format!(
-        "### Cost of a hit and of a miss on AWS\n\nDeployed as template.yaml deploys the reads, with the fill function issue 22 plans: a hit is one invocation of the read or blob function behind the HTTP API (a blob one redirects to a presigned S3 URL: one S3 GET); a miss is that invocation, which `Invoke`s the fill function asynchronously (one Lambda request, no API request) and polls the store until the result is there, plus the fill function's run: origin requests, store reads and writes, S3 PUTs. **Measured** here: every count above (requests, store requests and their units, polls, fills, objects stored, origin requests), the wall time of each request and of each fill in-process, the log bytes. **Assumed**: {} MB for the read and blob functions (template.yaml `ReadMemorySize`) and the same for the fill function (not in template.yaml yet); {} ms more per DynamoDB request (a round trip in the region; the count runs on SQLite); {} ms more per S3 PUT plus its bytes at {} MB/s; the origin as near as loopback (a real origin's network time adds to both the fill's and the waiting read's billed duration: a miss's duration lines grow with it, a hit's do not); the waiting read function billed for the whole fill; {} B of logs per read invocation and {} B per fill invocation (this run's lines plus Lambda's START/END/REPORT). Data transfer is left out: a hit and a miss send the client the same bytes (the archives' transfer out, USD {:.5} per 1,000 inits of this configuration, as in the e2e section), and what a fill fetches comes into AWS, which is free. Prices as the e2e section's, plus DynamoDB writes USD 0.625 per million units and S3 PUTs USD 0.005 per 1,000.\n\n",
+        "### Cost of a hit and of a miss on AWS\n\nDeployed as template.yaml deploys the reads, with its fill function: a hit is one invocation of the read or blob function behind the HTTP API (a blob one redirects to a presigned S3 URL: one S3 GET); a miss is that invocation, which `Invoke`s the fill function asynchronously (one Lambda request, no API request) and polls the store until the result is there, plus the fill function's run: origin requests, store reads and writes, S3 PUTs. **Measured** here: every count above (requests, store requests and their units, polls, fills, objects stored, origin requests), the wall time of each request and of each fill in-process, the log bytes. **Assumed**: {} MB for the read and blob functions (template.yaml `ReadMemorySize`) and {} MB for the fill function (`FillMemorySize`); {} ms more per DynamoDB request (a round trip in the region; the count runs on SQLite); {} ms more per S3 PUT plus its bytes at {} MB/s; the origin as near as loopback (a real origin's network time adds to both the fill's and the waiting read's billed duration: a miss's duration lines grow with it, a hit's do not); the waiting read function billed for the whole fill; {} B of logs per read invocation and {} B per fill invocation (this run's lines plus Lambda's START/END/REPORT). Data transfer is left out: a hit and a miss send the client the same bytes (the archives' transfer out, USD {:.5} per 1,000 inits of this configuration, as in the e2e section), and what a fill fetches comes into AWS, which is free. Prices as the e2e section's, plus DynamoDB writes USD 0.625 per million units and S3 PUTs USD 0.005 per 1,000.\n\n",
         i.memory_mb,
+        i.fill_memory_mb,
         i.ms_per_store_request,
         i.ms_per_put,
         i.put_mb_per_s,
@@ -302,4 +313,21 @@ fn hit_and_miss(r: &Report) -> String {
         cold / warm.max(f64::MIN_POSITIVE)
     );
     md
+}
+
+#[cfg(test)]
+mod tests {
+    /// The fill function's memory is the template's default.
+    #[test]
+    fn fill_memory_is_the_template_default() {
+        let template =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml"))
+                .unwrap();
+        let block = template.split("\n  FillMemorySize:\n").nth(1).unwrap();
+        let default = block
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Default: "))
+            .unwrap();
+        assert_eq!(default.parse::<f64>().unwrap(), super::FILL_MEMORY_MB);
+    }
 }

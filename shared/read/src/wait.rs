@@ -39,7 +39,9 @@ where
     let what = fill.key();
     filler.start(fill).await?;
     let until = tokio::time::Instant::now() + deadline;
-    let mut pause = Duration::from_millis(50);
+    // A fill of metadata takes milliseconds in `tfreg serve` (measured in
+    // BENCHMARKS.md, cache): look soon, then back off.
+    let mut pause = Duration::from_millis(20);
     loop {
         if let Some(found) = ready().await? {
             return Ok(Some(found));
