@@ -161,14 +161,21 @@ fn blobs(sdk: &SdkConfig, settings: &Settings, archives: Option<Archives>) -> Ar
 /// The registry, fetching cache misses through the fill function when the
 /// function was built with `invoke` and given one ([`config::FILL_FUNCTION`]);
 /// else a miss is "not cached".
-#[allow(unused_variables)]
+#[cfg(feature = "invoke")]
 fn with_filler(registry: Registry, settings: &Settings, sdk: &SdkConfig) -> Registry {
-    #[cfg(feature = "invoke")]
-    if let Some(function) = &settings.fill_function {
-        let env = |name: &str| std::env::var(name).ok();
-        let filler = fill::InvokeFiller::new(sdk, function.clone(), env);
-        return registry.with_filler(Arc::new(filler));
+    match &settings.fill_function {
+        Some(function) => {
+            let env = |name: &str| std::env::var(name).ok();
+            let filler = fill::InvokeFiller::new(sdk, function.clone(), env);
+            registry.with_filler(Arc::new(filler))
+        }
+        None => registry,
     }
+}
+
+/// A function that never starts fills (built without `invoke`).
+#[cfg(not(feature = "invoke"))]
+fn with_filler(registry: Registry, _: &Settings, _: &SdkConfig) -> Registry {
     registry
 }
 
