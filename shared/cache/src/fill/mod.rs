@@ -36,6 +36,26 @@ pub(crate) fn deadline(after: std::time::Duration) -> tokio::time::Instant {
     tokio::time::Instant::now() + after
 }
 
+/// Store the verified file at `path` as `key`, trying once more when the
+/// store was unavailable: a pooled connection the store had closed fails
+/// the first write (seen with S3: "broken pipe"), and the streamed body
+/// cannot be replayed by the SDK. `put_file` is create-only and the file is
+/// still here, so a second attempt is safe.
+pub(crate) async fn keep_file(
+    blobs: &dyn BlobStore,
+    key: &tfreg_model::blob_key::BlobKey,
+    path: &std::path::Path,
+    digest: &tfreg_store::Digest,
+) -> Result<(), FillError> {
+    match blobs.put_file(key, path, digest).await {
+        Err(StoreError::Unavailable(first)) => {
+            tracing::warn!(%key, error = %first, "storing a filled file failed; trying once more");
+            Ok(blobs.put_file(key, path, digest).await?)
+        }
+        other => Ok(other?),
+    }
+}
+
 /// A file an archive is streamed into, removed when done.
 pub(crate) struct TempFile(pub(crate) PathBuf);
 

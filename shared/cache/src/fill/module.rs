@@ -298,7 +298,7 @@ impl<'a> Filling<'a> {
         digest: Digest,
     ) -> Result<StoredModule, FillError> {
         let key = self.key(version, format, &digest.sha256)?;
-        self.cache.blobs.put_file(&key, &temp.0, &digest).await?;
+        super::keep_file(self.cache.blobs.as_ref(), &key, &temp.0, &digest).await?;
         Ok(StoredModule {
             sha256: digest.sha256,
             size: digest.size,

@@ -229,7 +229,7 @@ impl<'a> Filling<'a> {
             size: bytes.len() as u64,
             sha256: sha256.clone(),
         };
-        self.cache.blobs.put_file(&key, &temp.0, &digest).await?;
+        super::keep_file(self.cache.blobs.as_ref(), &key, &temp.0, &digest).await?;
         Ok(sha256)
     }
 
@@ -348,17 +348,11 @@ impl<'a> Filling<'a> {
             ));
         }
         let key = self.key(&sha256, &archive.filename)?;
-        self.cache
-            .blobs
-            .put_file(
-                &key,
-                &temp.0,
-                &Digest {
-                    size: fetched.len,
-                    sha256,
-                },
-            )
-            .await?;
+        let digest = Digest {
+            size: fetched.len,
+            sha256,
+        };
+        super::keep_file(self.cache.blobs.as_ref(), &key, &temp.0, &digest).await?;
         let path = temp.0.clone();
         let h1 = tokio::task::spawn_blocking(move || {
             std::fs::File::open(&path)
