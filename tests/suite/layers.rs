@@ -7,8 +7,10 @@
 //! only `auth` sign-in's JWT code, the HTTP client it reaches the identity
 //! provider with, and the SSM / Secrets Manager clients it reads the
 //! provider's client secret with; only `fill` the pull-through cache's
-//! origin client (`tfreg-cache`, and reqwest, its HTTP client); and a
-//! function depends on no other function's handler group.
+//! origin client (`tfreg-cache`, and reqwest, its HTTP client); only
+//! `read` and `blob` the code that invokes the fill function, and none
+//! aws-sdk-lambda (they send the one `Invoke` on the DynamoDB client's SDK
+//! runtime); and a function depends on no other function's handler group.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -39,8 +41,10 @@ const SECRETS: &[&str] = &["aws-sdk-ssm", "aws-sdk-secretsmanager"];
 const CACHE: &[&str] = &["tfreg-cache"];
 /// Where an outbound fetch may connect: the cache's and sign-in's.
 const OUTBOUND: &[&str] = &["tfreg-outbound"];
-/// The client the mirror, cache and blob functions start a fill with.
-const INVOKE: &[&str] = &["aws-sdk-lambda"];
+/// The Lambda SDK: the mirror, cache and blob functions start a fill with
+/// one `Invoke` on the SDK runtime the DynamoDB client links
+/// (tfreg-lambda's feature `invoke`), so no function links it.
+const LAMBDA_SDK: &[&str] = &["aws-sdk-lambda"];
 
 /// The function packages and what each must not link.
 fn forbidden() -> Vec<(&'static str, Vec<&'static str>)> {
@@ -63,7 +67,7 @@ fn forbidden() -> Vec<(&'static str, Vec<&'static str>)> {
         (
             "tfreg-function-read",
             all(&[
-                PGP, ARCHIVES, DOCS, UI, S3, REGEX, SIGNIN, SECRETS, CACHE, OUTBOUND,
+                PGP, ARCHIVES, DOCS, UI, S3, REGEX, SIGNIN, SECRETS, CACHE, OUTBOUND, LAMBDA_SDK,
             ])
             .into_iter()
             .chain(groups("tfreg-read"))
@@ -72,7 +76,7 @@ fn forbidden() -> Vec<(&'static str, Vec<&'static str>)> {
         (
             "tfreg-function-blob",
             all(&[
-                PGP, ARCHIVES, DOCS, UI, REGEX, SIGNIN, SECRETS, CACHE, OUTBOUND,
+                PGP, ARCHIVES, DOCS, UI, REGEX, SIGNIN, SECRETS, CACHE, OUTBOUND, LAMBDA_SDK,
             ])
             .into_iter()
             .chain(groups("tfreg-read"))
@@ -80,14 +84,14 @@ fn forbidden() -> Vec<(&'static str, Vec<&'static str>)> {
         ),
         (
             "tfreg-function-publish",
-            all(&[UI, REGEX, SIGNIN, SECRETS, CACHE, OUTBOUND, INVOKE])
+            all(&[UI, REGEX, SIGNIN, SECRETS, CACHE, OUTBOUND, LAMBDA_SDK])
                 .into_iter()
                 .chain(groups("tfreg-publish"))
                 .collect(),
         ),
         (
             "tfreg-function-admin",
-            all(&[UI, REGEX, SIGNIN, SECRETS, CACHE, OUTBOUND, INVOKE])
+            all(&[UI, REGEX, SIGNIN, SECRETS, CACHE, OUTBOUND, LAMBDA_SDK])
                 .into_iter()
                 .chain(groups("tfreg-admin"))
                 .collect(),
@@ -101,14 +105,14 @@ fn forbidden() -> Vec<(&'static str, Vec<&'static str>)> {
                 .chain(SECRETS.iter().copied())
                 .chain(CACHE.iter().copied())
                 .chain(OUTBOUND.iter().copied())
-                .chain(INVOKE.iter().copied())
+                .chain(LAMBDA_SDK.iter().copied())
                 .chain(groups("tfreg-ui"))
                 .collect(),
         ),
         (
             // rsa and p256 come with jsonwebtoken's rust_crypto backend.
             "tfreg-function-auth",
-            all(&[ARCHIVES, DOCS, UI, S3, REGEX, CACHE, INVOKE])
+            all(&[ARCHIVES, DOCS, UI, S3, REGEX, CACHE, LAMBDA_SDK])
                 .into_iter()
                 .chain(["pgp", "tfreg-verify"])
                 .chain(groups("tfreg-auth"))
@@ -118,7 +122,7 @@ fn forbidden() -> Vec<(&'static str, Vec<&'static str>)> {
             // Verifies origins' signatures (pgp) and packs modules (tar):
             // publish's rules, from tfreg-verify. No handler group at all.
             "tfreg-function-fill",
-            all(&[UI, REGEX, SECRETS, INVOKE])
+            all(&[UI, REGEX, SECRETS, LAMBDA_SDK])
                 .into_iter()
                 .chain(["jsonwebtoken"])
                 .chain(groups("tfreg-cache"))
@@ -137,9 +141,10 @@ fn the_auth_function_links_sign_in_and_the_secret_clients() {
 }
 
 /// The fill function links the cache's origin client; the functions that
-/// start fills link the Lambda client they invoke it with.
+/// start fills, and only they, link the code that invokes it (tfreg-lambda
+/// with `invoke`) and the SDK runtime it is sent with.
 #[test]
-fn the_fill_function_links_the_origin_client_and_its_callers_the_invoke_client() {
+fn the_fill_function_links_the_origin_client_and_its_callers_the_invoke_code() {
     let fill = dependencies("tfreg-function-fill");
     for name in CACHE
         .iter()
@@ -148,12 +153,48 @@ fn the_fill_function_links_the_origin_client_and_its_callers_the_invoke_client()
     {
         assert!(fill.contains(*name), "tfreg-function-fill lacks {name}");
     }
-    for caller in ["tfreg-function-read", "tfreg-function-blob"] {
-        let deps = dependencies(caller);
-        for name in INVOKE {
-            assert!(deps.contains(*name), "{caller} lacks {name}");
+    for (package, _) in forbidden() {
+        let invokes = lambda_features(package).contains("invoke");
+        let callers = ["tfreg-function-read", "tfreg-function-blob"];
+        assert_eq!(
+            invokes,
+            callers.contains(&package),
+            "{package}: tfreg-lambda's feature `invoke`"
+        );
+        if invokes {
+            let deps = dependencies(package);
+            for name in ["aws-runtime", "aws-smithy-runtime", "aws-sigv4"] {
+                assert!(deps.contains(name), "{package} lacks {name}");
+            }
         }
     }
+}
+
+/// The features tfreg-lambda is built with for `package`.
+fn lambda_features(package: &str) -> BTreeSet<String> {
+    let out = Command::new(env!("CARGO"))
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .args(["tree", "--locked", "--offline", "-p", package])
+        .args(["-e", "normal", "--prefix", "none", "-i", "tfreg-lambda"])
+        .args(["--format", "{p} {f}"])
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "cargo tree -p {package} -i tfreg-lambda: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8(out.stdout).unwrap();
+    let line = tree
+        .lines()
+        .find(|l| l.starts_with("tfreg-lambda "))
+        .unwrap_or_else(|| panic!("{package}: no tfreg-lambda in\n{tree}"));
+    line.rsplit(' ')
+        .next()
+        .unwrap()
+        .split(',')
+        .map(str::to_string)
+        .collect()
 }
 
 /// The names of every package in `package`'s normal and build dependency
@@ -215,6 +256,23 @@ fn the_forbidden_crates_are_named_as_cargo_names_them() {
         assert!(
             cli.contains(*name),
             "no package named {name} in tfreg's graph"
+        );
+    }
+    // The Lambda SDK is a dev-dependency only: tfreg-lambda's tests compare
+    // its `Invoke` with the SDK's.
+    let out = Command::new(env!("CARGO"))
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .args(["tree", "--locked", "--offline", "-p", "tfreg-lambda"])
+        .args(["-e", "dev", "--depth", "1", "--prefix", "none"])
+        .args(["--format", "{p}"])
+        .output()
+        .expect("cargo tree runs");
+    let dev = String::from_utf8(out.stdout).unwrap();
+    for name in LAMBDA_SDK {
+        assert!(
+            dev.lines()
+                .any(|l| l.split_whitespace().next() == Some(*name)),
+            "no package named {name} among tfreg-lambda's dev-dependencies:\n{dev}"
         );
     }
 }

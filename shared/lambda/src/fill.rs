@@ -8,88 +8,11 @@
 //! asynchronous event once) finds the result and stops.
 
 #[cfg(feature = "invoke")]
-pub use invoke::InvokeFiller;
-
+pub mod endpoint;
 #[cfg(feature = "invoke")]
-mod invoke {
-    use std::time::Duration;
-
-    use async_trait::async_trait;
-    use aws_sdk_lambda::primitives::Blob;
-    use aws_sdk_lambda::types::InvocationType;
-    use tfreg_http::fill::Filler;
-    use tfreg_model::cache::lease::Fill;
-    use tfreg_store::aws::{SdkConfig, endpoint_url};
-
-    /// How long a request waits for Lambda to accept the event. Lambda
-    /// queues an `Event` invocation in milliseconds; `cargo lambda watch`
-    /// runs it before answering, so locally the caller stops waiting here
-    /// and looks in the store, as it would in AWS.
-    const ACCEPT_WAIT: Duration = Duration::from_secs(1);
-
-    /// Starts a fill by invoking the fill function with `InvocationType`
-    /// `Event`: queued by Lambda, run outside the client's request.
-    pub struct InvokeFiller {
-        client: aws_sdk_lambda::Client,
-        function: String,
-    }
-
-    impl InvokeFiller {
-        /// A filler invoking `function` (name or ARN) through `sdk`'s HTTPS
-        /// client; `get` reads the environment (`AWS_ENDPOINT_URL_LAMBDA`
-        /// sends the invocation elsewhere, as for the store).
-        pub fn new(
-            sdk: &SdkConfig,
-            function: String,
-            get: impl Fn(&str) -> Option<String>,
-        ) -> Self {
-            let mut config = aws_sdk_lambda::config::Builder::from(sdk);
-            if let Some(url) = endpoint_url(&get, "LAMBDA") {
-                config.set_endpoint_url(Some(url));
-            }
-            InvokeFiller {
-                client: aws_sdk_lambda::Client::from_conf(config.build()),
-                function,
-            }
-        }
-    }
-
-    #[async_trait]
-    impl Filler for InvokeFiller {
-        async fn start(&self, fill: Fill) -> Result<(), tfreg_http::Error> {
-            let what = fill.key();
-            let payload = serde_json::to_vec(&fill)
-                .map_err(|e| tfreg_http::Error::internal(format!("a fill's event: {e}")))?;
-            let invoked = self
-                .client
-                .invoke()
-                .function_name(&self.function)
-                .invocation_type(InvocationType::Event)
-                .payload(Blob::new(payload))
-                .send();
-            match tokio::time::timeout(ACCEPT_WAIT, invoked).await {
-                Ok(Ok(_)) => {
-                    tracing::info!(fill = %what, "fill started");
-                    Ok(())
-                }
-                // Still being sent or run (cargo lambda watch): the waiter
-                // looks in the store; if it never started, the client's
-                // retry invokes again.
-                Err(_) => {
-                    tracing::info!(fill = %what, "fill invoked, not yet accepted: waiting on the store");
-                    Ok(())
-                }
-                Ok(Err(e)) => {
-                    let detail = aws_sdk_lambda::error::DisplayErrorContext(&e).to_string();
-                    tracing::error!(fill = %what, error = %detail, "cannot invoke the fill function");
-                    Err(tfreg_http::Error::Unavailable(format!(
-                        "the cache cannot start fetching {what} now"
-                    )))
-                }
-            }
-        }
-    }
-}
+mod invoke;
+#[cfg(feature = "invoke")]
+pub use invoke::{InvokeFiller, InvokeSetupError, Refused};
 
 #[cfg(feature = "fill")]
 pub use function::run_fill;

@@ -41,6 +41,9 @@ pub enum InitError {
     #[cfg(feature = "signin")]
     #[error(transparent)]
     SignIn(#[from] auth::SignInError),
+    #[cfg(feature = "invoke")]
+    #[error("the fill function cannot be invoked: {0}")]
+    Invoke(#[from] fill::InvokeSetupError),
 }
 
 /// Who makes the URL signing secret.
@@ -95,7 +98,7 @@ pub async fn run_signin() -> Result<(), lambda_http::Error> {
                 Served::new()
             }
         };
-        let registry = registry_with(settings, &sdk, None);
+        let registry = registry_with(settings, &sdk, None)?;
         Ok::<_, InitError>((registry, served))
     };
     let (registry, served) = match started.await {
@@ -136,9 +139,9 @@ pub async fn registry_from_env(
             let signer = tfreg_http::signed_url::load_signer(items.as_ref()).await?;
             let blobs = blobs(&sdk, &settings, archives);
             let config = settings.registry_config();
-            with_filler(Registry::new(items, blobs, signer, config), &settings, &sdk)
+            with_filler(Registry::new(items, blobs, signer, config), &settings, &sdk)?
         }
-        Secret::ReadWhenNeeded => registry_with(settings, &sdk, archives),
+        Secret::ReadWhenNeeded => registry_with(settings, &sdk, archives)?,
     };
     Ok(registry)
 }
@@ -160,33 +163,43 @@ fn blobs(sdk: &SdkConfig, settings: &Settings, archives: Option<Archives>) -> Ar
 
 /// The registry, fetching cache misses through the fill function when the
 /// function was built with `invoke` and given one ([`config::FILL_FUNCTION`]);
-/// else a miss is "not cached".
+/// else a miss is "not cached". A configuration the fill function cannot
+/// be invoked with (say FIPS with an endpoint override) stops the function
+/// at init ([`fill::InvokeSetupError`]).
 #[cfg(feature = "invoke")]
-fn with_filler(registry: Registry, settings: &Settings, sdk: &SdkConfig) -> Registry {
-    match &settings.fill_function {
+fn with_filler(
+    registry: Registry,
+    settings: &Settings,
+    sdk: &SdkConfig,
+) -> Result<Registry, InitError> {
+    Ok(match &settings.fill_function {
         Some(function) => {
             let env = |name: &str| std::env::var(name).ok();
-            let filler = fill::InvokeFiller::new(sdk, function.clone(), env);
+            let filler = fill::InvokeFiller::new(sdk, function, env)?;
             registry.with_filler(Arc::new(filler))
         }
         None => registry,
-    }
+    })
 }
 
 /// A function that never starts fills (built without `invoke`).
 #[cfg(not(feature = "invoke"))]
-fn with_filler(registry: Registry, _: &Settings, _: &SdkConfig) -> Registry {
-    registry
+fn with_filler(registry: Registry, _: &Settings, _: &SdkConfig) -> Result<Registry, InitError> {
+    Ok(registry)
 }
 
 /// A registry that reads the URL signing secret when it first needs it.
-fn registry_with(settings: Settings, sdk: &SdkConfig, archives: Option<Archives>) -> Registry {
+fn registry_with(
+    settings: Settings,
+    sdk: &SdkConfig,
+    archives: Option<Archives>,
+) -> Result<Registry, InitError> {
     let registry = Registry::with_stored_signer(
         items(sdk, &settings),
         blobs(sdk, &settings, archives),
         settings.registry_config(),
     );
-    let registry = with_filler(registry, &settings, sdk);
+    let registry = with_filler(registry, &settings, sdk)?;
     if settings.connect_at_init {
         // Read the URL signing secret (those that sign URLs need it on their
         // first request anyway) beside init, not in it: the connection to
@@ -201,7 +214,7 @@ fn registry_with(settings: Settings, sdk: &SdkConfig, archives: Option<Archives>
             }
         });
     }
-    registry
+    Ok(registry)
 }
 
 async fn serve(
