@@ -24,7 +24,7 @@ struct CrateSize {
 }
 
 /// `cargo bloat` of each function package alone (as the functions are
-/// built), then of the baseline.
+/// built), then of the baselines.
 pub(super) fn bloat() -> Result<Vec<Bloat>, BoxError> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -34,7 +34,7 @@ pub(super) fn bloat() -> Result<Vec<Bloat>, BoxError> {
         .into_iter()
         .map(|name| (format!("tfreg-function-{name}"), name))
         .collect();
-    packages.push((HELLO_PACKAGE.into(), HELLO));
+    packages.extend(BASELINES.map(|(package, binary)| (package.to_string(), binary)));
     let mut out = Vec::new();
     for (package, binary) in packages {
         eprintln!(
