@@ -237,6 +237,11 @@ pub struct Args {
     /// emulated start times are no figures).
     #[arg(long, requires = "check")]
     pub runner: Option<String>,
+    /// Skip the largest crates of each binary (`cargo bloat`: a second
+    /// release build of every binary, symbols kept, as long as the first):
+    /// the section then says they were not measured.
+    #[arg(long, conflicts_with = "check")]
+    pub no_bloat: bool,
     /// With --check: also start this build of `tests/panic-probe` and fail
     /// unless a request that panics is a 500 and the same process answers
     /// the next one.
@@ -250,6 +255,7 @@ impl Default for Args {
             runs: 15,
             bin_dir: None,
             check: false,
+            no_bloat: false,
             runner: None,
             panic_probe: None,
         }
@@ -552,9 +558,9 @@ pub fn run(args: &Args) -> Result<Section, BoxError> {
     let starts = runtime.block_on(cold_starts(&dir, args.runs.max(1)))?;
     let first_requests = runtime.block_on(first_requests(&dir, args.runs.clamp(1, 7)))?;
     let arm64 = arm64_zip()?;
-    let bloat = bloat()?;
+    let bloat = if args.no_bloat { None } else { Some(bloat()?) };
     let mut markdown = markdown(&sizes, &starts, args.runs.max(1));
-    markdown += &bloat_markdown(&bloat);
+    markdown += &bloat_markdown(bloat.as_deref());
     markdown += &first_requests_markdown(&first_requests, args.runs.clamp(1, 7));
     markdown += &arm64_markdown(arm64.as_ref());
     println!("{markdown}");
