@@ -1,9 +1,12 @@
-//! `tfreg-bench lambda`: what a Lambda function of tfreg costs beside the
-//! smallest `lambda_http` function (the package `bench/lambda-hello`) built with the
-//! same release profile: binary and zipped size (`zip -9`: what Lambda
-//! stores and loads), and cold start against a Runtime API served on
-//! loopback (`runtime_api`), with DynamoDB and S3 on the emulators. Runs
-//! alternate between tfreg and the hello-world; medians and ratios.
+//! `tfreg-bench lambda`: what a Lambda function of tfreg costs beside two
+//! baselines built with the same release profile: the smallest `lambda_http`
+//! function (the package `bench/lambda-hello`), and the smallest one that
+//! reads one DynamoDB item a request with the functions' SDK crates
+//! (`bench/lambda-hello-dynamodb`), the floor of a function that reads the
+//! table. Binary and zipped size (`zip -9`: what Lambda stores and loads),
+//! and cold start against a Runtime API served on loopback (`runtime_api`),
+//! with DynamoDB and S3 on the emulators. Runs alternate between tfreg and
+//! the baselines; medians and ratios.
 
 mod arm64;
 mod bloat;
@@ -24,14 +27,24 @@ use serde::Serialize;
 
 use crate::report::Section;
 
-/// One deployed function: the binary it runs, a request for its route and
-/// the status it must answer (a function that fails fast is not a fast one).
+/// One deployed function: the binary it runs, a request for its route,
+/// the status it must answer (a function that fails fast is not a fast one)
+/// and whether answering it reads the table.
 struct Function {
     endpoint: &'static str,
     binary: &'static str,
     method: &'static str,
     path: &'static str,
     status: u16,
+    table: Table,
+}
+
+/// Whether a function's request reads the table: those that do are measured
+/// beside the DynamoDB baseline too.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Table {
+    Read,
+    Untouched,
 }
 
 const fn function(
@@ -39,6 +52,7 @@ const fn function(
     binary: &'static str,
     (method, path): (&'static str, &'static str),
     status: u16,
+    table: Table,
 ) -> Function {
     Function {
         endpoint,
@@ -46,27 +60,31 @@ const fn function(
         method,
         path,
         status,
+        table,
     }
 }
 
 /// template.yaml's functions (by their route) and the binary each runs. Anonymous reads
-/// are on: the read routes query DynamoDB (nothing is published, so 404),
-/// blob refuses a URL without its signature (400); publish and admin
-/// answer 401 to a request without a token; the UI's home page lists
-/// nothing (one Query); auth, started without an identity provider, answers
-/// its routes with 404.
+/// are on: the read routes other than discovery read DynamoDB (one
+/// `GetItem`; nothing is published, so 404), blob refuses a URL without its
+/// signature (400); publish and admin answer 401 to a request without a
+/// token; the UI's home page lists nothing (one Query); auth, started
+/// without an identity provider, answers its routes with 404. Only the
+/// read routes and the UI read the table.
 const FUNCTIONS: &[Function] = &[
     function(
         "discovery",
         "read",
         ("GET", "/.well-known/terraform.json"),
         200,
+        Table::Untouched,
     ),
     function(
         "provider-versions",
         "read",
         ("GET", "/v1/providers/acme/widget/versions"),
         404,
+        Table::Read,
     ),
     function(
         "provider-download",
@@ -76,18 +94,21 @@ const FUNCTIONS: &[Function] = &[
             "/v1/providers/acme/widget/1.0.0/download/linux/amd64",
         ),
         404,
+        Table::Read,
     ),
     function(
         "module-versions",
         "read",
         ("GET", "/v1/modules/acme/net/aws/versions"),
         404,
+        Table::Read,
     ),
     function(
         "module-download",
         "read",
         ("GET", "/v1/modules/acme/net/aws/1.0.0/download"),
         404,
+        Table::Read,
     ),
     function(
         "mirror-index",
@@ -97,6 +118,7 @@ const FUNCTIONS: &[Function] = &[
             "/v1/mirror/registry.example.com/acme/widget/index.json",
         ),
         404,
+        Table::Read,
     ),
     function(
         "mirror-version",
@@ -106,6 +128,7 @@ const FUNCTIONS: &[Function] = &[
             "/v1/mirror/registry.example.com/acme/widget/1.0.0.json",
         ),
         404,
+        Table::Read,
     ),
     // No upstream is configured: 404, after one read.
     function(
@@ -116,6 +139,7 @@ const FUNCTIONS: &[Function] = &[
             "/v1/cache/registry.terraform.io/providers/hashicorp/null/versions",
         ),
         404,
+        Table::Read,
     ),
     function(
         "cache-provider-download",
@@ -125,6 +149,7 @@ const FUNCTIONS: &[Function] = &[
             "/v1/cache/registry.terraform.io/providers/hashicorp/null/1.0.0/download/linux/amd64",
         ),
         404,
+        Table::Read,
     ),
     function(
         "cache-module-versions",
@@ -134,6 +159,7 @@ const FUNCTIONS: &[Function] = &[
             "/v1/cache/registry.terraform.io/modules/hashicorp/consul/aws/versions",
         ),
         404,
+        Table::Read,
     ),
     function(
         "cache-module-download",
@@ -143,32 +169,58 @@ const FUNCTIONS: &[Function] = &[
             "/v1/cache/registry.terraform.io/modules/hashicorp/consul/aws/1.0.0/download",
         ),
         404,
+        Table::Read,
     ),
     function(
         "blob",
         "blob",
         ("GET", "/v1/blobs/providers/acme/widget/1.0.0/x.zip"),
         400,
+        Table::Untouched,
     ),
     function(
         "publish",
         "publish",
         ("POST", "/v1/publish/providers/acme/widget/1.0.0/begin"),
         401,
+        Table::Untouched,
     ),
-    function("admin", "admin", ("GET", "/v1/admin/tokens"), 401),
-    function("ui", "ui", ("GET", "/ui/home"), 200),
+    function(
+        "admin",
+        "admin",
+        ("GET", "/v1/admin/tokens"),
+        401,
+        Table::Untouched,
+    ),
+    function("ui", "ui", ("GET", "/ui/home"), 200, Table::Read),
     // Without an identity provider the auth function serves no sign-in: 404.
-    function("auth", "auth", ("GET", "/oauth/authorize"), 404),
+    function(
+        "auth",
+        "auth",
+        ("GET", "/oauth/authorize"),
+        404,
+        Table::Untouched,
+    ),
 ];
 
 /// The baseline: a `lambda_http` hello-world, built like the functions.
 const HELLO: &str = "lambda-hello";
 const HELLO_PACKAGE: &str = "tfreg-lambda-hello";
+/// The baseline of the functions that read the table: a `lambda_http`
+/// function making one DynamoDB `GetItem` a request with the functions' SDK
+/// crates and HTTPS client, nothing of tfreg; built like the functions.
+const HELLO_DYNAMODB: &str = "lambda-hello-dynamodb";
+const HELLO_DYNAMODB_PACKAGE: &str = "tfreg-lambda-hello-dynamodb";
+/// Both baselines: (package, binary).
+const BASELINES: [(&str, &str); 2] = [
+    (HELLO_PACKAGE, HELLO),
+    (HELLO_DYNAMODB_PACKAGE, HELLO_DYNAMODB),
+];
 
 #[derive(clap::Args, Clone)]
 pub struct Args {
-    /// Cold starts of each function, and as many of the hello-world beside each.
+    /// Cold starts of each function, and as many of the hello-world beside
+    /// each (and of the DynamoDB baseline beside each that reads the table).
     #[arg(long, default_value_t = 15)]
     pub runs: usize,
     /// Take the binaries from here (`<dir>/<binary>`, or cargo lambda's
@@ -185,6 +237,11 @@ pub struct Args {
     /// emulated start times are no figures).
     #[arg(long, requires = "check")]
     pub runner: Option<String>,
+    /// Skip the largest crates of each binary (`cargo bloat`: a second
+    /// release build of every binary, symbols kept, as long as the first):
+    /// the section then says they were not measured.
+    #[arg(long, conflicts_with = "check")]
+    pub no_bloat: bool,
     /// With --check: also start this build of `tests/panic-probe` and fail
     /// unless a request that panics is a 500 and the same process answers
     /// the next one.
@@ -198,6 +255,7 @@ impl Default for Args {
             runs: 15,
             bin_dir: None,
             check: false,
+            no_bloat: false,
             runner: None,
             panic_probe: None,
         }
@@ -211,7 +269,7 @@ fn binaries(with_baseline: bool) -> Vec<&'static str> {
     // The function no route reaches (started by check::check_fill).
     names.push("fill");
     if with_baseline {
-        names.push(HELLO);
+        names.extend(BASELINES.map(|(_, binary)| binary));
     }
     names.sort_unstable();
     names.dedup();
@@ -227,13 +285,13 @@ fn workspace() -> PathBuf {
 
 /// Build every binary with the release profile: each function's package
 /// alone (as `sam build` does: one package a build, so each is built with
-/// only its own features), then the baseline's.
+/// only its own features), then the baselines'.
 fn build() -> Result<PathBuf, BoxError> {
     let mut builds: Vec<(String, Vec<&str>)> = binaries(false)
         .into_iter()
         .map(|name| (format!("tfreg-function-{name}"), vec![name]))
         .collect();
-    builds.push((HELLO_PACKAGE.into(), vec![HELLO]));
+    builds.extend(BASELINES.map(|(package, binary)| (package.to_string(), vec![binary])));
     for (package, bins) in builds {
         let mut command =
             std::process::Command::new(std::env::var("CARGO").unwrap_or("cargo".into()));
@@ -455,6 +513,9 @@ struct Start {
     first_response_ms: f64,
     hello_init_ms: f64,
     hello_first_response_ms: f64,
+    /// The DynamoDB baseline's, beside a function that reads the table.
+    dynamodb_init_ms: Option<f64>,
+    dynamodb_first_response_ms: Option<f64>,
 }
 
 /// Build (or take) the binaries, measure them and return the section.
@@ -497,9 +558,9 @@ pub fn run(args: &Args) -> Result<Section, BoxError> {
     let starts = runtime.block_on(cold_starts(&dir, args.runs.max(1)))?;
     let first_requests = runtime.block_on(first_requests(&dir, args.runs.clamp(1, 7)))?;
     let arm64 = arm64_zip()?;
-    let bloat = bloat()?;
+    let bloat = if args.no_bloat { None } else { Some(bloat()?) };
     let mut markdown = markdown(&sizes, &starts, args.runs.max(1));
-    markdown += &bloat_markdown(&bloat);
+    markdown += &bloat_markdown(bloat.as_deref());
     markdown += &first_requests_markdown(&first_requests, args.runs.clamp(1, 7));
     markdown += &arm64_markdown(arm64.as_ref());
     println!("{markdown}");
@@ -518,10 +579,14 @@ pub fn run(args: &Args) -> Result<Section, BoxError> {
     })
 }
 
+/// Each function's cold starts, the hello-world's beside each (and the
+/// DynamoDB baseline's beside each that reads the table), alternating
+/// within every run.
 async fn cold_starts(dir: &Path, runs: usize) -> Result<Vec<Start>, BoxError> {
     let backends = create_backends().await?;
     let hello = locate(dir, HELLO)?;
-    let mut samples: Vec<[Vec<f64>; 4]> = FUNCTIONS.iter().map(|_| Default::default()).collect();
+    let hello_dynamodb = locate(dir, HELLO_DYNAMODB)?;
+    let mut samples: Vec<[Vec<f64>; 6]> = FUNCTIONS.iter().map(|_| Default::default()).collect();
     let mut statuses = vec![0u16; FUNCTIONS.len()];
     for _ in 0..runs {
         for (i, function) in FUNCTIONS.iter().enumerate() {
@@ -535,7 +600,7 @@ async fn cold_starts(dir: &Path, runs: usize) -> Result<Vec<Start>, BoxError> {
                     .await
                     .map_err(|e| format!("{} ({}): {e}", function.endpoint, binary.display()))?;
             let baseline =
-                runtime_api::cold_start(command(&hello, &[], function, &backends), event)
+                runtime_api::cold_start(command(&hello, &[], function, &backends), event.clone())
                     .await
                     .map_err(|e| format!("{HELLO}: {e}"))?;
             if tfreg.status != function.status || baseline.status != 200 {
@@ -551,6 +616,22 @@ async fn cold_starts(dir: &Path, runs: usize) -> Result<Vec<Start>, BoxError> {
             s[1].push(ms(tfreg.first_response));
             s[2].push(ms(baseline.init));
             s[3].push(ms(baseline.first_response));
+            if function.table == Table::Read {
+                let command = command(&hello_dynamodb, &[], function, &backends);
+                let dynamodb = runtime_api::cold_start(command, event)
+                    .await
+                    .map_err(|e| format!("{HELLO_DYNAMODB}: {e}"))?;
+                // The item it reads is never published here.
+                if dynamodb.status != 404 {
+                    return Err(format!(
+                        "{HELLO_DYNAMODB} beside {}: answered {} (expected 404)",
+                        function.endpoint, dynamodb.status
+                    )
+                    .into());
+                }
+                s[4].push(ms(dynamodb.init));
+                s[5].push(ms(dynamodb.first_response));
+            }
         }
     }
     Ok(FUNCTIONS
@@ -564,6 +645,8 @@ async fn cold_starts(dir: &Path, runs: usize) -> Result<Vec<Start>, BoxError> {
             first_response_ms: median(&mut s[1]),
             hello_init_ms: median(&mut s[2]),
             hello_first_response_ms: median(&mut s[3]),
+            dynamodb_init_ms: (!s[4].is_empty()).then(|| median(&mut s[4])),
+            dynamodb_first_response_ms: (!s[5].is_empty()).then(|| median(&mut s[5])),
         })
         .collect())
 }
@@ -572,7 +655,7 @@ fn mb(bytes: u64) -> f64 {
     bytes as f64 / 1_000_000.0
 }
 
-/// The rows of a size table, each binary beside the baseline among them.
+/// The rows of a size table, each binary beside the hello-world among them.
 fn size_rows(sizes: &[Size]) -> String {
     let hello = sizes.iter().find(|s| s.binary == HELLO);
     let (hello_bytes, hello_zipped) = hello.map_or((1, 1), |h| (h.bytes, h.zipped));
@@ -590,24 +673,58 @@ fn size_rows(sizes: &[Size]) -> String {
     text
 }
 
+/// The header of a size table.
+const SIZE_HEADER: &str =
+    "| binary | size (MB) | × hello | zipped (MB) | × hello |\n|---|---:|---:|---:|---:|\n";
+
+/// `value` (ms) and its ratio to `baseline`'s, or dashes without one.
+fn beside(value: f64, baseline: Option<f64>) -> String {
+    match baseline {
+        Some(b) => format!("{b:.1} | {:.2}", value / b),
+        None => "— | —".into(),
+    }
+}
+
+/// The median, least and greatest of `values` (none when empty).
+fn spread(mut values: Vec<f64>) -> Option<(f64, f64, f64)> {
+    let least = values.iter().copied().reduce(f64::min)?;
+    let greatest = values.iter().copied().reduce(f64::max)?;
+    Some((median(&mut values), least, greatest))
+}
+
 fn markdown(sizes: &[Size], starts: &[Start], runs: usize) -> String {
     let mut text = format!(
-        "Release profile of Cargo.toml for every binary, the baseline `{HELLO}` (a `lambda_http` hello-world) included; zipped = one `bootstrap` entry, deflate level 9. Cold start: process spawned against a Runtime API on loopback, init = until its first `invocation/next`, first response = until the response to an API Gateway (payload 2.0) event for its route is POSTed; DynamoDB and S3 on the emulators; {runs} runs each, tfreg and the baseline alternating; medians.\n\n| binary | size (MB) | × baseline | zipped (MB) | × baseline |\n|---|---:|---:|---:|---:|\n"
+        "Release profile of Cargo.toml for every binary, two baselines included, each built like the functions and never deployed: *hello*, `{HELLO}`, a `lambda_http` hello-world that reads nothing (the Lambda runtime alone); and *GetItem*, `{HELLO_DYNAMODB}`, the smallest `lambda_http` function that reads one DynamoDB item a request (a strongly consistent `GetItem` of the versions index provider-versions reads) with the functions' SDK crates and HTTPS client (`aws-sdk-dynamodb` without default features, aws-smithy-http-client with rustls and *ring*, the region and the environment's credentials, the same timeouts) and nothing of tfreg. Both are there because a function that reads the table cannot answer before its round trip to DynamoDB (a new connection, a signed request, the answer parsed), which on the emulator is longer than the hello-world's whole first response: × hello is what a function costs in all, × GetItem what tfreg adds over the work any function reading the table must do. Zipped = one `bootstrap` entry, deflate level 9. Cold start: process spawned against a Runtime API on loopback, init = until its first `invocation/next`, first response = until the response to an API Gateway (payload 2.0) event for its route is POSTed; DynamoDB and S3 on the emulators (DynamoDB: dynalite, a Node.js process); {runs} runs each, a function, the hello-world and, for a function that reads the table, the GetItem baseline alternating; medians (— where the function reads nothing).\n\n{SIZE_HEADER}"
     );
     text.push_str(&size_rows(sizes));
-    text.push_str("\n| function (binary) | status | init (ms) | baseline init (ms) | × baseline | first response (ms) | baseline (ms) | × baseline |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    text.push_str("\n| function (binary) | status | init (ms) | hello init (ms) | × hello | GetItem init (ms) | × GetItem | first response (ms) | hello (ms) | × hello | GetItem (ms) | × GetItem |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for s in starts {
         text.push_str(&format!(
-            "| {} (`{}`) | {} | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} | {:.2} |\n",
+            "| {} (`{}`) | {} | {:.1} | {} | {} | {:.1} | {} | {} |\n",
             s.endpoint,
             s.binary,
             s.status,
             s.init_ms,
-            s.hello_init_ms,
-            s.init_ms / s.hello_init_ms,
+            beside(s.init_ms, Some(s.hello_init_ms)),
+            beside(s.init_ms, s.dynamodb_init_ms),
             s.first_response_ms,
-            s.hello_first_response_ms,
-            s.first_response_ms / s.hello_first_response_ms,
+            beside(s.first_response_ms, Some(s.hello_first_response_ms)),
+            beside(s.first_response_ms, s.dynamodb_first_response_ms),
+        ));
+    }
+    let ratios = |of: fn(&Start) -> Option<f64>| {
+        spread(starts.iter().filter_map(of).collect())
+            .map(|(m, lo, hi)| format!("median {m:.2} ({lo:.2}–{hi:.2})"))
+    };
+    if let (Some(init), Some(first)) = (
+        ratios(|s| s.dynamodb_init_ms.map(|b| s.init_ms / b)),
+        ratios(|s| {
+            s.dynamodb_first_response_ms
+                .map(|b| s.first_response_ms / b)
+        }),
+    ) {
+        text.push_str(&format!(
+            "\nThe functions that read the table, × GetItem: init {init}, first response {first}.\n"
         ));
     }
     text
@@ -629,6 +746,57 @@ mod tests {
         let zipped = zipped_size(&repetitive).unwrap();
         assert!(zipped < 10_000, "{zipped}");
         assert!(zipped > 0);
+    }
+
+    #[test]
+    fn the_getitem_baseline_is_beside_only_the_functions_that_read_the_table() {
+        let start = |endpoint: &str, dynamodb: Option<(f64, f64)>| Start {
+            endpoint: endpoint.into(),
+            binary: "read".into(),
+            status: 404,
+            init_ms: 3.0,
+            first_response_ms: 6.0,
+            hello_init_ms: 2.0,
+            hello_first_response_ms: 2.0,
+            dynamodb_init_ms: dynamodb.map(|d| d.0),
+            dynamodb_first_response_ms: dynamodb.map(|d| d.1),
+        };
+        let starts = [
+            start("discovery", None),
+            start("provider-versions", Some((2.5, 5.0))),
+            start("module-versions", Some((2.0, 4.0))),
+        ];
+        let md = markdown(&[], &starts, 3);
+        assert!(
+            md.contains(
+                "| discovery (`read`) | 404 | 3.0 | 2.0 | 1.50 | — | — | 6.0 | 2.0 | 3.00 | — | — |"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("| provider-versions (`read`) | 404 | 3.0 | 2.0 | 1.50 | 2.5 | 1.20 | 6.0 | 2.0 | 3.00 | 5.0 | 1.20 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "× GetItem: init median 1.35 (1.20–1.50), first response median 1.35 (1.20–1.50)."
+            ),
+            "{md}"
+        );
+        assert!(every_table_row_has_its_headers_cells(&md), "{md}");
+    }
+
+    /// Each row of each table has as many cells as its header.
+    fn every_table_row_has_its_headers_cells(md: &str) -> bool {
+        let mut cells = None;
+        md.lines().all(|line| {
+            if !line.starts_with('|') {
+                cells = None;
+                return true;
+            }
+            let n = line.matches('|').count();
+            *cells.get_or_insert(n) == n
+        })
     }
 
     #[tokio::test]

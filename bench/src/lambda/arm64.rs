@@ -1,18 +1,18 @@
 //! The deployed architecture's zips, when infra/check-cargo-lambda built
 //! them with the full release profile: each function's, and the
-//! hello-world's from the same `cargo lambda build`.
+//! baselines' from the same `cargo lambda build`.
 
 use super::*;
 
 /// Where `TFREG_CARGO_LAMBDA_FULL=1 infra/check-cargo-lambda arm64` leaves
 /// cargo lambda's zips (`<name>/bootstrap.zip`), the binaries it extracted
 /// from them (`<name>/bootstrap`) and the baseline it built beside the
-/// panic probe (`lambda-hello/bootstrap`).
+/// panic probe (`lambda-hello/bootstrap`, `lambda-hello-dynamodb/bootstrap`).
 const ARM64: &str = "target/sam-arm64-full/cargo-lambda";
 
 #[derive(Serialize)]
 pub(super) struct Arm64 {
-    /// Each function's binary and zip, then the baseline's.
+    /// Each function's binary and zip, then the baselines'.
     sizes: Vec<Size>,
     /// The oldest zip's age when this ran, in hours (it may be older than the code).
     age_hours: f64,
@@ -39,23 +39,28 @@ pub(super) fn arm64_zip() -> Result<Option<Arm64>, BoxError> {
             zipped: meta.len(),
         });
     }
-    let Ok(hello) = std::fs::read(dir.join("probe").join(HELLO).join("bootstrap")) else {
-        return Ok(None);
-    };
-    sizes.push(Size {
-        binary: HELLO.to_string(),
-        bytes: hello.len() as u64,
-        zipped: zipped_size(&hello)?,
-    });
+    for (_, name) in BASELINES {
+        match std::fs::read(dir.join("probe").join(name).join("bootstrap")) {
+            Ok(bytes) => sizes.push(Size {
+                binary: name.to_string(),
+                bytes: bytes.len() as u64,
+                zipped: zipped_size(&bytes)?,
+            }),
+            // The hello-world is the ratios' base; the DynamoDB baseline
+            // may be missing from a build older than it.
+            Err(_) if name == HELLO => return Ok(None),
+            Err(_) => {}
+        }
+    }
     Ok(Some(Arm64 { sizes, age_hours }))
 }
 
 pub(super) fn arm64_markdown(arm64: Option<&Arm64>) -> String {
-    let how = "`TFREG_CARGO_LAMBDA_FULL=1 infra/check-cargo-lambda arm64` (the README's `cargo lambda build --release --arm64 --output-format zip` of the five functions in one compile, zig-linked, every function then started from its zip through qemu-aarch64; the hello-world built by the same command beside the panic probe)";
+    let how = "`TFREG_CARGO_LAMBDA_FULL=1 infra/check-cargo-lambda arm64` (the README's `cargo lambda build --release --arm64 --output-format zip` of the five functions in one compile, zig-linked, every function then started from its zip through qemu-aarch64; the baselines built by the same command beside the panic probe)";
     match arm64 {
         Some(a) => {
             let mut text = format!(
-                "\n**arm64, as deployed** (full release profile), built {:.1} h before this run by {how}. Zipped: cargo lambda's zip for the functions, deflate level 9 of the same `bootstrap` for the baseline.\n\n| binary | size (MB) | × baseline | zipped (MB) | × baseline |\n|---|---:|---:|---:|---:|\n",
+                "\n**arm64, as deployed** (full release profile), built {:.1} h before this run by {how}. Zipped: cargo lambda's zip for the functions, deflate level 9 of the same `bootstrap` for the baselines.\n\n{SIZE_HEADER}",
                 a.age_hours,
             );
             text.push_str(&size_rows(&a.sizes));

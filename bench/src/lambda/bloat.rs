@@ -24,7 +24,7 @@ struct CrateSize {
 }
 
 /// `cargo bloat` of each function package alone (as the functions are
-/// built), then of the baseline.
+/// built), then of the baselines.
 pub(super) fn bloat() -> Result<Vec<Bloat>, BoxError> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -34,7 +34,7 @@ pub(super) fn bloat() -> Result<Vec<Bloat>, BoxError> {
         .into_iter()
         .map(|name| (format!("tfreg-function-{name}"), name))
         .collect();
-    packages.push((HELLO_PACKAGE.into(), HELLO));
+    packages.extend(BASELINES.map(|(package, binary)| (package.to_string(), binary)));
     let mut out = Vec::new();
     for (package, binary) in packages {
         eprintln!(
@@ -87,7 +87,11 @@ fn parse(binary: &str, json: &[u8]) -> Result<Bloat, BoxError> {
     Ok(bloat)
 }
 
-pub(super) fn bloat_markdown(bloats: &[Bloat]) -> String {
+/// The table, or a line saying `--no-bloat` left it out.
+pub(super) fn bloat_markdown(bloats: Option<&[Bloat]>) -> String {
+    let Some(bloats) = bloats else {
+        return "\n**The largest crates in each binary**: not measured in this run (`--no-bloat`).\n".into();
+    };
     let mut text = format!(
         "\n**The largest crates in each binary** (x86_64; `cargo bloat --crates`, the release profile with symbols kept: each crate's code in `.text`, in KB, the top {TOP}):\n\n| binary | .text (KB) | largest crates (KB) |\n|---|---:|---|\n"
     );
@@ -119,7 +123,7 @@ mod tests {
         assert_eq!(b.text, 60);
         assert_eq!(b.crates.len(), 2);
         assert_eq!(b.crates[0].name, "std");
-        let md = bloat_markdown(&[b]);
+        let md = bloat_markdown(Some(&[b]));
         assert!(md.contains("| `read` | 0 | std 0, tokio 0 |"), "{md}");
         assert!(parse("read", b"no json here").is_err());
     }

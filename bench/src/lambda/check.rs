@@ -50,7 +50,7 @@ async fn check_fill(
     runner: &[String],
     backends: &Backends,
 ) -> Result<Started, BoxError> {
-    let fill = function("fill", "fill", ("", ""), 0);
+    let fill = function("fill", "fill", ("", ""), 0, Table::Read);
     let event = bytes::Bytes::from(serde_json::to_vec(&serde_json::json!({
         "host": "registry.example.com",
         "namespace": "hashicorp",
@@ -117,6 +117,7 @@ pub(super) async fn check_panic_probe(
         "panic-probe",
         ("GET", "/v1/providers/probe/panic/versions"),
         500,
+        Table::Untouched,
     );
     let event = bytes::Bytes::from(serde_json::to_vec(&http_api_event(
         probe.method,
