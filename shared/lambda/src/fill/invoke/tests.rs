@@ -445,6 +445,19 @@ impl Write for Lines {
     }
 }
 
+/// tracing caches each callsite's interest once, process-wide, from the
+/// thread that first hits it; with only a thread-local subscriber
+/// registered, a sibling test calling `start` with no subscriber caches
+/// "never" and this test's capture sees nothing (CI, stop 32). A global
+/// `Registry` with no layers makes every thread's first hit "interested";
+/// the event then goes to whichever subscriber the emitting thread has.
+fn anchor_log_interest() {
+    static ANCHOR: std::sync::Once = std::sync::Once::new();
+    ANCHOR.call_once(|| {
+        let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry());
+    });
+}
+
 /// What a start did: its outcome, its log lines (without the error's
 /// detail, which names each client's own error type), the requests the
 /// API read, and the detail.
@@ -475,6 +488,7 @@ async fn run(answer: Option<Answer>, ours: bool) -> (Outcome, Vec<String>) {
         .into_builder()
         .time_source(SharedTimeSource::default())
         .build();
+    anchor_log_interest();
     let lines = Lines::default();
     let writer = lines.clone();
     let subscriber = crate::log_subscriber(
