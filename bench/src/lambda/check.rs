@@ -14,6 +14,7 @@ pub(super) struct Started {
 /// Each function started once (through `runner`, if any), its answer checked.
 pub(super) async fn check_starts(dir: &Path, runner: &[String]) -> Result<Vec<Started>, BoxError> {
     let backends = create_backends().await?;
+    seed::seed(&backends).await?;
     let mut started = Vec::new();
     for function in FUNCTIONS {
         let event = bytes::Bytes::from(serde_json::to_vec(&http_api_event(
