@@ -4,5 +4,5 @@ use tfreg_http::Served;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    tfreg_lambda::run(Served::new().read(tfreg_read::Read)).await
+    tfreg_lambda::run_reader(Served::new().read(tfreg_read::Read)).await
 }

@@ -28,7 +28,7 @@ mod function {
     use tfreg_store::aws::{Roots, function_sdk_config};
 
     use crate::config::Settings;
-    use crate::{InitError, archives, init_tracing, items};
+    use crate::{InitError, archives, init_tracing, items, writable};
 
     /// Where archives are streamed before they are verified: the function's
     /// ephemeral storage (template.yaml `FillTmpSize`).
@@ -60,7 +60,7 @@ mod function {
         let settings = Settings::from_env()?;
         let env = |name: &str| std::env::var(name).ok();
         let sdk = function_sdk_config(Roots::for_function(env), env)?;
-        let items = items(&sdk, &settings);
+        let items = items(&sdk, &settings, writable);
         tfreg_http::signed_url::load_signer(items.as_ref()).await?;
         let blobs = archives(&sdk, &settings);
         // Left by an earlier run of this sandbox that was stopped mid-fill.

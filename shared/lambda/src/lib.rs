@@ -7,7 +7,7 @@
 //! ```no_run
 //! # async fn f() -> Result<(), lambda_http::Error> {
 //! use tfreg_http::Served;
-//! tfreg_lambda::run(Served::new() /* .read(tfreg_read::Read) */).await
+//! tfreg_lambda::run_reader(Served::new() /* .read(tfreg_read::Read) */).await
 //! # }
 //! ```
 
@@ -16,6 +16,7 @@ pub mod auth;
 pub mod config;
 pub mod env;
 pub mod fill;
+mod response;
 pub mod signin;
 
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tfreg_http::{App, Registry, Served};
 use tfreg_store::aws::{Roots, SdkConfig, dynamodb_client, endpoint_url, function_sdk_config};
 use tfreg_store::dynamodb::DynamoStore;
+use tfreg_store::read_only::ReadOnly;
 use tfreg_store::{BlobStore, ItemStore, NoBlobs};
 
 use config::{ConfigError, Settings};
@@ -58,11 +60,19 @@ pub enum Secret {
     CreateAtInit,
 }
 
-/// The whole life of a function that reaches no archives (the read
-/// functions, the UI): init once, then serve invocations.
+/// The whole life of a function that reaches no archives and writes the
+/// table (the UI): init once, then serve invocations.
 pub async fn run(served: Served) -> Result<(), lambda_http::Error> {
     init_tracing();
-    serve(served, None, Secret::ReadWhenNeeded).await
+    serve(served, None, Secret::ReadWhenNeeded, writable).await
+}
+
+/// [`run`] for the read functions, whose roles may only read the table
+/// (and touch a token's last use): their store is [`ReadOnly`], so they
+/// link no DynamoDB write path.
+pub async fn run_reader(served: Served) -> Result<(), lambda_http::Error> {
+    init_tracing();
+    serve(served, None, Secret::ReadWhenNeeded, read_only).await
 }
 
 /// [`run`] for a function that reaches the archives in S3 (blob, publish,
@@ -70,7 +80,7 @@ pub async fn run(served: Served) -> Result<(), lambda_http::Error> {
 #[cfg(feature = "s3")]
 pub async fn run_with_archives(served: Served, secret: Secret) -> Result<(), lambda_http::Error> {
     init_tracing();
-    serve(served, Some(archives), secret).await
+    serve(served, Some(archives), secret, writable).await
 }
 
 /// The `auth` function's life (feature `signin`): `terraform login` and
@@ -98,7 +108,7 @@ pub async fn run_signin() -> Result<(), lambda_http::Error> {
                 Served::new()
             }
         };
-        let registry = registry_with(settings, &sdk, None)?;
+        let registry = registry_with(settings, &sdk, None, writable)?;
         Ok::<_, InitError>((registry, served))
     };
     let (registry, served) = match started.await {
@@ -108,7 +118,7 @@ pub async fn run_signin() -> Result<(), lambda_http::Error> {
             return Err(e.into());
         }
     };
-    lambda_http::run(App::new(Arc::new(registry), served).router()).await
+    response::run(App::new(Arc::new(registry), served)).await
 }
 
 /// The archive store of a function that reaches archives.
@@ -125,30 +135,46 @@ fn archives(sdk: &SdkConfig, settings: &Settings) -> Arc<dyn BlobStore> {
     ))
 }
 
+/// The table as a function's role may use it: [`writable`] or
+/// [`read_only`]. A function pointer chosen by the entry point, so a
+/// function links only the one it was given.
+pub type Items = fn(DynamoStore) -> Arc<dyn ItemStore>;
+
+/// Reads and writes.
+pub fn writable(store: DynamoStore) -> Arc<dyn ItemStore> {
+    Arc::new(store)
+}
+
+/// Reads only ([`ReadOnly`]).
+pub fn read_only(store: DynamoStore) -> Arc<dyn ItemStore> {
+    Arc::new(ReadOnly(store))
+}
+
 /// The function's registry, from the environment.
 pub async fn registry_from_env(
     archives: Option<Archives>,
     secret: Secret,
+    store: Items,
 ) -> Result<Registry, InitError> {
     let settings = Settings::from_env()?;
     let env = |name: &str| std::env::var(name).ok();
     let sdk = function_sdk_config(Roots::for_function(env), env)?;
     let registry = match secret {
         Secret::CreateAtInit => {
-            let items = items(&sdk, &settings);
+            let items = items(&sdk, &settings, store);
             let signer = tfreg_http::signed_url::load_signer(items.as_ref()).await?;
             let blobs = blobs(&sdk, &settings, archives);
             let config = settings.registry_config();
             with_filler(Registry::new(items, blobs, signer, config), &settings, &sdk)?
         }
-        Secret::ReadWhenNeeded => registry_with(settings, &sdk, archives)?,
+        Secret::ReadWhenNeeded => registry_with(settings, &sdk, archives, store)?,
     };
     Ok(registry)
 }
 
-fn items(sdk: &SdkConfig, settings: &Settings) -> Arc<dyn ItemStore> {
+fn items(sdk: &SdkConfig, settings: &Settings, store: Items) -> Arc<dyn ItemStore> {
     let env = |name: &str| std::env::var(name).ok();
-    Arc::new(DynamoStore::new(
+    store(DynamoStore::new(
         dynamodb_client(sdk, endpoint_url(env, "DYNAMODB").as_deref()),
         &settings.table,
     ))
@@ -193,9 +219,10 @@ fn registry_with(
     settings: Settings,
     sdk: &SdkConfig,
     archives: Option<Archives>,
+    store: Items,
 ) -> Result<Registry, InitError> {
     let registry = Registry::with_stored_signer(
-        items(sdk, &settings),
+        items(sdk, &settings, store),
         blobs(sdk, &settings, archives),
         settings.registry_config(),
     );
@@ -221,15 +248,16 @@ async fn serve(
     served: Served,
     archives: Option<Archives>,
     secret: Secret,
+    store: Items,
 ) -> Result<(), lambda_http::Error> {
-    let registry = match registry_from_env(archives, secret).await {
+    let registry = match registry_from_env(archives, secret, store).await {
         Ok(r) => r,
         Err(e) => {
             tracing::error!(error = %e, "init failed");
             return Err(e.into());
         }
     };
-    lambda_http::run(App::new(Arc::new(registry), served).router()).await
+    response::run(App::new(Arc::new(registry), served)).await
 }
 
 /// The functions' log format, written to `writer`: one JSON object a line,

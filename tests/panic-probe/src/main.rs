@@ -1,5 +1,5 @@
 //! For one proof only, never deployed: a Lambda function built from the real
-//! pipeline and runtime (`tfreg_lambda::run`) whose read group panics on
+//! pipeline and runtime (`tfreg_lambda::run_reader`, as the read functions) whose read group panics on
 //! the provider `probe/panic` and answers every other read with a 404.
 //! `infra/check-cargo-lambda` builds it with `cargo lambda build --release`,
 //! exactly as the functions are built (the release profile's panic
@@ -35,5 +35,5 @@ impl Handler<ReadRoute> for PanicsOnProbe {
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    tfreg_lambda::run(Served::new().read(PanicsOnProbe)).await
+    tfreg_lambda::run_reader(Served::new().read(PanicsOnProbe)).await
 }

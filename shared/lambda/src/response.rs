@@ -1,0 +1,105 @@
+//! The lambda_http runtime around the pipeline. Each event's request goes
+//! to [`App::handle`]; its answer goes back to API Gateway as the pipeline
+//! built it, as text or (base64) binary by lambda_http's own rule for
+//! which bodies are text: [`is_text`].
+//!
+//! Not through lambda_http's conversion of an `http::Response`: for a text
+//! type it parses the media type and transcodes from its charset with
+//! encoding_rs, whose tables for every legacy encoding (about 160 KB of
+//! each binary) the registry never needs: every text it writes is UTF-8.
+//! A body declared as text that is not UTF-8 is sent as binary, byte for
+//! byte, where lambda_http would have replaced what it could not decode.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use lambda_http::http::header::{CONTENT_ENCODING, CONTENT_TYPE};
+use lambda_http::http::{HeaderMap, StatusCode};
+use lambda_http::{Body, IntoResponse, Request, Response, service_fn};
+use tfreg_http::App;
+
+/// Serve invocations with `app` until the runtime stops.
+pub(crate) async fn run(app: App) -> Result<(), lambda_http::Error> {
+    let app = Arc::new(app);
+    lambda_http::run(service_fn(move |request: Request| {
+        let app = app.clone();
+        async move { Ok::<_, Infallible>(Answer(answer(&app, request).await)) }
+    }))
+    .await
+}
+
+/// A response whose body is already what API Gateway is sent.
+struct Answer(Response<Body>);
+
+impl IntoResponse for Answer {
+    fn into_response(
+        self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send>> {
+        Box::pin(std::future::ready(self.0))
+    }
+}
+
+async fn answer(app: &App, request: Request) -> Response<Body> {
+    let response = app.handle(request.map(axum::body::Body::new)).await;
+    let (parts, body) = response.into_parts();
+    match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(bytes) => {
+            let body = lambda_body(&parts.headers, bytes.to_vec());
+            Response::from_parts(parts, body)
+        }
+        // The pipeline's bodies are in memory; a stream that fails is a bug.
+        Err(e) => {
+            tracing::error!(error = %e, "the response body could not be read");
+            let mut response =
+                Response::new(Body::Text(r#"{"errors":["internal error"]}"#.to_string()));
+            *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            response
+                .headers_mut()
+                .insert(CONTENT_TYPE, "application/json".parse().expect("valid"));
+            response
+        }
+    }
+}
+
+/// lambda_http's (1.x, `response.rs`) media types sent as text.
+const TEXT_PREFIXES: [&str; 5] = [
+    "text",
+    "application/json",
+    "application/javascript",
+    "application/xml",
+    "application/yaml",
+];
+const TEXT_SUFFIXES: [&str; 3] = ["+xml", "+yaml", "+json"];
+/// lambda_http's header asking for a body to be sent as text.
+const TEXT_HEADER: &str = "x-lambda-http-content-encoding";
+
+/// Whether lambda_http sends a body with these headers as text: none with
+/// a `Content-Encoding`; all without a `Content-Type`; else by media type,
+/// or when asked with `x-lambda-http-content-encoding: text`.
+pub(crate) fn is_text(headers: &HeaderMap) -> bool {
+    if headers.contains_key(CONTENT_ENCODING) {
+        return false;
+    }
+    let Some(value) = headers.get(CONTENT_TYPE) else {
+        return true;
+    };
+    let content_type = value.to_str().unwrap_or_default();
+    let media_type = content_type.trim().split(';').next().unwrap_or_default();
+    TEXT_PREFIXES.iter().any(|p| content_type.starts_with(p))
+        || TEXT_SUFFIXES.iter().any(|s| media_type.ends_with(s))
+        || headers.get(TEXT_HEADER).is_some_and(|v| v == "text")
+}
+
+/// The body API Gateway is sent: text when [`is_text`] and UTF-8, else binary.
+pub(crate) fn lambda_body(headers: &HeaderMap, bytes: Vec<u8>) -> Body {
+    if !is_text(headers) {
+        return Body::Binary(bytes);
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => Body::Text(text),
+        Err(e) => Body::Binary(e.into_bytes()),
+    }
+}
+
+#[cfg(test)]
+mod tests;
