@@ -56,7 +56,7 @@ pub(super) fn arm64_zip() -> Result<Option<Arm64>, BoxError> {
 }
 
 pub(super) fn arm64_markdown(arm64: Option<&Arm64>) -> String {
-    let how = "`TFREG_CARGO_LAMBDA_FULL=1 infra/check-cargo-lambda arm64` (the README's `cargo lambda build --release --arm64 --output-format zip` of the five functions in one compile, zig-linked, every function then started from its zip through qemu-aarch64; the baselines built by the same command beside the panic probe)";
+    let how = "`TFREG_CARGO_LAMBDA_FULL=1 infra/check-cargo-lambda arm64` (the README's `cargo lambda build --release --arm64 --output-format zip` of the seven function packages in one compile, zig-linked, every function then started from its zip through qemu-aarch64; the baselines built by the same command beside the panic probe)";
     match arm64 {
         Some(a) => {
             let mut text = format!(

@@ -1,6 +1,7 @@
-//! The registry as one tower service, shared by every entry point: `tfreg
-//! serve` hands it to hyper, each Lambda function to `lambda_http::run`, tests
-//! call it in-process. Here a request is routed, authorised and dispatched to
+//! The registry as one service, shared by every entry point: `tfreg serve`
+//! hands its router to hyper, each Lambda function calls [`App::handle`]
+//! under `lambda_http::run` (tfreg-lambda's `response`), tests call it
+//! in-process. Here a request is routed, authorised and dispatched to
 //! the handler group that serves it (the groups this process was given:
 //! [`Served`]); errors become HTTP here and only here; one log line per
 //! request, and one audit record per change of state.
