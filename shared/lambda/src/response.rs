@@ -17,6 +17,8 @@ use lambda_http::http::header::{CONTENT_ENCODING, CONTENT_TYPE};
 use lambda_http::http::{HeaderMap, StatusCode};
 use lambda_http::{Body, IntoResponse, Request, Response, service_fn};
 use tfreg_http::App;
+use tfreg_http::app::REQUEST_ID_HEADER;
+use tfreg_http::body::error_response;
 
 /// Serve invocations with `app` until the runtime stops.
 pub(crate) async fn run(app: App) -> Result<(), lambda_http::Error> {
@@ -40,25 +42,37 @@ impl IntoResponse for Answer {
 }
 
 async fn answer(app: &App, request: Request) -> Response<Body> {
-    let response = app.handle(request.map(axum::body::Body::new)).await;
-    let (parts, body) = response.into_parts();
-    match axum::body::to_bytes(body, usize::MAX).await {
-        Ok(bytes) => {
-            let body = lambda_body(&parts.headers, bytes.to_vec());
-            Response::from_parts(parts, body)
-        }
-        // The pipeline's bodies are in memory; a stream that fails is a bug.
+    finish(app.handle(request.map(axum::body::Body::new)).await).await
+}
+
+/// The pipeline's response as API Gateway is sent it.
+pub(crate) async fn finish(response: axum::response::Response) -> Response<Body> {
+    let id = response.headers().get(REQUEST_ID_HEADER).cloned();
+    match to_lambda(response).await {
+        Ok(response) => response,
+        // The pipeline's bodies are in memory: one that fails to read is
+        // our bug, answered as the pipeline answers any.
         Err(e) => {
             tracing::error!(error = %e, "the response body could not be read");
-            let mut response =
-                Response::new(Body::Text(r#"{"errors":["internal error"]}"#.to_string()));
-            *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-            response
-                .headers_mut()
-                .insert(CONTENT_TYPE, "application/json".parse().expect("valid"));
-            response
+            let id = id.as_ref().and_then(|v| v.to_str().ok()).unwrap_or("-");
+            let error = tfreg_http::Error::internal(format!("reading a response body: {e}"));
+            to_lambda(error_response(&error, id))
+                .await
+                .unwrap_or_else(|_| {
+                    let mut response = Response::new(Body::Empty);
+                    *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+                    response
+                })
         }
     }
+}
+
+/// The pipeline's response, its body read, as API Gateway is sent it.
+async fn to_lambda(response: axum::response::Response) -> Result<Response<Body>, axum::Error> {
+    let (parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX).await?;
+    let body = lambda_body(&parts.headers, bytes.to_vec());
+    Ok(Response::from_parts(parts, body))
 }
 
 /// lambda_http's (1.x, `response.rs`) media types sent as text.

@@ -105,3 +105,26 @@ async fn a_text_body_that_is_not_utf8_is_sent_byte_for_byte() {
     let (text, theirs) = held(&reference(headers, bytes).await);
     assert!(text && theirs != bytes, "lambda_http decodes it lossily");
 }
+
+/// A body that fails to read (none of the pipeline's can: they are in
+/// memory) is our bug: the pipeline's own 500, naming the request.
+#[tokio::test]
+async fn a_body_that_cannot_be_read_is_answered_as_our_bug() {
+    let failing =
+        futures_util::stream::iter([Err::<axum::body::Bytes, _>(std::io::Error::other("gone"))]);
+    let mut response = axum::response::Response::new(axum::body::Body::from_stream(failing));
+    response.headers_mut().insert(
+        REQUEST_ID_HEADER,
+        HeaderValue::from_static("0123456789abcdef"),
+    );
+    let answered = finish(response).await;
+    assert_eq!(answered.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    let (text, body) = held(answered.body());
+    let body: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
+    let message = body["errors"][0].as_str().expect("an error");
+    assert!(text && message.contains("0123456789abcdef"), "{body}");
+    assert!(
+        !message.contains("gone"),
+        "the detail is logged, not answered: {body}"
+    );
+}
