@@ -170,21 +170,39 @@ fn the_fill_function_links_the_origin_client_and_its_callers_the_invoke_code() {
     }
 }
 
-/// The features tfreg-lambda is built with for `package`.
-fn lambda_features(package: &str) -> BTreeSet<String> {
+/// `cargo tree -p package` with `args` (offline, the lock file as it is);
+/// fails the test, with cargo's message, when cargo does.
+fn cargo_tree(package: &str, args: &[&str]) -> String {
     let out = Command::new(env!("CARGO"))
         .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
         .args(["tree", "--locked", "--offline", "-p", package])
-        .args(["-e", "normal", "--prefix", "none", "-i", "tfreg-lambda"])
-        .args(["--format", "{p} {f}"])
+        .args(args)
         .output()
         .expect("cargo tree runs");
     assert!(
         out.status.success(),
-        "cargo tree -p {package} -i tfreg-lambda: {}",
+        "cargo tree -p {package} {}: {}",
+        args.join(" "),
         String::from_utf8_lossy(&out.stderr)
     );
-    let tree = String::from_utf8(out.stdout).unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The features tfreg-lambda is built with for `package`.
+fn lambda_features(package: &str) -> BTreeSet<String> {
+    let tree = cargo_tree(
+        package,
+        &[
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "-i",
+            "tfreg-lambda",
+            "--format",
+            "{p} {f}",
+        ],
+    );
     let line = tree
         .lines()
         .find(|l| l.starts_with("tfreg-lambda "))
@@ -200,24 +218,23 @@ fn lambda_features(package: &str) -> BTreeSet<String> {
 /// The names of every package in `package`'s normal and build dependency
 /// graph, for every platform.
 fn dependencies(package: &str) -> BTreeSet<String> {
-    let out = Command::new(env!("CARGO"))
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
-        .args(["tree", "--locked", "--offline", "-p", package])
-        .args(["-e", "normal,build", "--target", "all", "--prefix", "none"])
-        .args(["--format", "{p}"])
-        .output()
-        .expect("cargo tree runs");
-    assert!(
-        out.status.success(),
-        "cargo tree -p {package}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .filter_map(|line| line.split_whitespace().next())
-        .map(str::to_string)
-        .collect()
+    cargo_tree(
+        package,
+        &[
+            "-e",
+            "normal,build",
+            "--target",
+            "all",
+            "--prefix",
+            "none",
+            "--format",
+            "{p}",
+        ],
+    )
+    .lines()
+    .filter_map(|line| line.split_whitespace().next())
+    .map(str::to_string)
+    .collect()
 }
 
 #[test]
@@ -260,14 +277,12 @@ fn the_forbidden_crates_are_named_as_cargo_names_them() {
     }
     // The Lambda SDK is a dev-dependency only: tfreg-lambda's tests compare
     // its `Invoke` with the SDK's.
-    let out = Command::new(env!("CARGO"))
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
-        .args(["tree", "--locked", "--offline", "-p", "tfreg-lambda"])
-        .args(["-e", "dev", "--depth", "1", "--prefix", "none"])
-        .args(["--format", "{p}"])
-        .output()
-        .expect("cargo tree runs");
-    let dev = String::from_utf8(out.stdout).unwrap();
+    let dev = cargo_tree(
+        "tfreg-lambda",
+        &[
+            "-e", "dev", "--depth", "1", "--prefix", "none", "--format", "{p}",
+        ],
+    );
     for name in LAMBDA_SDK {
         assert!(
             dev.lines()
