@@ -7,6 +7,7 @@ mod ci_token;
 mod client;
 mod credentials;
 mod data_dir;
+mod log_writer;
 mod login;
 mod net_error;
 mod publish;
@@ -119,14 +120,12 @@ enum MirrorCommand {
 /// else RUST_LOG, overrides (`off`: nothing).
 ///
 /// The server's lines are formatted on the request's thread and written by
-/// one logging thread (`tracing-appender`), which writes what has queued up
-/// with one `write` and flushes as soon as the queue is empty: under load a
-/// request no longer waits for a `write(2)` of its own, and an idle server's
-/// lines still appear at once. Not lossy: a full queue (128k lines) makes
-/// requests wait rather than drop their line. The returned guard flushes what
-/// is queued when `main` returns. The other commands write directly, so their
-/// warnings come before their error message.
-fn init_logging(server: bool) -> Option<tracing_appender::non_blocking::WorkerGuard> {
+/// one logging thread ([`log_writer`]), which gathers them for a few
+/// milliseconds and writes them with one `write`: under load a request
+/// neither waits for a `write(2)` nor wakes a thread of its own. Not lossy. The
+/// returned guard writes what is left when `main` returns. The other commands
+/// write directly, so their warnings come before their error message.
+fn init_logging(server: bool) -> Option<log_writer::Guard> {
     use tracing_subscriber::EnvFilter;
     let default = if server { "info" } else { "warn" };
     let directives = tfreg_http::log_directives(|name| std::env::var(name).ok(), default);
@@ -136,16 +135,19 @@ fn init_logging(server: bool) -> Option<tracing_appender::non_blocking::WorkerGu
         .with_target(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .compact();
-    if !server {
-        logs.with_writer(std::io::stderr).init();
-        return None;
+    let batched = server
+        .then(|| log_writer::start(std::io::stderr(), log_writer::MOST_BYTES).ok())
+        .flatten();
+    match batched {
+        Some((writer, guard)) => {
+            logs.with_writer(writer).init();
+            Some(guard)
+        }
+        None => {
+            logs.with_writer(std::io::stderr).init();
+            None
+        }
     }
-    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-        .lossy(false)
-        .thread_name("tfreg-log")
-        .finish(std::io::BufWriter::new(std::io::stderr()));
-    logs.with_writer(writer).init();
-    Some(guard)
 }
 
 fn dev_cert(args: DevCertArgs) -> cli_error::Result<()> {

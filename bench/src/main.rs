@@ -81,7 +81,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Command::Scale => scale::run(&cli.out)?.save(&cli.out)?,
         Command::E2e { rounds } => e2e::run(rounds)?.save(&cli.out)?,
         Command::Cache { rounds } => cache::run(rounds)?.save(&cli.out)?,
-        Command::Serve(opts) => serve::run(&opts)?.save(&cli.out)?,
+        Command::Serve(opts) => {
+            let section = serve::run(&opts)?;
+            if opts.only.is_empty() {
+                section.save(&cli.out)?;
+            }
+        }
         Command::Lambda(args) => lambda::run(&args)?.save(&cli.out)?,
         Command::Report { report } => report::write(&report, &cli.out)?,
     }

@@ -39,6 +39,11 @@ pub struct Opts {
     /// Runs per endpoint and server, alternating between the two.
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
+    /// Only these rows (`discovery`, `archive`, ...; HEAD and GET of the
+    /// archive are both `archive`), e.g. to profile one; a section measured so
+    /// is not the whole table and is not saved.
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
 }
 
 impl Default for Opts {
@@ -48,6 +53,7 @@ impl Default for Opts {
             requests: 100_000,
             clients: 32,
             rounds: 3,
+            only: Vec::new(),
         }
     }
 }
@@ -93,7 +99,13 @@ pub fn run(opts: &Opts) -> Result<Section, Error> {
     let tmp = tempfile::tempdir()?;
     let server = fixture::Registry::start(&tfreg, tmp.path())?;
     let published = fixture::publish(&server, tmp.path())?;
-    let targets = fixture::targets(&server, &published)?;
+    let mut targets = fixture::targets(&server, &published)?;
+    if !opts.only.is_empty() {
+        targets.retain(|t| opts.only.iter().any(|name| name == t.name));
+        if targets.is_empty() {
+            return Err(format!("--only {:?} names no row", opts.only).into());
+        }
+    }
     let web = nginx::Nginx::start(tmp.path(), &server, &targets)?;
     let load = |url_of: &dyn Fn(&fixture::Target) -> String,
                 target: &fixture::Target,
@@ -132,13 +144,15 @@ pub fn run(opts: &Opts) -> Result<Section, Error> {
             nginx: Figures::of(&theirs),
         };
         eprintln!(
-            "serve: {} {}: tfreg {:.0} req/s p99 {:.2} ms, nginx {:.0} req/s p99 {:.2} ms",
+            "serve: {} {}: tfreg {:.0} req/s p99 {:.2} ms {:.1} µs CPU, nginx {:.0} req/s p99 {:.2} ms {:.1} µs CPU",
             row.method,
             row.endpoint,
             row.tfreg.req_per_s,
             row.tfreg.p99_ms,
+            row.tfreg.cpu_us_per_req,
             row.nginx.req_per_s,
-            row.nginx.p99_ms
+            row.nginx.p99_ms,
+            row.nginx.cpu_us_per_req,
         );
         rows.push(row);
     }

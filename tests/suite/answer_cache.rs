@@ -297,8 +297,88 @@ async fn a_caller_without_access_never_gets_a_kept_answer(base: TestRegistry) {
     assert_eq!(kept(&r), r.name == "embedded", "{}", r.name);
 }
 
+/// A small archive answered by the registry itself (the embedded store's
+/// blobs) is kept like a route's answer: GET and HEAD answer the same bytes
+/// and headers from it, its URL's signature is still checked on every
+/// request, and a deleted version's archive is gone at once. Where archives
+/// are redirected to S3 nothing is kept.
+async fn an_archive_is_kept_behind_its_signature_and_gone_at_once(base: TestRegistry) {
+    let r = frozen_view(&base, false);
+    let admin = r.token(Scope::Admin, None).await;
+    publish_module(&r, &admin, A, "1.0.0")
+        .await
+        .expect(StatusCode::CREATED, "module");
+    let download = format!("/v1/modules/{A}/m/aws/1.0.0/download");
+    let url = twice(&r, &download, &admin).await.headers["x-terraform-get"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let answers_before = r.registry.answers.len();
+    let fetch = |method: Method, url: String| {
+        let r = &r;
+        async move { r.send_url(method, &url, &[], bytes::Bytes::new()).await }
+    };
+    let first = fetch(Method::GET, url.clone()).await;
+    if r.name != "embedded" {
+        first.expect(StatusCode::TEMPORARY_REDIRECT, "S3: a redirect");
+        assert_eq!(r.registry.answers.len(), answers_before, "{}", r.name);
+        return;
+    }
+    first.expect(StatusCode::OK, "the archive");
+    assert_eq!(
+        r.registry.answers.len(),
+        answers_before + 1,
+        "the archive's answer is kept"
+    );
+    let second = fetch(Method::GET, url.clone()).await;
+    second.expect(StatusCode::OK, "the archive, kept");
+    assert_eq!(second.body, first.body);
+    let head = fetch(Method::HEAD, url.clone()).await;
+    head.expect(StatusCode::OK, "HEAD, kept");
+    assert!(head.body.is_empty());
+    for answer in [&second, &head] {
+        for name in [
+            "content-type",
+            "content-length",
+            "content-disposition",
+            "x-content-type-options",
+            "cache-control",
+        ] {
+            assert_eq!(answer.headers.get(name), first.headers.get(name), "{name}");
+        }
+    }
+    assert_eq!(
+        head.headers["content-length"].to_str().unwrap(),
+        first.body.len().to_string()
+    );
+    // The signature is checked before a kept answer is looked up.
+    for bad in [url.replace("expires=", "expires=1"), format!("{url}x")] {
+        for method in [Method::GET, Method::HEAD] {
+            fetch(method.clone(), bad.clone())
+                .await
+                .expect(StatusCode::FORBIDDEN, &format!("{method} {bad}"));
+        }
+    }
+    send(
+        &r,
+        Method::DELETE,
+        &format!("/v1/admin/modules/{A}/m/aws/1.0.0"),
+        &admin,
+        Value::Null,
+    )
+    .await
+    .expect(StatusCode::OK, "delete");
+    for method in [Method::GET, Method::HEAD] {
+        fetch(method.clone(), url.clone()).await.expect(
+            StatusCode::NOT_FOUND,
+            &format!("{method}: a deleted version's archive, at once"),
+        );
+    }
+}
+
 contract!(
     answers_change_at_once_after_every_change,
     a_revoked_token_is_refused_at_once_with_its_answer_kept,
     a_caller_without_access_never_gets_a_kept_answer,
+    an_archive_is_kept_behind_its_signature_and_gone_at_once,
 );

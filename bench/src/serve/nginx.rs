@@ -78,6 +78,8 @@ impl Nginx {
             .map_err(|_| "TFREG_NGINX is not set: run .ci/install-tools and source .tools/env")?;
         let dir = tmp.join("nginx");
         std::fs::create_dir_all(dir.join("tmp"))?;
+        // Even when every row measured is answered from the configuration.
+        std::fs::create_dir_all(dir.join("www"))?;
         for t in targets.iter().filter(|t| t.terraform_get.is_none()) {
             let path = t.path_and_query.split('?').next().unwrap_or_default();
             let file = dir.join("www").join(path.trim_start_matches('/'));

@@ -2,6 +2,7 @@
 
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 
+use tfreg_http::answer_cache::Answer;
 use tfreg_http::body::{self, Body, Response, empty, header_value, json};
 use tfreg_http::error::Error;
 use tfreg_http::registry::Registry;
@@ -44,6 +45,16 @@ pub async fn handle(
         return upload(registry, signer, key, query, headers, body).await;
     }
     signer.verify_read(key, query, registry.now())?;
+    // A small archive's answer is kept as a route's is (crate::read): while
+    // the store's change counter and the second are those it was read under.
+    // So a deleted version's archive is answered at most until the second
+    // ends; its URL was good for longer.
+    let counter = registry.items.change_counter();
+    let second = registry.now();
+    let kept_as = format!("blob {key}");
+    if let Some(kept) = counter.and_then(|c| registry.answers.get(&kept_as, c, second)) {
+        return Ok(kept.response());
+    }
     let download = match registry.blobs.download(key, method == Method::HEAD).await {
         Err(StoreError::NotFound(_)) if key.is_cached() => {
             return fill_then_again(registry, key).await;
@@ -52,10 +63,21 @@ pub async fn handle(
     };
     match download {
         Download::Whole(bytes) => {
-            let len = bytes.len() as u64;
-            archive(registry, key, Body::from(bytes), len)
+            let answer = Answer {
+                status: StatusCode::OK,
+                headers: archive_headers(registry, key, bytes.len() as u64)?,
+                body: bytes,
+            };
+            if let Some(counter) = counter.filter(|_| registry.now() == second) {
+                registry.answers.put(&kept_as, counter, second, &answer);
+            }
+            Ok(answer.response())
         }
-        Download::Stream { len, body } => archive(registry, key, Body::from_stream(body), len),
+        Download::Stream { len, body } => {
+            let mut resp = http::Response::new(Body::from_stream(body));
+            *resp.headers_mut() = archive_headers(registry, key, len)?;
+            Ok(resp)
+        }
         Download::Redirect(url) => {
             let mut resp = empty(StatusCode::TEMPORARY_REDIRECT);
             resp.headers_mut()
@@ -91,15 +113,15 @@ async fn fill_then_again(registry: &Registry, key: &BlobKey) -> Result<Response,
     Ok(resp)
 }
 
-/// An archive's bytes (or a HEAD's length) answered by the registry itself.
-fn archive(registry: &Registry, key: &BlobKey, body: Body, len: u64) -> Result<Response, Error> {
-    let mut resp = http::Response::new(body);
-    let headers = resp.headers_mut();
+/// The headers of an archive's bytes (or a HEAD's length) answered by the
+/// registry itself.
+fn archive_headers(registry: &Registry, key: &BlobKey, len: u64) -> Result<HeaderMap, Error> {
+    let mut headers = HeaderMap::with_capacity(6);
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(key.content_type()),
     );
-    as_download(key, headers)?;
+    as_download(key, &mut headers)?;
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
     // Cached no longer than the URL lives.
     headers.insert(
@@ -109,7 +131,7 @@ fn archive(registry: &Registry, key: &BlobKey, body: Body, len: u64) -> Result<R
             registry.config.url_ttl_secs
         ))?,
     );
-    Ok(resp)
+    Ok(headers)
 }
 
 /// One PUT into an upload slot: exactly the bytes the URL was signed for, once.

@@ -240,11 +240,11 @@ fn match_path(method: &Method, path: &str) -> Result<Route, RouteError> {
     let Some(rest) = path.strip_prefix("/v1/") else {
         return Err(not_found(path));
     };
-    let segs: Vec<String> = rest
+    let segs: Vec<_> = rest
         .split('/')
         .map(decode_segment)
         .collect::<Result<_, _>>()?;
-    let s: Vec<&str> = segs.iter().map(String::as_str).collect();
+    let s: Vec<&str> = segs.iter().map(AsRef::as_ref).collect();
     if let Some(read) = ReadRoute::parse(&s) {
         return read.map(Route::Read);
     }

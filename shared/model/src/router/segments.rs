@@ -2,6 +2,8 @@
 //! strictly, hostnames escaped, ids checked, the methods each kind of route
 //! takes, and the 404 of an unknown path (bounded).
 
+use std::borrow::Cow;
+
 use http::Method;
 
 use crate::address::Hostname;
@@ -24,11 +26,12 @@ pub(crate) fn host_segment(host: &Hostname) -> String {
 }
 
 /// Decode one `%XX`-escaped path segment; refuse escapes that would change the
-/// path's structure (`/`, `\`, NUL) or invalid UTF-8.
-pub(crate) fn decode_segment(seg: &str) -> Result<String, RouteError> {
+/// path's structure (`/`, `\`, NUL) or invalid UTF-8. Borrowed when
+/// nothing is escaped (every request's path, as Terraform sends it).
+pub(crate) fn decode_segment(seg: &str) -> Result<Cow<'_, str>, RouteError> {
     let bad = || RouteError::bad(format!("malformed path segment {seg:?}"));
     if !seg.contains('%') {
-        return Ok(seg.to_string());
+        return Ok(Cow::Borrowed(seg));
     }
     let bytes = seg.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -50,7 +53,7 @@ pub(crate) fn decode_segment(seg: &str) -> Result<String, RouteError> {
             i += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| bad())
+    String::from_utf8(out).map(Cow::Owned).map_err(|_| bad())
 }
 
 pub(crate) fn not_found(path: &str) -> RouteError {

@@ -124,12 +124,12 @@ pub(crate) fn ui_route(path: &str) -> Result<UiRoute, RouteError> {
         return Ok(UiRoute::Root);
     }
     let rest = path.strip_prefix(UI).unwrap_or(path);
-    let segs: Vec<String> = rest
+    let segs: Vec<_> = rest
         .split('/')
         .skip(1)
         .map(decode_segment)
         .collect::<Result<_, _>>()?;
-    let s: Vec<&str> = segs.iter().map(String::as_str).collect();
+    let s: Vec<&str> = segs.iter().map(AsRef::as_ref).collect();
     let version = |v: Option<&&str>| v.map(|v| Version::parse(v)).transpose();
     Ok(match s.as_slice() {
         [] | [""] => UiRoute::Root,
