@@ -318,17 +318,22 @@ async fn an_archive_is_kept_behind_its_signature_and_gone_at_once(base: TestRegi
         let r = &r;
         async move { r.send_url(method, &url, &[], bytes::Bytes::new()).await }
     };
+    // Terraform 1.11.0-1.12.0 ask HEAD first: its read of a small archive is
+    // kept for the GET.
+    let head_first = fetch(Method::HEAD, url.clone()).await;
     let first = fetch(Method::GET, url.clone()).await;
     if r.name != "embedded" {
         first.expect(StatusCode::TEMPORARY_REDIRECT, "S3: a redirect");
         assert_eq!(r.registry.answers.len(), answers_before, "{}", r.name);
         return;
     }
+    head_first.expect(StatusCode::OK, "HEAD first");
+    assert!(head_first.body.is_empty());
     first.expect(StatusCode::OK, "the archive");
     assert_eq!(
         r.registry.answers.len(),
         answers_before + 1,
-        "the archive's answer is kept"
+        "the archive's answer is kept, once"
     );
     let second = fetch(Method::GET, url.clone()).await;
     second.expect(StatusCode::OK, "the archive, kept");
@@ -336,7 +341,7 @@ async fn an_archive_is_kept_behind_its_signature_and_gone_at_once(base: TestRegi
     let head = fetch(Method::HEAD, url.clone()).await;
     head.expect(StatusCode::OK, "HEAD, kept");
     assert!(head.body.is_empty());
-    for answer in [&second, &head] {
+    for answer in [&second, &head, &head_first] {
         for name in [
             "content-type",
             "content-length",

@@ -99,7 +99,8 @@ impl Registry {
             tfreg,
             data,
             format!("127.0.0.1:{port}"),
-            data.join("lambda-watch.log"),
+            // The functions write their request lines here (scripts/lambda-local).
+            data.join("functions.log"),
         )
     }
 

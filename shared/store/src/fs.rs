@@ -337,10 +337,13 @@ impl BlobStore for FsBlobStore {
         let name = key.as_str();
         let mut file = std::fs::File::open(&path).map_err(|e| io_error(name, e))?;
         let len = file.metadata().map_err(StoreError::unavailable)?.len();
-        let opened = if head {
-            Opened::Nothing
-        } else if len <= INLINE_READ_BYTES {
+        // A small file is read for a HEAD too (one more `read` from the page
+        // cache): its whole answer can then be kept for the GET that follows
+        // (Terraform 1.11.0-1.12.0 sends a HEAD first); HEAD drops the body.
+        let opened = if len <= INLINE_READ_BYTES {
             Opened::Whole(read_whole(&mut file, len)?)
+        } else if head {
+            Opened::Nothing
         } else if len <= WHOLE_READ_BYTES {
             let bytes = tokio::task::spawn_blocking(move || read_whole(&mut file, len))
                 .await

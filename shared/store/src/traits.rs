@@ -385,7 +385,9 @@ pub trait BlobStore: Send + Sync {
     async fn delete(&self, key: &BlobKey) -> Result<(), StoreError>;
     /// Every key that starts with `prefix`, in no particular order.
     async fn list(&self, prefix: &str) -> Result<Vec<BlobKey>, StoreError>;
-    /// Answer a download of `key` whose URL the registry already verified.
+    /// Answer a download of `key` whose URL the registry already verified;
+    /// for a `head`, the bytes may be left out (a store may still give a
+    /// small object's, which the HEAD's answer drops).
     async fn download(&self, key: &BlobKey, head: bool) -> Result<Download, StoreError>;
     /// Where a client should upload the slot `key`, declared as `expected`.
     async fn upload_via(&self, key: &BlobKey, expected: &Digest) -> Result<UploadVia, StoreError>;
