@@ -369,7 +369,8 @@ async fn concurrent_publishes_land_whole_with_one_winner_and_no_orphan(r: TestRe
     for key in r.registry.blobs.list("uploads/").await.unwrap() {
         let len = match r.registry.blobs.download(&key, true).await {
             Ok(Download::Stream { len, .. }) => len,
-            Ok(Download::Whole(_)) => panic!("{name}: HEAD of {key} answered a body"),
+            // A small file's bytes may come with a HEAD (the directory store).
+            Ok(Download::Whole(bytes)) => bytes.len() as u64,
             Ok(Download::Redirect(_)) => panic!("{name}: HEAD of {key} redirected"),
             Err(e) => panic!("{name}: HEAD of {key}: {e}"),
         };
