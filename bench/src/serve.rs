@@ -184,7 +184,7 @@ fn section(opts: &Opts, rows: &[Row]) -> Section {
             r.nginx.log_bytes_per_req,
         );
     }
-    md += "\nWhat each row asks of nginx: a static file, except module-download, which nginx answers from its configuration (`add_header X-Terraform-Get` and `return 204`: no file opened), so that row is nginx at its cheapest. The archive is a zip of a few hundred bytes (open, size, read, close per request on both sides). Discovery reads no store in tfreg: its row is the cost of tfreg's HTTP/2, TLS, routing, token check and request line alone, the floor under every other row.\n";
+    md += "\nWhat each row asks of nginx: a static file, except module-download, which nginx answers from its configuration (`add_header X-Terraform-Get` and `return 204`: no file opened), so that row is nginx at its cheapest. The archive is a zip of a few hundred bytes: nginx opens, sizes, reads and closes it for every request; tfreg reads it for the first request of each second (a HEAD reads it too) and answers the others from memory, as it does every JSON row, until the second ends or the store's change counter moves. Discovery is public and reads no store in tfreg: its row is the cost of tfreg's HTTP/2, TLS, routing and request line alone, the floor under every other row (which add the token check).\n";
     Section {
         name: "serve".into(),
         title: "tfreg serve beside nginx, same bytes".into(),

@@ -357,9 +357,10 @@ fn log_off_silences_the_server() {
 }
 
 /// The server's request lines are written by a logging thread, off the
-/// requests' threads, yet each appears while the server runs (an idle
-/// server's log is not held back in a buffer), and a burst of 300 requests
-/// gives 300 lines, the last ones still there after SIGTERM.
+/// requests' threads, gathered for a few milliseconds, yet each appears
+/// while the server runs (an idle server's line is not held back for more),
+/// and a burst of 300 requests gives 300 lines, the last ones still there
+/// after SIGTERM.
 #[test]
 fn the_server_logs_every_request_at_once() {
     let tmp = tempfile::tempdir().unwrap();
