@@ -8,7 +8,7 @@ use tfreg_model::blob_key::BlobKey;
 use tfreg_store::{BlobStore, Digest, ItemStore};
 use tokio::sync::OnceCell;
 
-use crate::answer_cache::AnswerCache;
+use crate::answer_cache::{Answer, AnswerCache};
 use crate::error::Error;
 use crate::signed_url::{Grant, UrlSigner};
 use crate::token_cache::TokenCache;
@@ -72,6 +72,13 @@ fn token_cache(config: &Config) -> Arc<TokenCache> {
 pub use tfreg_model::unix_now;
 
 /// Everything a handler needs.
+/// When an answer was made, as [`Registry::answer_moment`] reads it.
+#[derive(Debug, Clone, Copy)]
+pub struct Moment {
+    counter: u64,
+    second: u64,
+}
+
 #[derive(Clone)]
 pub struct Registry {
     pub items: Arc<dyn ItemStore>,
@@ -184,6 +191,33 @@ impl Registry {
     /// Unix seconds now.
     pub fn now(&self) -> u64 {
         (self.clock)()
+    }
+
+    /// When an answer about to be made may be kept ([`crate::answer_cache`]):
+    /// the store's change counter, read before the reads that make it (what
+    /// they return is at least that new), and the second. `None` where the
+    /// store has no counter (DynamoDB): nothing is kept.
+    pub fn answer_moment(&self) -> Option<Moment> {
+        let counter = self.items.change_counter()?;
+        Some(Moment {
+            counter,
+            second: self.now(),
+        })
+    }
+
+    /// The answer kept for `key` at `moment`, if any.
+    pub fn kept_answer(&self, key: &str, moment: Option<Moment>) -> Option<Answer> {
+        let m = moment?;
+        self.answers.get(key, m.counter, m.second)
+    }
+
+    /// Keep `answer` for `key`, made at `moment`, unless the second has
+    /// ended since: signed URLs name their expiry, so an answer made across a
+    /// second's end is not that second's answer.
+    pub fn keep_answer(&self, key: &str, moment: Option<Moment>, answer: &Answer) {
+        if let Some(m) = moment.filter(|m| self.now() == m.second) {
+            self.answers.put(key, m.counter, m.second, answer);
+        }
     }
 
     /// A signed URL to the registry's own blob endpoint granting `grant`.

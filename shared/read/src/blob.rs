@@ -49,10 +49,9 @@ pub async fn handle(
     // the store's change counter and the second are those it was read under.
     // So a deleted version's archive is answered at most until the second
     // ends; its URL was good for longer.
-    let counter = registry.items.change_counter();
-    let second = registry.now();
+    let moment = registry.answer_moment();
     let kept_as = format!("blob {key}");
-    if let Some(kept) = counter.and_then(|c| registry.answers.get(&kept_as, c, second)) {
+    if let Some(kept) = registry.kept_answer(&kept_as, moment) {
         return Ok(kept.response());
     }
     let download = match registry.blobs.download(key, method == Method::HEAD).await {
@@ -68,9 +67,7 @@ pub async fn handle(
                 headers: archive_headers(registry, key, bytes.len() as u64)?,
                 body: bytes,
             };
-            if let Some(counter) = counter.filter(|_| registry.now() == second) {
-                registry.answers.put(&kept_as, counter, second, &answer);
-            }
+            registry.keep_answer(&kept_as, moment, &answer);
             Ok(answer.response())
         }
         Download::Stream { len, body } => {

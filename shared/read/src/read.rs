@@ -120,21 +120,13 @@ async fn cached_answer(
 /// are unchanged (the caller was authorised already: every caller allowed
 /// to read a route gets the same answer), else a new one.
 async fn kept_or_made(registry: &Registry, route: ReadRoute) -> Result<Response, Error> {
-    // The counter before the reads: what they return is at least that new.
-    let Some(counter) = registry.items.change_counter() else {
-        return Ok(answer(registry, route).await?.response());
-    };
-    let second = registry.now();
+    let moment = registry.answer_moment();
     let key = route.path();
-    if let Some(kept) = registry.answers.get(&key, counter, second) {
+    if let Some(kept) = registry.kept_answer(&key, moment) {
         return Ok(kept.response());
     }
     let made = answer(registry, route).await?;
-    // Signed URLs name their expiry: an answer made across a second's end
-    // is not that second's answer.
-    if registry.now() == second {
-        registry.answers.put(&key, counter, second, &made);
-    }
+    registry.keep_answer(&key, moment, &made);
     Ok(made.response())
 }
 
