@@ -71,14 +71,17 @@ fn token_cache(config: &Config) -> Arc<TokenCache> {
 
 pub use tfreg_model::unix_now;
 
-/// Everything a handler needs.
-/// When an answer was made, as [`Registry::answer_moment`] reads it.
-#[derive(Debug, Clone, Copy)]
-pub struct Moment {
+/// Under what an answer about to be made may be kept, as
+/// [`Registry::keeping`] reads it: its key, the store's change counter and
+/// the second.
+#[derive(Debug)]
+pub struct Keeping {
+    key: String,
     counter: u64,
     second: u64,
 }
 
+/// Everything a handler needs.
 #[derive(Clone)]
 pub struct Registry {
     pub items: Arc<dyn ItemStore>,
@@ -193,30 +196,32 @@ impl Registry {
         (self.clock)()
     }
 
-    /// When an answer about to be made may be kept ([`crate::answer_cache`]):
-    /// the store's change counter, read before the reads that make it (what
-    /// they return is at least that new), and the second. `None` where the
-    /// store has no counter (DynamoDB): nothing is kept.
-    pub fn answer_moment(&self) -> Option<Moment> {
+    /// How an answer about to be made may be kept ([`crate::answer_cache`]):
+    /// under the key `key` makes, the store's change counter, read before
+    /// the reads that make the answer (what they return is at least that
+    /// new), and the second. `None` where the store has no counter
+    /// (DynamoDB): nothing is kept, and no key is made.
+    pub fn keeping(&self, key: impl FnOnce() -> String) -> Option<Keeping> {
         let counter = self.items.change_counter()?;
-        Some(Moment {
+        Some(Keeping {
+            key: key(),
             counter,
             second: self.now(),
         })
     }
 
-    /// The answer kept for `key` at `moment`, if any.
-    pub fn kept_answer(&self, key: &str, moment: Option<Moment>) -> Option<Answer> {
-        let m = moment?;
-        self.answers.get(key, m.counter, m.second)
+    /// The answer kept under `keeping`, if any.
+    pub fn kept_answer(&self, keeping: Option<&Keeping>) -> Option<Answer> {
+        let k = keeping?;
+        self.answers.get(&k.key, k.counter, k.second)
     }
 
-    /// Keep `answer` for `key`, made at `moment`, unless the second has
-    /// ended since: signed URLs name their expiry, so an answer made across a
-    /// second's end is not that second's answer.
-    pub fn keep_answer(&self, key: &str, moment: Option<Moment>, answer: &Answer) {
-        if let Some(m) = moment.filter(|m| self.now() == m.second) {
-            self.answers.put(key, m.counter, m.second, answer);
+    /// Keep `answer` under `keeping`, unless the second has ended since:
+    /// signed URLs name their expiry, so an answer made across a second's
+    /// end is not that second's answer.
+    pub fn keep_answer(&self, keeping: Option<&Keeping>, answer: &Answer) {
+        if let Some(k) = keeping.filter(|k| self.now() == k.second) {
+            self.answers.put(&k.key, k.counter, k.second, answer);
         }
     }
 

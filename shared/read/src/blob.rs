@@ -49,9 +49,8 @@ pub async fn handle(
     // the store's change counter and the second are those it was read under.
     // So a deleted version's archive is answered at most until the second
     // ends; its URL was good for longer.
-    let moment = registry.answer_moment();
-    let kept_as = format!("blob {key}");
-    if let Some(kept) = registry.kept_answer(&kept_as, moment) {
+    let keeping = registry.keeping(|| format!("blob {key}"));
+    if let Some(kept) = registry.kept_answer(keeping.as_ref()) {
         return Ok(kept.response());
     }
     let download = match registry.blobs.download(key, method == Method::HEAD).await {
@@ -67,7 +66,7 @@ pub async fn handle(
                 headers: archive_headers(registry, key, bytes.len() as u64)?,
                 body: bytes,
             };
-            registry.keep_answer(&kept_as, moment, &answer);
+            registry.keep_answer(keeping.as_ref(), &answer);
             Ok(answer.response())
         }
         Download::Stream { len, body } => {

@@ -120,13 +120,12 @@ async fn cached_answer(
 /// are unchanged (the caller was authorised already: every caller allowed
 /// to read a route gets the same answer), else a new one.
 async fn kept_or_made(registry: &Registry, route: ReadRoute) -> Result<Response, Error> {
-    let moment = registry.answer_moment();
-    let key = route.path();
-    if let Some(kept) = registry.kept_answer(&key, moment) {
+    let keeping = registry.keeping(|| route.path());
+    if let Some(kept) = registry.kept_answer(keeping.as_ref()) {
         return Ok(kept.response());
     }
     let made = answer(registry, route).await?;
-    registry.keep_answer(&key, moment, &made);
+    registry.keep_answer(keeping.as_ref(), &made);
     Ok(made.response())
 }
 
