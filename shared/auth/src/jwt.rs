@@ -189,6 +189,11 @@ impl Jwks {
 /// The header's algorithm, if it is one we accept (RS256, ES256), and its
 /// `kid`; before any key is looked up.
 fn accepted_header(token: &str) -> Result<(Algorithm, String), AuthError> {
+    // Before jsonwebtoken reads the header: it refuses a `crit` it cannot
+    // parse as unreadable, and ignores one it can.
+    if let Some(crit) = critical_of(token) {
+        return Err(AuthError::Critical(crit));
+    }
     let header = jsonwebtoken::decode_header(token).map_err(|e| match alg_of(token) {
         // alg "none" and algorithms jsonwebtoken does not know fail to
         // parse here; other unreadable headers are malformed.
@@ -197,9 +202,6 @@ fn accepted_header(token: &str) -> Result<(Algorithm, String), AuthError> {
     })?;
     if !matches!(header.alg, Algorithm::RS256 | Algorithm::ES256) {
         return Err(AuthError::BadAlg(format!("{:?}", header.alg)));
-    }
-    if let Some(crit) = critical_of(token) {
-        return Err(AuthError::Critical(crit));
     }
     let kid = header.kid.ok_or(AuthError::NoKid)?;
     Ok((header.alg, kid))
