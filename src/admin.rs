@@ -206,14 +206,24 @@ fn expires_at(now: Duration, lasting: Duration) -> u64 {
 pub enum TokenCommand {
     /// Create a token; prints only the token (shown this once), details on stderr.
     Create(TokenCreateArgs),
-    /// List tokens: id, name, grants (scope:namespaces), created, expires, last used.
-    List(WhereArgs),
+    /// List tokens: id, name, grants (scope:namespaces), created, expires,
+    /// last used; expired ones only with --all.
+    List(TokenListArgs),
     /// Revoke a token by its id (as `tfreg token list` shows it).
     Revoke(TokenRevokeArgs),
 }
 
 #[derive(Args)]
 pub struct WhereArgs {
+    #[command(flatten)]
+    r#where: Where,
+}
+
+#[derive(Args)]
+pub struct TokenListArgs {
+    /// Expired tokens too (kept a day after they expire, then deleted).
+    #[arg(long)]
+    all: bool,
     #[command(flatten)]
     r#where: Where,
 }
@@ -313,8 +323,21 @@ pub async fn token(cmd: TokenCommand) -> Result<()> {
         }
         TokenCommand::List(args) => {
             let api = args.r#where.connect().await?;
-            let list: TokenList = api.send(AdminRoute::ListTokens, None::<&()>).await?;
-            args.r#where.show(&list, |l| print_tokens(&l.tokens))
+            let mut path = Route::Admin(AdminRoute::ListTokens).path();
+            if args.all {
+                path.push_str("?all=true");
+            }
+            let list: TokenList = api.call(Method::GET, &path, None).await?;
+            args.r#where.show(&list, |l| {
+                print_tokens(&l.tokens);
+                if l.expired_hidden > 0 {
+                    eprintln!(
+                        "({} expired token{} not shown: --all lists them)",
+                        l.expired_hidden,
+                        if l.expired_hidden == 1 { "" } else { "s" }
+                    );
+                }
+            })
         }
         TokenCommand::Revoke(args) => {
             let api = args.r#where.connect().await?;

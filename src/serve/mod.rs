@@ -169,6 +169,8 @@ async fn start(args: &ServeArgs) -> Result<Ready> {
     config.anonymous_reads = !args.private;
     config.require_namespace_keys = args.require_namespace_keys;
     config.token_cache_secs = args.token_cache_secs;
+    // Known here: a trust policy for another issuer is refused at write.
+    config.ci_issuers = Some(args.signin.ci_issuers.clone());
     let auth = signin::auth(&args.signin).await?;
     config.login_v1 = auth
         .as_ref()

@@ -66,6 +66,10 @@
 //! - `signin_secret`: the auth function's client secret from SSM Parameter
 //!   Store and Secrets Manager on moto's server.
 //!
+//! - `token_lifecycle`: issued tokens expire and leave lists, a bound on a CI
+//!   identity's live exchanged tokens, `crit` headers, trust policies for
+//!   issuers not allow-listed, names that draw nothing (issue 35).
+//!
 //! `support` is the harness, split by job.
 
 mod access;
@@ -105,4 +109,5 @@ mod sso_admin;
 mod support;
 mod template;
 mod tfreg_login;
+mod token_lifecycle;
 mod upstream_admin;

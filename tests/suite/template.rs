@@ -1479,15 +1479,15 @@ fn the_auth_function_exists_only_with_sign_in_or_ci_publishing() {
 /// Least privilege, from the items the sign-in steps use
 /// (`tfreg_store::catalog::{login, tokens, audit, sso}`): put and take
 /// (DeleteItem) its own state, put a token and its audit event, record a CI
-/// token's jti, query the group mappings and trust policies, read the URL
+/// token's jti, hold a CI identity's place among its live tokens, query the group mappings and trust policies, read the URL
 /// signing secret (a UI session's MAC key), and read that one client
 /// secret (only with an identity provider: a CI-only registry has none);
 /// nothing else.
 #[test]
 fn the_auth_function_writes_only_sign_in_items_and_reads_one_secret() {
     use tfreg_store::catalog::schema::{
-        AUDIT_PK, JTI_PK, LOGIN_PK, LOGINCODE_PK, NONCE_PK, SECRET_PK, SSOMAP_PK, TOKENS_PK,
-        TRUST_PK,
+        AUDIT_PK, CI_TOKENS_PK, JTI_PK, LOGIN_PK, LOGINCODE_PK, NONCE_PK, SECRET_PK, SSOMAP_PK,
+        TOKENS_PK, TRUST_PK,
     };
     let t = template();
     let functions = functions(&t);
@@ -1516,6 +1516,13 @@ fn the_auth_function_writes_only_sign_in_items_and_reads_one_secret() {
       Condition:
         ForAllValues:StringEquals:
           dynamodb:LeadingKeys: [{JTI_PK}]
+    - Sid: BoundCiTokens
+      Effect: Allow
+      Action: [dynamodb:Query, dynamodb:PutItem]
+      Resource: !GetAtt Table.Arn
+      Condition:
+        ForAllValues:StringEquals:
+          dynamodb:LeadingKeys: [{CI_TOKENS_PK}]
     - Sid: ReadGroupMappings
       Effect: Allow
       Action: dynamodb:Query

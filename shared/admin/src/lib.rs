@@ -79,12 +79,18 @@ async fn handle(
     let items = registry.items.as_ref();
     let by = principal.actor().describe();
     match route {
-        AdminRoute::ListTokens => Ok(json(
-            StatusCode::OK,
-            &TokenList {
-                tokens: tokens::list(items).await?,
-            },
-        )),
+        AdminRoute::ListTokens => {
+            let all = all_of(query)?;
+            let (tokens, expired_hidden) =
+                tokens::live(tokens::list(items).await?, registry.now(), all);
+            Ok(json(
+                StatusCode::OK,
+                &TokenList {
+                    tokens,
+                    expired_hidden,
+                },
+            ))
+        }
         AdminRoute::CreateToken => {
             let new: NewToken = body(headers, req_body).await?;
             let (token, record) =
@@ -288,6 +294,21 @@ fn registrable(
         });
     }
     Ok((keys, warnings))
+}
+
+/// `?all=true` (expired tokens too) or `?all=false` (the default).
+fn all_of(query: Option<&str>) -> Result<bool, Error> {
+    let query = query.unwrap_or("");
+    for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        if key == "all" {
+            return match &*value {
+                "true" => Ok(true),
+                "false" => Ok(false),
+                _ => Err(Error::bad("all must be true or false")),
+            };
+        }
+    }
+    Ok(false)
 }
 
 /// `?limit=N` (1 to [`audit::MAX_LIST`]).

@@ -12,7 +12,7 @@ use tfreg_model::protocol::{
 };
 use tfreg_model::router::AdminRoute;
 use tfreg_model::sso::{GroupMapping, Namespaces, Unmap};
-use tfreg_model::trust::{TrustPolicy, TrustRecord};
+use tfreg_model::trust::{TrustPolicy, TrustRecord, check_allow_listed};
 use tfreg_store::catalog::sso;
 
 use crate::{body, noted};
@@ -71,6 +71,10 @@ pub(crate) async fn handle(
         )),
         AdminRoute::AddTrust { namespace } => {
             let policy: TrustPolicy = body(headers, req_body).await?;
+            if let Some(allowed) = &registry.config.ci_issuers {
+                check_allow_listed(policy.issuer(), allowed)
+                    .map_err(|e| Error::bad(e.to_string()))?;
+            }
             let record = TrustRecord {
                 id: policy.id(),
                 namespace,

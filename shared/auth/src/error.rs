@@ -29,6 +29,12 @@ pub enum AuthError {
     /// one the key was not published for.
     #[error("the ID token's algorithm {0} is not accepted (RS256 or ES256 only)")]
     BadAlg(String),
+    /// The header marks an extension critical (`crit`, RFC 7515 4.1.11):
+    /// none is implemented here, so the token must be refused.
+    #[error(
+        "the ID token's header marks {0} critical (crit): an extension this registry does not implement, so the token is refused (RFC 7515 4.1.11)"
+    )]
+    Critical(String),
     /// No `kid` in the header: the key is never taken from the token itself.
     #[error("the ID token names no key (kid)")]
     NoKid,
@@ -96,6 +102,7 @@ impl From<AuthError> for tfreg_http::Error {
             AuthError::CodeRefused(_)
             | AuthError::Malformed(_)
             | AuthError::BadAlg(_)
+            | AuthError::Critical(_)
             | AuthError::NoKid
             | AuthError::UnknownKey(_)
             | AuthError::BadSignature
@@ -164,6 +171,7 @@ mod tests {
         assert_eq!(status(ExchangeError::BadRequest("x".into())), 400);
         for refused in [
             AuthError::BadAlg("none".into()),
+            AuthError::Critical("exp-unknown".into()),
             AuthError::BadSignature,
             AuthError::UnknownKey("k".into()),
             AuthError::UnknownIssuer,

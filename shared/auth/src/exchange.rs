@@ -4,13 +4,15 @@
 //! The token is verified by [`crate::ci::CiIssuers`]; which namespaces, and
 //! the token, are `tfreg_model::exchange`'s; its `jti` is kept as used until
 //! it expires (`tfreg_store::catalog::login::use_jti`), so it is exchanged
-//! once. A bearer token sent along is never looked at.
+//! once. One CI identity holds a bounded number of live exchanged tokens
+//! (`tfreg_store::catalog::tokens::hold_exchanged`: 429 past it). A bearer
+//! token sent along is never looked at.
 
 use http::{HeaderValue, StatusCode, header};
 use tfreg_http::body::{Body, Response, json, read_body};
 use tfreg_http::{Call, Error, Registry};
 use tfreg_model::exchange::{
-    ExchangeAnswer, ExchangeRequest, MAX_EXCHANGE_BODY, exchange_token, trusted_namespaces,
+    ExchangeAnswer, ExchangeRequest, MAX_EXCHANGE_BODY, exchange_token, jti_key, trusted_namespaces,
 };
 use tfreg_model::oidc::LEEWAY_SECS;
 use tfreg_model::token::{Actor, Subject};
@@ -84,10 +86,6 @@ impl Exchange {
             .inspect_err(|e| {
                 tracing::info!(iss = who.iss, sub = who.sub, refused = %e, "CI token exchange refused");
             })?;
-        // Used once, until it expires (after which its times refuse it).
-        if !login::use_jti(store, &who.iss, &who.jti, who.exp + LEEWAY_SECS).await? {
-            return Err(ExchangeError::Replayed);
-        }
         let subject = Subject {
             iss: who.iss.clone(),
             sub: who.sub.clone(),
@@ -95,13 +93,35 @@ impl Exchange {
             email: None,
         };
         let new = exchange_token(&trusted, &subject, now, self.settings.token_ttl_secs);
-        let by = Actor {
-            kind: "ci-exchange".into(),
-            token_id: None,
-            token_name: None,
+        let until = new.expires_at.unwrap_or(now);
+        // A place among the identity's live tokens first: when they are
+        // all held (429), the jti is not used up and the job may retry.
+        let holder = jti_key(&who.iss, &who.jti);
+        let place = tokens::hold_exchanged(store, &subject, &holder, until, now).await?;
+        let issued = async {
+            // Used once, until it expires (after which its times refuse it).
+            if !login::use_jti(store, &who.iss, &who.jti, who.exp + LEEWAY_SECS).await? {
+                return Err(ExchangeError::Replayed);
+            }
+            let by = Actor {
+                kind: "ci-exchange".into(),
+                token_id: None,
+                token_name: None,
+            };
+            Ok(tokens::create_issued(store, new, now, &by, Some(subject.clone())).await?)
+        }
+        .await;
+        let (token, record) = match issued {
+            Ok(issued) => issued,
+            Err(e) => {
+                if let Err(free) =
+                    tokens::let_go_exchanged(store, &place, &holder, until, now).await
+                {
+                    tracing::warn!(error = %free, "cannot free the place of an exchange that issued nothing: it frees up when it expires");
+                }
+                return Err(e);
+            }
         };
-        let (token, record) =
-            tokens::create_issued(store, new, now, &by, Some(subject.clone())).await?;
         let answer = ExchangeAnswer {
             token,
             token_id: record.id.clone(),

@@ -3,7 +3,8 @@
 //! JSON from the issuer (https, bounded, no redirects), its keys ([`Jwks`]:
 //! fetched again on an unknown `kid` at most once per interval), and the
 //! signature check ([`verify_signature`]: RS256/ES256 only, the `kid`
-//! required, never a key the token carries). The claims are each caller's.
+//! required, never a key the token carries, no `crit` extension). The
+//! claims are each caller's.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -188,6 +189,11 @@ impl Jwks {
 /// The header's algorithm, if it is one we accept (RS256, ES256), and its
 /// `kid`; before any key is looked up.
 fn accepted_header(token: &str) -> Result<(Algorithm, String), AuthError> {
+    // Before jsonwebtoken reads the header: it refuses a `crit` it cannot
+    // parse as unreadable, and ignores one it can.
+    if let Some(crit) = critical_of(token) {
+        return Err(AuthError::Critical(crit));
+    }
     let header = jsonwebtoken::decode_header(token).map_err(|e| match alg_of(token) {
         // alg "none" and algorithms jsonwebtoken does not know fail to
         // parse here; other unreadable headers are malformed.
@@ -202,7 +208,8 @@ fn accepted_header(token: &str) -> Result<(Algorithm, String), AuthError> {
 }
 
 /// Check the algorithm and key id of `token` without a key: the refusals
-/// that need no issuer (alg `none`, HS256, no `kid`, unreadable).
+/// that need no issuer (alg `none`, HS256, a `crit` header, no `kid`,
+/// unreadable).
 pub fn check_header(token: &str) -> Result<(), AuthError> {
     accepted_header(token).map(|_| ())
 }
@@ -269,6 +276,35 @@ fn alg_of(token: &str) -> Option<String> {
     )
 }
 
+/// The header's `crit` (RFC 7515 4.1.11), as text, when it has one: the
+/// extensions a verifier must understand or refuse the token. We implement
+/// none, so any `crit` refuses it (an empty or malformed one too: the RFC
+/// forbids it). jsonwebtoken ignores header members it does not know, so
+/// the header is read here. At most 64 printable characters are kept.
+fn critical_of(token: &str) -> Option<String> {
+    let head = token.split('.').next()?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(head)
+        .ok()?;
+    let value: Value = serde_json::from_slice(&bytes).ok()?;
+    let crit = value.get("crit")?;
+    let names = match crit {
+        Value::Array(names) if !names.is_empty() => names
+            .iter()
+            .map(|n| n.as_str().map_or_else(|| n.to_string(), str::to_string))
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => other.to_string(),
+    };
+    Some(
+        names
+            .chars()
+            .filter(char::is_ascii_graphic)
+            .take(64)
+            .collect(),
+    )
+}
+
 /// Equal, in time that does not depend on where they differ.
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
@@ -305,6 +341,39 @@ mod tests {
             check_header("not a jwt"),
             Err(AuthError::Malformed(_))
         ));
+    }
+
+    /// RFC 7515 4.1.11: an extension marked critical that the verifier does
+    /// not understand refuses the token; this verifier understands none.
+    #[test]
+    fn a_header_with_crit_is_refused_whatever_it_names() {
+        let claims = serde_json::json!({"iss": "https://ci.test"});
+        for (crit, says) in [
+            (serde_json::json!(["exp-unknown"]), "exp-unknown"),
+            (serde_json::json!(["b64"]), "b64"),
+            (serde_json::json!(["a", "b"]), "a,b"),
+            (serde_json::json!([]), "[]"),
+            (serde_json::json!("x"), "\"x\""),
+        ] {
+            let header =
+                serde_json::json!({"alg": "RS256", "kid": "k", "crit": crit, "exp-unknown": 1});
+            let t = token(header, claims.clone());
+            match check_header(&t) {
+                Err(e @ AuthError::Critical(_)) => assert_eq!(
+                    e.to_string(),
+                    format!(
+                        "the ID token's header marks {says} critical (crit): an extension this registry does not implement, so the token is refused (RFC 7515 4.1.11)"
+                    )
+                ),
+                other => panic!("{crit}: {other:?}"),
+            }
+        }
+        // Without crit, the same header passes.
+        let t = token(
+            serde_json::json!({"alg": "RS256", "kid": "k", "exp-unknown": 1}),
+            claims,
+        );
+        assert!(check_header(&t).is_ok());
     }
 
     #[test]

@@ -45,6 +45,11 @@ pub struct Config {
     /// `terraform login`'s service, advertised by discovery where an
     /// identity provider is configured (none: no login.v1).
     pub login_v1: Option<tfreg_model::protocol::LoginV1>,
+    /// The CI issuers the exchange accepts tokens from, where this process
+    /// knows them (`tfreg serve`, the admin and auth functions): a trust
+    /// policy for another is refused. None: not known (the CLI on the
+    /// stores directly), not checked.
+    pub ci_issuers: Option<Vec<String>>,
 }
 
 impl Config {
@@ -59,6 +64,7 @@ impl Config {
             token_cache_secs: crate::token_cache::DEFAULT_TOKEN_CACHE_SECS,
             max_archive_bytes: 2 * 1024 * 1024 * 1024,
             login_v1: None,
+            ci_issuers: None,
         }
     }
 }

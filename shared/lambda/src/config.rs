@@ -110,6 +110,10 @@ pub struct Settings {
     pub origin_allow_loopback: bool,
     /// `terraform login` through an identity provider, when one is configured.
     pub signin: Option<crate::signin::SignIn>,
+    /// [`CI_ISSUERS`] where it is set (even empty: the exchange is off), so
+    /// the admin function refuses a trust policy no token could match;
+    /// unset: not known to this function.
+    pub ci_issuers: Option<Vec<String>>,
 }
 
 pub(crate) use crate::env::flag;
@@ -197,6 +201,12 @@ impl Settings {
                 .filter(|v| !v.is_empty()),
             origin_allow_loopback: flag(&get, ORIGIN_ALLOW_LOOPBACK)?,
             signin: crate::signin::SignIn::from_lookup(&get)?,
+            ci_issuers: get(CI_ISSUERS).map(|list| {
+                list.split(|c: char| c == ',' || c.is_whitespace())
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            }),
         })
     }
 
@@ -209,6 +219,7 @@ impl Settings {
         config.require_namespace_keys = self.require_namespace_keys;
         config.token_cache_secs = self.token_cache.as_secs();
         config.login_v1 = self.signin.as_ref().map(|s| s.login_v1());
+        config.ci_issuers = self.ci_issuers.clone();
         config
     }
 }

@@ -26,6 +26,12 @@ pub const DEFAULT_CI_TOKEN_TTL_SECS: u64 = 15 * 60;
 /// Shortest and longest lifetime an operator may configure.
 pub const MIN_CI_TOKEN_TTL_SECS: u64 = 60;
 pub const MAX_CI_TOKEN_TTL_SECS: u64 = 3600;
+/// Most live exchanged tokens one CI identity (an issuer's `sub`) holds at
+/// once: past GitHub's 20 concurrent jobs of a free account, with room for
+/// re-runs, while a job exchanging in a loop is stopped (429 with
+/// `Retry-After`, until the first token expires) instead of piling up
+/// tokens.
+pub const MAX_LIVE_EXCHANGED: usize = 32;
 /// Longest CI OIDC token accepted (GitHub's are about 1 KiB, GitLab's 2).
 pub const MAX_JWT_LEN: usize = 16 * 1024;
 /// Longest `jti` accepted (GitHub and GitLab send a UUID).

@@ -292,6 +292,14 @@ pub struct PublishResult {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TokenList {
     pub tokens: Vec<crate::token::TokenInfo>,
+    /// Expired tokens left out (`?all=true` lists them too, until the store
+    /// deletes them a day after they expired).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub expired_hidden: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Answer to `POST /v1/admin/tokens`: the secret, shown this once.

@@ -25,6 +25,9 @@ pub const DEFAULT_TOKEN_CACHE_SECS: u64 = 10;
 pub const MAX_TOKEN_CACHE_SECS: u64 = 300;
 /// Longest token name.
 pub const MAX_NAME_LEN: usize = 64;
+/// How long a token is kept after it expired (refused as expired, listed
+/// with `--all`) before the store deletes it by itself.
+pub const EXPIRED_TOKEN_KEPT_SECS: u64 = 24 * 3600;
 pub use crate::scope::{MAX_NAMESPACES, Realm, Scope};
 
 /// Whom a token was issued to: the identity provider's account.
@@ -194,6 +197,13 @@ impl TokenRecord {
     pub fn expired(&self, now: u64) -> bool {
         self.expires_at.is_some_and(|at| at <= now)
     }
+
+    /// When the store may delete it: [`EXPIRED_TOKEN_KEPT_SECS`] after it
+    /// expires (never, for a token that never expires).
+    pub fn removable_at(&self) -> Option<u64> {
+        self.expires_at
+            .map(|at| at.saturating_add(EXPIRED_TOKEN_KEPT_SECS))
+    }
 }
 
 /// A token as listed: its record and when it was last used.
@@ -240,13 +250,15 @@ impl NewToken {
     }
 
     /// Normalise and validate: a name of 1..=64 printable characters (no
-    /// control or invisible ones: names show in lists and the audit); grants
+    /// control, invisible or filler ones, no lone or stacked combining
+    /// marks, no space but U+0020: names show in lists and the audit,
+    /// [`crate::text::name`]); grants
     /// or scopes (not both), normalised ([`crate::grants::normalise`]: at
     /// least one, valid namespaces, at most [`MAX_NAMESPACES`] in all); an
     /// expiry in the future. Afterwards `grants` says it all (`scopes` and
     /// `namespaces` are emptied).
     pub fn check(mut self, now: u64) -> Result<Self, Invalid> {
-        self.name = crate::text::readable("a token's name", &self.name, MAX_NAME_LEN)?;
+        self.name = crate::text::name("a token's name", &self.name, MAX_NAME_LEN)?;
         let first_form = !self.scopes.is_empty() || !self.namespaces.is_empty();
         if first_form && !self.grants.is_empty() {
             return Err(Invalid::bad(

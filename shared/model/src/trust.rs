@@ -192,6 +192,33 @@ pub enum PolicyError {
         kind: IssuerKind,
         pattern: String,
     },
+    #[error(
+        "{issuer} is not among the CI issuers this registry accepts tokens from ({}), so a policy for it could never match: allow-list it first (tfreg serve --ci-issuer, or the stack's CiIssuers)",
+        allowed_list(.allowed)
+    )]
+    NotAllowListed {
+        issuer: String,
+        allowed: Vec<String>,
+    },
+}
+
+fn allowed_list(allowed: &[String]) -> String {
+    match allowed {
+        [] => "none: the CI exchange is off".to_string(),
+        some => some.join(", "),
+    }
+}
+
+/// Is `issuer` one of the `allowed` CI issuers (exactly, as the exchange
+/// compares a token's `iss`)? A trust policy for another could never match.
+pub fn check_allow_listed(issuer: &str, allowed: &[String]) -> Result<(), PolicyError> {
+    match allowed.iter().any(|a| a == issuer) {
+        true => Ok(()),
+        false => Err(PolicyError::NotAllowListed {
+            issuer: issuer.to_string(),
+            allowed: allowed.to_vec(),
+        }),
+    }
 }
 
 impl From<PolicyError> for Invalid {
@@ -958,5 +985,34 @@ mod tests {
             prop_assert!(!p.matches(&prefix));
             prop_assert_eq!(p.matches(&value), value.starts_with(&prefix) && value != prefix);
         }
+    }
+
+    #[test]
+    fn a_policy_for_an_issuer_not_allow_listed_is_refused_with_why() {
+        let allowed = vec![
+            GITHUB_ISSUER.to_string(),
+            "https://gitlab.example.com".into(),
+        ];
+        assert_eq!(check_allow_listed(GITHUB_ISSUER, &allowed), Ok(()));
+        for unlisted in [
+            GITLAB_COM_ISSUER,
+            "https://token.actions.githubusercontent.com/acme",
+            "https://gitlab.example.com/",
+        ] {
+            assert_eq!(
+                check_allow_listed(unlisted, &allowed)
+                    .unwrap_err()
+                    .to_string(),
+                format!(
+                    "{unlisted} is not among the CI issuers this registry accepts tokens from (https://token.actions.githubusercontent.com, https://gitlab.example.com), so a policy for it could never match: allow-list it first (tfreg serve --ci-issuer, or the stack's CiIssuers)"
+                )
+            );
+        }
+        assert_eq!(
+            check_allow_listed(GITHUB_ISSUER, &[])
+                .unwrap_err()
+                .to_string(),
+            "https://token.actions.githubusercontent.com is not among the CI issuers this registry accepts tokens from (none: the CI exchange is off), so a policy for it could never match: allow-list it first (tfreg serve --ci-issuer, or the stack's CiIssuers)"
+        );
     }
 }

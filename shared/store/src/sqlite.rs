@@ -340,8 +340,13 @@ impl ItemStore for SqliteStore {
 
     async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError> {
         self.write(move |c| {
-            let expires_at = item.expires_at.map(|t| t as i64);
-            let touched_at = item.touched_at.map(|t| t as i64);
+            // Past i64 is as good as never (not negative: swept at once).
+            let expires_at = item
+                .expires_at
+                .map(|t| i64::try_from(t).unwrap_or(i64::MAX));
+            let touched_at = item
+                .touched_at
+                .map(|t| i64::try_from(t).unwrap_or(i64::MAX));
             let row = params![item.pk, item.sk, item.data, expires_at, touched_at];
             let changed = match condition {
                 Condition::Always => c.execute(

@@ -31,12 +31,22 @@ pub struct Place {
     pub sk: String,
 }
 
-/// What a place's item holds: who holds it, until when.
+/// What a place's item holds: who holds it (a publish's id, a CI token
+/// exchange's `jti` key), until when.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Holding {
-    holder: UploadId,
+    holder: String,
     /// Unix seconds; the place is free once `now` is past it.
     until: u64,
+}
+
+/// One bounded set: partition `pk`, sort keys `<prefix>PLACE#<n>` for `n`
+/// below `max` (a prefix keeps several sets in one partition).
+#[derive(Debug, Clone, Copy)]
+pub struct Places<'a> {
+    pub pk: &'a str,
+    pub prefix: &'a str,
+    pub max: usize,
 }
 
 /// Take a free place of partition `pk` (at most `max` places) for `holder`
@@ -51,14 +61,33 @@ pub async fn take(
     now: u64,
     full: impl Fn() -> String,
 ) -> Result<Place, StoreError> {
+    let places = Places {
+        pk,
+        prefix: "",
+        max,
+    };
+    take_in(store, places, holder.as_str(), until, now, full).await
+}
+
+/// [`take`], of any set of [`Places`].
+pub async fn take_in(
+    store: &dyn ItemStore,
+    places: Places<'_>,
+    holder: &str,
+    until: u64,
+    now: u64,
+    full: impl Fn() -> String,
+) -> Result<Place, StoreError> {
+    let Places { pk, prefix, max } = places;
     let data = super::encode(&Holding {
-        holder: holder.clone(),
+        holder: holder.to_string(),
         until,
     })?;
+    let prefixed = format!("{prefix}{PLACE_PREFIX}");
     for _ in 0..max + ATTEMPTS {
         let mut held = Vec::new();
         let mut lapsed = HashMap::new();
-        for item in query_all(store, pk, PLACE_PREFIX).await? {
+        for item in query_all(store, pk, &prefixed).await? {
             let holding: Holding = super::decode(&item)?;
             if now > holding.until {
                 lapsed.insert(item.sk, item.data);
@@ -67,7 +96,7 @@ pub async fn take(
             }
         }
         let mut free: Vec<(String, Condition)> = (0..max)
-            .map(place_sk)
+            .map(|n| format!("{prefix}{}", place_sk(n)))
             .filter(|sk| held.iter().all(|(h, _)| h != sk))
             .map(|sk| match lapsed.remove(&sk) {
                 Some(data) => (sk, Condition::IfUnchanged(data)),
@@ -110,9 +139,20 @@ pub async fn release(
     until: u64,
     now: u64,
 ) -> Result<(), StoreError> {
+    release_as(store, place, holder.as_str(), until, now).await
+}
+
+/// [`release`], for any holder.
+pub async fn release_as(
+    store: &dyn ItemStore,
+    place: &Place,
+    holder: &str,
+    until: u64,
+    now: u64,
+) -> Result<(), StoreError> {
     let holding = |until| {
         super::encode(&Holding {
-            holder: holder.clone(),
+            holder: holder.to_string(),
             until,
         })
     };

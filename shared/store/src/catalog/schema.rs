@@ -22,6 +22,7 @@
 //! | login.v1 code (60 s, used once)    | `LOGINCODE`                      | `<sha256 of the code>`              |
 //! | used ID token nonce                | `NONCE`                          | `<sha256 of the nonce>`             |
 //! | used CI OIDC token (until its exp) | `JTI`                            | `<sha256 of the issuer, a newline and the jti>` |
+//! | a CI identity's live exchanged token (its place, until it expires) | `CITOKENS` | `<32 hex of sha256 of the issuer, a newline and the sub>#PLACE#<n>` |
 //! | identity-provider group mapping    | `SSOMAP`                         | `<group>`                           |
 //! | CI trust policy of a namespace     | `TRUST`                          | `<ns>#<policy id>`                  |
 //! | upstream registry (cache origin)   | `UPSTREAMS`                      | `<hostname>`                        |
@@ -75,6 +76,10 @@ pub const NONCE_PK: &str = "NONCE";
 /// The partition of used CI OIDC token ids (expiring at the token's `exp`
 /// and the leeway): a replayed token finds its `jti` here.
 pub const JTI_PK: &str = "JTI";
+/// The partition of the places of live exchanged tokens, each CI identity's
+/// a sort-key prefix ([`ci_tokens_prefix`]; one constant partition, so the
+/// auth function's role names it by exact `LeadingKeys`).
+pub const CI_TOKENS_PK: &str = "CITOKENS";
 /// The partition of identity-provider group mappings.
 pub const SSOMAP_PK: &str = "SSOMAP";
 /// The partition of every namespace's CI trust policies (one constant
@@ -108,6 +113,12 @@ pub fn cache_pk(host: &str, namespace: &str, provider_type: &str) -> String {
 /// The cache partition of module `namespace/name/system` from upstream `host`.
 pub fn cache_module_pk(host: &str, namespace: &str, name: &str, system: &str) -> String {
     format!("{CACHE_MODULE_PREFIX}{host}/{namespace}/{name}/{system}")
+}
+
+/// The sort-key prefix of the places of CI identity `sub` of issuer `iss`.
+pub fn ci_tokens_prefix(iss: &str, sub: &str) -> String {
+    let key = tfreg_model::exchange::jti_key(iss, sub);
+    format!("{}#", &key[..32])
 }
 
 /// The sort-key prefix of a namespace's trust policies (a namespace has no `#`).
