@@ -45,6 +45,9 @@ pub struct Config {
     /// `terraform login`'s service, advertised by discovery where an
     /// identity provider is configured (none: no login.v1).
     pub login_v1: Option<tfreg_model::protocol::LoginV1>,
+    /// What an upstream's credentials and `connect` settings may name: the
+    /// operator's allow-list (default: variables under the prefix only).
+    pub upstream_policy: tfreg_model::upstream::OperatorPolicy,
 }
 
 impl Config {
@@ -59,6 +62,7 @@ impl Config {
             token_cache_secs: crate::token_cache::DEFAULT_TOKEN_CACHE_SECS,
             max_archive_bytes: 2 * 1024 * 1024 * 1024,
             login_v1: None,
+            upstream_policy: Default::default(),
         }
     }
 }
