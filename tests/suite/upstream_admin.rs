@@ -360,10 +360,20 @@ fn tfreg_upstream_sets_shows_lists_and_removes() {
 
     // Refused before anything is sent, saying why.
     let err = fails(
-        server.tfreg(&admin, &["upstream", "set", "registry.example.test"]),
-        "set serving nothing",
+        server.tfreg(&admin, &["upstream", "set", "other.example.test"]),
+        "a new upstream serving nothing",
     );
-    assert!(err.contains("--providers"), "{err}");
+    assert!(
+        err.contains("a new upstream (or --reset) needs --providers and/or --modules"),
+        "{err}"
+    );
+    // An existing one given nothing keeps everything (issue 35: `set`
+    // replaced every setting).
+    let same = ok(
+        server.tfreg(&admin, &["upstream", "set", "registry.example.test"]),
+        "set nothing",
+    );
+    assert_eq!(same, "upstream registry.example.test: nothing changed\n");
     let err = fails(
         server.tfreg(
             &admin,

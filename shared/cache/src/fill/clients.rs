@@ -22,8 +22,9 @@ const ANSWER_FOR: Duration = Duration::from_secs(60);
 const MAX_ANSWERS: usize = 256;
 
 struct Entry {
-    /// The settings' `updated_at` the client was made for.
-    updated_at: u64,
+    /// The settings the client was made for (`updated_at` is in seconds:
+    /// two changes within one would otherwise keep the older client).
+    settings: tfreg_model::upstream::UpstreamSettings,
     client: Arc<OriginClient>,
     services: Option<(Instant, Services)>,
 }
@@ -117,7 +118,7 @@ impl Clients {
         let host = upstream.hostname.to_string();
         let mut by_host = self.by_host.lock().expect("clients lock");
         if let Some(e) = by_host.get(&host)
-            && e.updated_at == upstream.updated_at
+            && e.settings == upstream.settings
         {
             return Ok(e.client.clone());
         }
@@ -169,7 +170,7 @@ impl Clients {
         by_host.insert(
             host,
             Entry {
-                updated_at: upstream.updated_at,
+                settings: upstream.settings.clone(),
                 client: client.clone(),
                 services: None,
             },
