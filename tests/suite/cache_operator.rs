@@ -249,6 +249,25 @@ fn operator_cannot_be_impersonated(lambda: bool, ip: &str, name: &str) {
     );
 }
 
+/// `tfreg audit --help` names the cache's actions.
+#[test]
+fn audit_help_names_the_cache_actions() {
+    let out = std::process::Command::new(crate::support::tools::tfreg_bin())
+        .args(["audit", "--help"])
+        .output()
+        .unwrap();
+    let help = ok(out, "tfreg audit --help");
+    for action in [
+        "upstream.set",
+        "upstream.remove",
+        "cache.refused",
+        "cache.key-changed",
+        "cache.passthrough",
+    ] {
+        assert!(help.contains(action), "{action}: {help}");
+    }
+}
+
 #[test]
 fn an_admin_token_cannot_reach_the_servers_secrets_or_network_on_serve() {
     operator_cannot_be_impersonated(false, "127.0.0.150", "origin-operator.example.test");

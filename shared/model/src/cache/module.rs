@@ -192,6 +192,28 @@ mod tests {
         }
     }
 
+    /// Issue 35: `tfreg cache list` and `GET /v1/admin/cache` printed a
+    /// cached module's source as the origin's whole signed URL.
+    #[test]
+    fn a_listed_source_hides_its_signature() {
+        let mut r = release(ModuleOrigin::Archive {
+            url: "https://origin.example.test/v1/blobs/x.tar.gz".into(),
+            format: ModuleArchiveFormat::TarGz,
+            subdir: None,
+        });
+        r.origin_source =
+            "https://origin.example.test/v1/blobs/x.tar.gz?expires=9&signature=c2VjcmV0".into();
+        assert_eq!(
+            r.info().source,
+            "https://origin.example.test/v1/blobs/x.tar.gz?expires=***&signature=***"
+        );
+        r.origin_source = "git::https://u:tok@github.com/o/r?ref=v1.0.0".into();
+        assert_eq!(
+            r.info().source,
+            "git::https://***@github.com/o/r?ref=v1.0.0"
+        );
+    }
+
     #[test]
     fn the_location_keeps_the_subdir_before_the_query() {
         let git = release(ModuleOrigin::Git {
