@@ -81,7 +81,10 @@ impl Where {
             return Ok(Transport::Remote(client));
         }
         // Admin commands never build download URLs: the hostname is a placeholder.
-        let config = Config::new(Hostname::parse("localhost").map_err(|e| e.to_string())?);
+        let mut config = Config::new(Hostname::parse("localhost").map_err(|e| e.to_string())?);
+        // As the operator: the allow-list of the server's own variables
+        // (`tfreg serve` reads the same, and checks again at each fill).
+        config.upstream_policy = upstream::operator_policy_from_env()?;
         let registry = if let (Some(table), Some(bucket)) = (&self.table, &self.bucket) {
             let (dynamodb, s3) = tfreg_store::aws::clients(self.s3_force_path_style).await?;
             let items = Arc::new(tfreg_store::dynamodb::DynamoStore::new(dynamodb, table));

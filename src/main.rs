@@ -81,6 +81,13 @@ enum Command {
     Delete(admin::DeleteArgs),
     /// The newest changes: publishes, deprecations, yanks, deletes, token
     /// and key changes; who made them and how they ended.
+    ///
+    /// The pull-through cache's actions: upstream.set and upstream.remove
+    /// (an admin changed an upstream), cache.refused (a fill refused: a
+    /// signature, checksum, address, or settings the server does not allow;
+    /// the detail says which), cache.key-changed (a provider's releases
+    /// signed by a new key), cache.passthrough (a module source handed to
+    /// clients unfetched).
     Audit(admin::AuditArgs),
     /// AWS mode helpers (DynamoDB table and S3 bucket).
     #[command(subcommand)]

@@ -1,7 +1,8 @@
 //! `tfreg upstream set|show|list|remove` and `tfreg cache list|warm`: the registries the pull-through
 //! cache reads from, through the admin API (a registry's URL, or the stores
-//! as the operator: [`super::Where`]). `set` sends the upstream's settings
-//! whole (a PUT): a flag not given is its default, not the earlier value.
+//! as the operator: [`super::Where`]). `set` changes the settings its flags
+//! name and keeps the others (`--reset`: the defaults for the others), and
+//! says what changed.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -11,8 +12,8 @@ use clap::{ArgGroup, Args, Subcommand, ValueEnum};
 use tfreg_model::cache::CachedList;
 use tfreg_model::router::AdminRoute;
 use tfreg_model::upstream::{
-    Connect, CredentialRef, FillBy, KeyChange, Mode, Net, RemovedUpstream, Serves, SetUpstream,
-    Unsigned, UpstreamHost, UpstreamList, UpstreamRecord, UpstreamSettings,
+    CredentialRef, FillBy, KeyChange, Mode, Net, RemovedUpstream, Serves, SetUpstream, Unsigned,
+    UpstreamHost, UpstreamList, UpstreamRecord, UpstreamSettings,
 };
 
 use super::{Where, WhereArgs, when};
@@ -20,7 +21,8 @@ use crate::cli_error::Result;
 
 #[derive(Subcommand)]
 pub enum UpstreamCommand {
-    /// Configure a registry the cache reads from (replaces its settings).
+    /// Configure a registry the cache reads from: add it, or change the
+    /// settings given (the others stay; --reset for the defaults).
     Set(Box<SetArgs>),
     /// One upstream's settings.
     Show(HostArgs),
@@ -56,64 +58,90 @@ enum UnsignedArg {
     ChecksumsOnly,
 }
 
+/// `upstream set`: the flags given change those settings only; an upstream
+/// that exists keeps the others (issue 35: the README's seal example had
+/// dropped its connect settings and credentials). `--reset` starts from the
+/// defaults instead.
 #[derive(Args)]
-#[command(group(ArgGroup::new("serves").required(true).multiple(true).args(["providers", "modules"])))]
-#[command(group(ArgGroup::new("credentials").args(["credentials_env", "credentials_file", "credentials_ssm"])))]
+#[command(group(ArgGroup::new("credentials").args(["credentials_env", "credentials_file", "no_credentials"])))]
 pub struct SetArgs {
     /// Its hostname as clients write it (registry.terraform.io).
     host: String,
-    /// Cache its providers.
+    /// Cache its providers (with --modules: both). Needed for a new
+    /// upstream; given, it replaces what the upstream serves.
     #[arg(long)]
     providers: bool,
     /// Cache its modules.
     #[arg(long)]
     modules: bool,
-    /// online fetches on a miss; sealed answers only from the cache.
-    #[arg(long, value_enum, default_value = "online")]
-    mode: ModeArg,
-    /// How long a fetched version list is answered without asking again (1m to 7d).
-    #[arg(long, default_value = "1h", value_parser = seconds)]
-    metadata_ttl: u32,
-    /// How long the origin's 404 is remembered (at most 10m).
-    #[arg(long, default_value = "1m", value_parser = seconds)]
-    negative_ttl: u32,
-    /// A bearer token for its API, read by `tfreg serve` from this variable.
+    /// Start from the defaults: every setting not given here is reset.
+    #[arg(long)]
+    reset: bool,
+    /// online fetches on a miss; sealed answers only from the cache
+    /// (default online).
+    #[arg(long, value_enum)]
+    mode: Option<ModeArg>,
+    /// How long a fetched version list is answered without asking again
+    /// (1m to 7d; default 1h).
+    #[arg(long, value_parser = seconds)]
+    metadata_ttl: Option<u32>,
+    /// How long the origin's 404 is remembered (at most 10m; default 1m).
+    #[arg(long, value_parser = seconds)]
+    negative_ttl: Option<u32>,
+    /// A bearer token for its API, read by `tfreg serve` (or the fill
+    /// function) from this variable: only names starting
+    /// TFREG_UPSTREAM_CREDENTIAL_ are accepted, so no other secret of the
+    /// server can be sent to an upstream.
     #[arg(long, value_name = "NAME")]
     credentials_env: Option<String>,
-    /// ... or from this file (an absolute path).
-    #[arg(long, value_name = "PATH")]
-    credentials_file: Option<String>,
-    /// ... or, on AWS, from this SSM SecureString parameter.
+    /// ... or from this file of the directory `tfreg serve
+    /// --upstream-credentials-dir` names (a file name, not a path).
     #[arg(long, value_name = "NAME")]
-    credentials_ssm: Option<String>,
-    /// Who may make the cache fetch from it.
-    #[arg(long, value_enum, default_value = "marked")]
-    fill_by: FillByArg,
-    /// A release signed by a key not seen before for its provider.
-    #[arg(long, value_enum, default_value = "audit")]
-    on_key_change: KeyChangeArg,
-    /// A release with no signing keys (checksums-only: OpenTofu's registry).
-    #[arg(long, value_enum, default_value = "refuse")]
-    unsigned: UnsignedArg,
-    /// A host module sources may be fetched from (repeatable; default github.com).
+    credentials_file: Option<String>,
+    /// Send no credentials any more.
+    #[arg(long)]
+    no_credentials: bool,
+    /// Who may make the cache fetch from it (default marked).
+    #[arg(long, value_enum)]
+    fill_by: Option<FillByArg>,
+    /// A release signed by a key not seen before for its provider (default audit).
+    #[arg(long, value_enum)]
+    on_key_change: Option<KeyChangeArg>,
+    /// A release with no signing keys (checksums-only: OpenTofu's registry;
+    /// default refuse).
+    #[arg(long, value_enum)]
+    unsigned: Option<UnsignedArg>,
+    /// A host module sources may be fetched from (repeatable; replaces the
+    /// list; default github.com).
     #[arg(long = "module-host", value_name = "HOST")]
     module_hosts: Vec<String>,
     /// Largest archive fetched, in bytes (default: the registry's limit).
     #[arg(long)]
     max_archive_bytes: Option<u64>,
-    /// How long one archive or module fill may take (10s to 15m).
-    #[arg(long, default_value = "10m", value_parser = seconds)]
-    fill_timeout: u32,
+    /// How long one archive or module fill may take (10s to 15m; default 10m).
+    #[arg(long, value_parser = seconds)]
+    fill_timeout: Option<u32>,
     /// Connect to HOST at ADDR instead of asking DNS (HOST=ADDR:PORT;
-    /// repeatable; a registry inside the VPC, tests).
+    /// repeatable; replaces the earlier ones): HOST is the upstream itself
+    /// or one of its --module-host names, and may use ADDR though it is
+    /// private or loopback. ADDR must be in a network the server allows
+    /// (`tfreg serve --upstream-connect-allow`, the stack's
+    /// UpstreamConnectAllow); for a registry inside your network, tests.
     #[arg(long = "connect-to", value_name = "HOST=ADDR", value_parser = connect_to)]
     connect_to: Vec<(String, SocketAddr)>,
-    /// A network its names may resolve into though special-purpose (repeatable).
+    /// A network the upstream's own name may resolve into though it is
+    /// special-purpose (private, loopback; repeatable; replaces the earlier
+    /// ones); it must lie inside the networks the server allows, as for
+    /// --connect-to. Module hosts are reached at public addresses or at
+    /// their --connect-to addresses only.
     #[arg(long = "allow-net", value_name = "CIDR")]
     allow_nets: Vec<String>,
     /// PEM certificates to trust for it besides the system's.
     #[arg(long, value_name = "PEM")]
     ca_file: Option<PathBuf>,
+    /// Drop every connect setting (--connect-to, --allow-net, --ca-file).
+    #[arg(long, conflicts_with_all = ["connect_to", "allow_nets", "ca_file"])]
+    no_connect: bool,
     #[command(flatten)]
     r#where: Where,
 }
@@ -123,6 +151,17 @@ pub struct HostArgs {
     host: String,
     #[command(flatten)]
     r#where: Where,
+}
+
+/// The operator's allow-list from `tfreg serve`'s variables
+/// (`TFREG_UPSTREAM_CONNECT_ALLOW`, `TFREG_UPSTREAM_CREDENTIALS_DIR`), for
+/// the admin commands that work on the stores directly.
+pub(crate) fn operator_policy_from_env() -> Result<tfreg_model::upstream::OperatorPolicy> {
+    let nets = std::env::var(tfreg_model::upstream::CONNECT_ALLOW_ENV).unwrap_or_default();
+    Ok(tfreg_model::upstream::OperatorPolicy {
+        connect_allow: tfreg_model::upstream::OperatorPolicy::parse_nets(&nets)?,
+        credentials_dir: std::env::var_os("TFREG_UPSTREAM_CREDENTIALS_DIR").map(PathBuf::from),
+    })
 }
 
 fn seconds(text: &str) -> std::result::Result<u32, String> {
@@ -141,39 +180,67 @@ fn connect_to(text: &str) -> std::result::Result<(String, SocketAddr), String> {
 }
 
 impl SetArgs {
-    fn settings(&self) -> Result<UpstreamSettings> {
-        let mut s = UpstreamSettings::new(Serves {
+    /// The settings to send: `current` (none for a new upstream, or with
+    /// `--reset`) changed by the flags given.
+    fn settings(&self, current: Option<UpstreamSettings>) -> Result<UpstreamSettings> {
+        let given_serves = (self.providers || self.modules).then_some(Serves {
             providers: self.providers,
             modules: self.modules,
         });
-        s.mode = match self.mode {
-            ModeArg::Online => Mode::Online,
-            ModeArg::Sealed => Mode::Sealed,
+        let current = if self.reset { None } else { current };
+        let mut s = match (current, given_serves) {
+            (Some(mut s), serves) => {
+                if let Some(serves) = serves {
+                    s.serves = serves;
+                }
+                s
+            }
+            (None, Some(serves)) => UpstreamSettings::new(serves),
+            (None, None) => {
+                return Err(
+                    "a new upstream (or --reset) needs --providers and/or --modules".into(),
+                );
+            }
         };
-        s.metadata_ttl_secs = self.metadata_ttl;
-        s.negative_ttl_secs = self.negative_ttl;
-        s.credentials = match (
-            &self.credentials_env,
-            &self.credentials_file,
-            &self.credentials_ssm,
-        ) {
-            (Some(name), _, _) => Some(CredentialRef::Env(name.clone())),
-            (_, Some(path), _) => Some(CredentialRef::File(path.clone())),
-            (_, _, Some(name)) => Some(CredentialRef::Ssm(name.clone())),
-            _ => None,
-        };
-        s.fill_by = match self.fill_by {
-            FillByArg::Marked => FillBy::MarkedTokens,
-            FillByArg::Any => FillBy::AnyToken,
-        };
-        s.on_key_change = match self.on_key_change {
-            KeyChangeArg::Audit => KeyChange::Audit,
-            KeyChangeArg::Refuse => KeyChange::Refuse,
-        };
-        s.unsigned = match self.unsigned {
-            UnsignedArg::Refuse => Unsigned::Refuse,
-            UnsignedArg::ChecksumsOnly => Unsigned::ChecksumsOnly,
-        };
+        if let Some(mode) = self.mode {
+            s.mode = match mode {
+                ModeArg::Online => Mode::Online,
+                ModeArg::Sealed => Mode::Sealed,
+            };
+        }
+        if let Some(ttl) = self.metadata_ttl {
+            s.metadata_ttl_secs = ttl;
+        }
+        if let Some(ttl) = self.negative_ttl {
+            s.negative_ttl_secs = ttl;
+        }
+        if let Some(name) = &self.credentials_env {
+            s.credentials = Some(CredentialRef::Env(name.clone()));
+        }
+        if let Some(name) = &self.credentials_file {
+            s.credentials = Some(CredentialRef::File(name.clone()));
+        }
+        if self.no_credentials {
+            s.credentials = None;
+        }
+        if let Some(fill_by) = self.fill_by {
+            s.fill_by = match fill_by {
+                FillByArg::Marked => FillBy::MarkedTokens,
+                FillByArg::Any => FillBy::AnyToken,
+            };
+        }
+        if let Some(k) = self.on_key_change {
+            s.on_key_change = match k {
+                KeyChangeArg::Audit => KeyChange::Audit,
+                KeyChangeArg::Refuse => KeyChange::Refuse,
+            };
+        }
+        if let Some(u) = self.unsigned {
+            s.unsigned = match u {
+                UnsignedArg::Refuse => Unsigned::Refuse,
+                UnsignedArg::ChecksumsOnly => Unsigned::ChecksumsOnly,
+            };
+        }
         if !self.module_hosts.is_empty() {
             s.module_hosts = self
                 .module_hosts
@@ -181,22 +248,34 @@ impl SetArgs {
                 .map(|h| UpstreamHost::parse(h))
                 .collect::<std::result::Result<_, _>>()?;
         }
-        s.max_archive_bytes = self.max_archive_bytes;
-        s.fill_timeout_secs = self.fill_timeout;
+        if self.max_archive_bytes.is_some() {
+            s.max_archive_bytes = self.max_archive_bytes;
+        }
+        if let Some(t) = self.fill_timeout {
+            s.fill_timeout_secs = t;
+        }
+        if self.no_connect {
+            s.connect = None;
+        }
         if !self.connect_to.is_empty() || !self.allow_nets.is_empty() || self.ca_file.is_some() {
-            let mut connect = Connect::default();
-            for (host, addr) in &self.connect_to {
-                connect
-                    .to
-                    .entry(UpstreamHost::parse(host)?)
-                    .or_default()
-                    .push(*addr);
+            let mut connect = s.connect.take().unwrap_or_default();
+            if !self.connect_to.is_empty() {
+                connect.to.clear();
+                for (host, addr) in &self.connect_to {
+                    connect
+                        .to
+                        .entry(UpstreamHost::parse(host)?)
+                        .or_default()
+                        .push(*addr);
+                }
             }
-            connect.allow_nets = self
-                .allow_nets
-                .iter()
-                .map(|n| Net::parse(n))
-                .collect::<std::result::Result<_, _>>()?;
+            if !self.allow_nets.is_empty() {
+                connect.allow_nets = self
+                    .allow_nets
+                    .iter()
+                    .map(|n| Net::parse(n))
+                    .collect::<std::result::Result<_, _>>()?;
+            }
             if let Some(path) = &self.ca_file {
                 let pem = std::fs::read_to_string(path)
                     .map_err(|e| format!("reading {}: {e}", path.display()))?;
@@ -206,6 +285,48 @@ impl SetArgs {
         }
         Ok(s)
     }
+}
+
+/// What differs between `old` and `new`, one `setting: was -> now` line
+/// each (a CA bundle only as changed).
+pub(crate) fn changes(old: &UpstreamSettings, new: &UpstreamSettings) -> Vec<String> {
+    let as_map = |s: &UpstreamSettings| match serde_json::to_value(s) {
+        Ok(serde_json::Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    };
+    let flat = |map: serde_json::Map<String, serde_json::Value>| {
+        let mut out = std::collections::BTreeMap::new();
+        for (k, v) in map {
+            match (k.as_str(), v) {
+                ("connect", serde_json::Value::Object(c)) => {
+                    for (ck, cv) in c {
+                        out.insert(format!("connect.{ck}"), cv);
+                    }
+                }
+                (_, v) => {
+                    out.insert(k, v);
+                }
+            }
+        }
+        out
+    };
+    let (old, new) = (flat(as_map(old)), flat(as_map(new)));
+    let shown = |k: &str, v: Option<&serde_json::Value>| match v {
+        None => "(none)".to_string(),
+        Some(_) if k == "connect.ca_pem" => "(a CA bundle)".to_string(),
+        Some(v) => v.to_string(),
+    };
+    let keys: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    keys.into_iter()
+        .filter(|k| old.get(*k) != new.get(*k))
+        .map(|k| {
+            let (was, now) = (old.get(k), new.get(k));
+            if k == "connect.ca_pem" && was.is_some() && now.is_some() {
+                return format!("{k}: another CA bundle");
+            }
+            format!("{k}: {} -> {}", shown(k, was), shown(k, now))
+        })
+        .collect()
 }
 
 fn serves(s: &UpstreamSettings) -> &'static str {
@@ -277,24 +398,36 @@ pub async fn upstream(cmd: UpstreamCommand) -> Result<()> {
     match cmd {
         UpstreamCommand::Set(args) => {
             let host = UpstreamHost::parse(&args.host)?;
-            let settings = args.settings()?;
-            settings.validate(&host)?;
             let api = args.r#where.connect().await?;
+            let list: UpstreamList = api.send(AdminRoute::ListUpstreams, None::<&()>).await?;
+            let current = list
+                .upstreams
+                .into_iter()
+                .find(|u| u.hostname == host)
+                .map(|u| u.settings);
+            let settings = args.settings(current)?;
+            settings.validate(&host)?;
             let set: SetUpstream = api
                 .send(AdminRoute::SetUpstream { host }, Some(&settings))
                 .await?;
-            args.r#where.show(&set, |s| {
-                let verb = if s.replaced.is_some() {
-                    "changed"
-                } else {
-                    "added"
-                };
-                eprintln!(
-                    "upstream {} {verb}: {}, {}",
+            args.r#where.show(&set, |s| match &s.replaced {
+                None => eprintln!(
+                    "upstream {} added: {}, {}",
                     s.upstream.hostname,
                     serves(&s.upstream.settings),
                     mode(&s.upstream.settings)
-                );
+                ),
+                Some(old) => {
+                    let changed = changes(old, &s.upstream.settings);
+                    if changed.is_empty() {
+                        eprintln!("upstream {}: nothing changed", s.upstream.hostname);
+                    } else {
+                        eprintln!("upstream {} changed:", s.upstream.hostname);
+                        for line in changed {
+                            eprintln!("  {line}");
+                        }
+                    }
+                }
             })
         }
         UpstreamCommand::Show(args) => {
@@ -401,5 +534,97 @@ pub async fn cache(cmd: CacheCommand) -> Result<()> {
             args.r#where.show(&list, print_cached)
         }
         CacheCommand::Warm(args) => super::warm::warm(*args).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        set: SetArgs,
+    }
+
+    fn args(argv: &[&str]) -> SetArgs {
+        let mut all = vec!["tfreg", "registry.example.test"];
+        all.extend(argv);
+        Cli::try_parse_from(all).unwrap().set
+    }
+
+    fn configured() -> UpstreamSettings {
+        args(&[
+            "--providers",
+            "--modules",
+            "--credentials-env",
+            "TFREG_UPSTREAM_CREDENTIAL_X",
+            "--module-host",
+            "git.example.test",
+            "--connect-to",
+            "registry.example.test=127.0.0.78:443",
+            "--allow-net",
+            "10.1.0.0/16",
+        ])
+        .settings(None)
+        .unwrap()
+    }
+
+    /// Issue 35: sealing with the README's command dropped every other
+    /// setting; a flag given now changes that setting alone.
+    #[test]
+    fn set_changes_only_what_it_is_given_and_says_so() {
+        let before = configured();
+        let sealed = args(&["--mode", "sealed"])
+            .settings(Some(before.clone()))
+            .unwrap();
+        let mut expected = before.clone();
+        expected.mode = Mode::Sealed;
+        assert_eq!(sealed, expected);
+        assert_eq!(
+            changes(&before, &sealed),
+            ["mode: \"online\" -> \"sealed\""]
+        );
+        // The README's old form still works, and keeps the rest too.
+        let again = args(&["--providers", "--modules", "--mode", "sealed"])
+            .settings(Some(before.clone()))
+            .unwrap();
+        assert_eq!(again, expected);
+        // Replacing one connect part keeps the others.
+        let moved = args(&["--connect-to", "registry.example.test=127.0.0.79:443"])
+            .settings(Some(before.clone()))
+            .unwrap();
+        let connect = moved.connect.as_ref().unwrap();
+        assert_eq!(
+            connect.allow_nets,
+            before.connect.as_ref().unwrap().allow_nets
+        );
+        assert_eq!(
+            changes(&before, &moved),
+            [
+                "connect.to: {\"registry.example.test\":[\"127.0.0.78:443\"]} -> {\"registry.example.test\":[\"127.0.0.79:443\"]}"
+            ]
+        );
+        // Dropping and resetting.
+        let dropped = args(&["--no-connect", "--no-credentials"])
+            .settings(Some(before.clone()))
+            .unwrap();
+        assert_eq!((dropped.connect, dropped.credentials), (None, None));
+        let reset = args(&["--reset", "--providers"])
+            .settings(Some(before.clone()))
+            .unwrap();
+        assert_eq!(
+            reset,
+            UpstreamSettings::new(Serves {
+                providers: true,
+                modules: false
+            })
+        );
+        assert!(
+            args(&[]).settings(None).is_err(),
+            "a new one says what it serves"
+        );
     }
 }

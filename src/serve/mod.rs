@@ -10,6 +10,7 @@ mod linger;
 pub mod listener;
 mod signals;
 mod signin;
+mod upstream;
 mod welcome;
 
 use std::net::SocketAddr;
@@ -78,6 +79,9 @@ pub struct ServeArgs {
     /// OIDC tokens exchanged for publish tokens.
     #[command(flatten)]
     signin: signin::SignInArgs,
+    /// What upstreams of the pull-through cache may name (issue 35).
+    #[command(flatten)]
+    upstream: upstream::UpstreamArgs,
 }
 
 /// Everything start-up prepared: ready to serve.
@@ -171,6 +175,7 @@ async fn start(args: &ServeArgs) -> Result<Ready> {
     config.token_cache_secs = args.token_cache_secs;
     // Known here: a trust policy for another issuer is refused at write.
     config.ci_issuers = Some(args.signin.ci_issuers.clone());
+    config.upstream_policy = args.upstream.policy();
     let auth = signin::auth(&args.signin).await?;
     config.login_v1 = auth
         .as_ref()
@@ -215,7 +220,8 @@ async fn start(args: &ServeArgs) -> Result<Ready> {
         fill_dir,
         tfreg_outbound::Deployment::Serve,
         max_archive_bytes,
-    );
+    )
+    .with_policy(config.upstream_policy.clone());
     let registry = Arc::new(
         Registry::new(items.clone(), Arc::new(blobs.clone()), signer, config)
             .with_filler(Arc::new(tfreg_cache::fill::InProcess::new(cache))),

@@ -280,6 +280,13 @@ pub(crate) fn one_fetch_of_each_file(origin: &Origin, rig: Arc<Rig>) {
         "{seen:#?}"
     );
     assert_eq!(count(&|r| r.path.ends_with("/versions")), 1, "{seen:#?}");
+    // The version's fill asked linux_amd64's download answer; the archive's
+    // fill reuses it (issue 35: it was asked again).
+    assert_eq!(
+        count(&|r| r.path.ends_with("/1.0.0/download/linux/amd64")),
+        1,
+        "{seen:#?}"
+    );
     assert_eq!(count(&|r| r.path.ends_with("_SHA256SUMS")), 1, "{seen:#?}");
     assert_eq!(
         count(&|r| r.path.ends_with("_SHA256SUMS.sig")),
@@ -412,11 +419,35 @@ fn a_sealed_upstream_serves_the_cache_and_never_fetches() {
         warmed.contains("warmed origin-sealed.example.test/hashicorp/greeting/null 1.0.0"),
         "{warmed}"
     );
-    // Sealed (the same settings, mode sealed).
-    let mut args = origin.upstream_args();
-    args.extend(["--mode".to_string(), "sealed".to_string()]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    crate::support::command::ok(rig.server.tfreg(&rig.admin, &args), "seal");
+    // Sealed: only the mode given, every other setting kept (issue 35: the
+    // README's example had dropped the connect settings), and said.
+    let sealed = crate::support::command::ok(
+        rig.server.tfreg(
+            &rig.admin,
+            &["upstream", "set", &origin.host, "--mode", "sealed"],
+        ),
+        "seal",
+    );
+    assert_eq!(
+        sealed,
+        format!(
+            "upstream {} changed:\n  mode: \"online\" -> \"sealed\"\n",
+            origin.host
+        )
+    );
+    let shown = crate::support::command::ok(
+        rig.server
+            .tfreg(&rig.admin, &["upstream", "show", &origin.host, "--json"]),
+        "show",
+    );
+    let shown: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(shown["settings"]["mode"], "sealed");
+    assert_eq!(
+        shown["settings"]["connect"]["to"][&origin.host][0],
+        origin.listen.as_str()
+    );
+    assert!(shown["settings"]["connect"]["ca_pem"].is_string());
+    assert_eq!(shown["settings"]["module_hosts"][0], origin.host.as_str());
     let before = log::requests(&origin.server.server_log()).len();
     let (status, index) = rig.get(&format!("{base}/index.json"));
     assert_eq!(status, 200, "{index}");
@@ -450,6 +481,39 @@ fn a_sealed_upstream_serves_the_cache_and_never_fetches() {
     assert_eq!(rig.download(&location).0, 200);
     let (status, body) = rig.get(&format!("{module}/2.0.0/download"));
     assert_eq!(status, 404, "{body}");
+    // Why: sealed, not "a --fill token may" (this one is such a token).
+    assert_eq!(
+        body["errors"][0],
+        format!(
+            "version 2.0.0 of {}/hashicorp/greeting/null is not cached here, and {} is sealed: the cache answers only what it holds",
+            origin.host, origin.host
+        )
+    );
+    // A platform the release does not have: said so, whatever the mode.
+    let (status, body) = rig.get(&format!(
+        "/v1/cache/{}/providers/hashicorp/null/1.0.0/download/windows/arm",
+        origin.host
+    ));
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(
+        body["errors"][0],
+        format!(
+            "{}/hashicorp/null 1.0.0 has no windows_arm build at the origin (it has darwin_arm64, linux_amd64)",
+            origin.host
+        )
+    );
+    let (status, body) = rig.get(&format!(
+        "/v1/cache/{}/providers/hashicorp/null/1.0.0/download/darwin/arm64",
+        origin.host
+    ));
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(
+        body["errors"][0],
+        format!(
+            "1.0.0 for darwin_arm64 of {}/hashicorp/null is not cached here, and {} is sealed: the cache answers only what it holds",
+            origin.host, origin.host
+        )
+    );
     let (status, body) =
         rig.get("/v1/mirror/origin-sealed.example.test/hashicorp/other/index.json");
     assert_eq!(status, 404, "{body}");
@@ -461,8 +525,9 @@ fn a_sealed_upstream_serves_the_cache_and_never_fetches() {
 }
 
 /// An origin whose API needs a token: without credentials the cache is
-/// refused (502 naming the 401); with `--credentials-env` naming a variable
-/// of `tfreg serve`, it fills (the token sent to the origin's API only).
+/// refused (502 naming the 401); with `--credentials-env` naming a
+/// `TFREG_UPSTREAM_CREDENTIAL_*` variable of `tfreg serve`, it fills (the
+/// token sent to the origin's API only).
 #[test]
 fn a_private_origin_is_reached_with_the_credentials_reference() {
     let tmp = tempfile::tempdir().unwrap();
@@ -481,8 +546,8 @@ fn a_private_origin_is_reached_with_the_credentials_reference() {
     let with = Rig::start_with_env(
         &tmp.path().join("with"),
         &origin,
-        &["--credentials-env", "ORIGIN_TOKEN"],
-        &[("ORIGIN_TOKEN", Path::new(&origin_token))],
+        &["--credentials-env", "TFREG_UPSTREAM_CREDENTIAL_ORIGIN"],
+        &[("TFREG_UPSTREAM_CREDENTIAL_ORIGIN", Path::new(&origin_token))],
     );
     let (status, version) = with.get(&format!("{base}/1.0.0.json"));
     assert_eq!(status, 200, "{version}");
@@ -496,7 +561,7 @@ fn a_private_origin_is_reached_with_the_credentials_reference() {
         .tfreg(&with.admin, &["upstream", "show", &origin.host, "--json"]);
     let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
     assert!(
-        shown.contains("ORIGIN_TOKEN") && !shown.contains(&origin_token),
+        shown.contains("TFREG_UPSTREAM_CREDENTIAL_ORIGIN") && !shown.contains(&origin_token),
         "{shown}"
     );
     assert!(!with.server.server_log().contains(&origin_token));

@@ -51,6 +51,12 @@ impl GitOrigin {
     /// and `link` (a symlink in its tree, tag v1.0.0), listed as
     /// `acme/greet/null` and `acme/link/null` 1.0.0.
     fn start(dir: &Path, ip: &str, name: &str) -> GitOrigin {
+        Self::start_with_git_host(dir, ip, name, name)
+    }
+
+    /// [`GitOrigin::start`] with the repositories' URLs on `git_host`,
+    /// another name of the same server (its certificate names both).
+    fn start_with_git_host(dir: &Path, ip: &str, name: &str, git_host: &str) -> GitOrigin {
         let work = dir.join("git-work");
         let served = dir.join("git-served");
         std::fs::create_dir_all(&served).unwrap();
@@ -97,12 +103,12 @@ impl GitOrigin {
             git(&path, &["remote", "add", "origin", bare.to_str().unwrap()]);
         }
         let modules = serde_json::json!({
-            "acme/greet/null": {"1.0.0": format!("git::https://{name}/git/greet.git//modules/greet?ref=v1.0.0")},
-            "acme/link/null": {"1.0.0": format!("git::https://{name}/git/link.git?ref=v1.0.0")},
+            "acme/greet/null": {"1.0.0": format!("git::https://{git_host}/git/greet.git//modules/greet?ref=v1.0.0")},
+            "acme/link/null": {"1.0.0": format!("git::https://{git_host}/git/link.git?ref=v1.0.0")},
         });
         let answers = dir.join("git-modules.json");
         std::fs::write(&answers, modules.to_string()).unwrap();
-        let (ca, cert, key) = crate::support::fixtures::tls_files(dir, "git", &[name]);
+        let (ca, cert, key) = crate::support::fixtures::tls_files(dir, "git", &[name, git_host]);
         let log = dir.join("git-origin.log");
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/cache/git_origin.py");
         let mut child = Command::new("python3")
@@ -191,6 +197,56 @@ fn terraform_1_0_installs_a_module_from_git_through_the_cache() {
         "TFREG_TERRAFORM_1_0",
         "127.0.0.110",
         "git-tf10.example.test",
+    );
+}
+
+/// Issue 35: `--connect-to` for one of the upstream's module hosts (not
+/// the upstream's own name) was saved and never worked: the module fill
+/// was a 502 "resolves to … (loopback): refused". The pinned module host
+/// now uses its `--connect-to` address (and only that one).
+#[test]
+fn a_module_host_pinned_with_connect_to_is_reached() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (name, git_host) = ("git-mhost.example.test", "code-mhost.example.test");
+    let origin = GitOrigin::start_with_git_host(tmp.path(), "127.0.0.153", name, git_host);
+    let rig = Rig::caching(
+        tmp.path(),
+        origin.upstream_args(),
+        &[
+            "--module-host",
+            git_host,
+            "--connect-to",
+            &format!("{git_host}={}", origin.listen),
+        ],
+        &[],
+    );
+    let resp = rig
+        .server
+        .http
+        .get(rig.server.url(&format!(
+            "/v1/cache/{name}/modules/acme/greet/null/1.0.0/download"
+        )))
+        .bearer_auth(&rig.fill)
+        .send()
+        .unwrap();
+    let status = resp.status().as_u16();
+    let location = resp
+        .headers()
+        .get("x-terraform-get")
+        .map(|v| v.to_str().unwrap().to_string());
+    assert_eq!(status, 204, "{:?}", resp.text());
+    let location = location.unwrap();
+    assert!(
+        location.contains("/v1/blobs/cache/") && location.contains(".tar.gz//modules/greet?"),
+        "{location}"
+    );
+    assert!(
+        origin
+            .requests()
+            .iter()
+            .any(|r| r.contains("/git/greet.git/")),
+        "{:?}",
+        origin.requests()
     );
 }
 

@@ -130,6 +130,10 @@ impl Origin {
     }
 }
 
+/// The networks the test registries' operator lets upstreams' `connect`
+/// settings name: the test origins' loopback addresses.
+pub(crate) const LOOPBACK: &str = "127.0.0.0/8";
+
 /// A registry caching `origin` (providers), with an admin and a fill token.
 pub(crate) struct Rig {
     pub server: Server,
@@ -162,7 +166,13 @@ impl Rig {
     ) -> Rig {
         std::fs::create_dir_all(dir).unwrap();
         let listen = format!("127.0.0.1:{}", crate::support::server::free_port());
-        let server = Server::start_with_env(&dir.join("data"), &listen, &["--private"], env);
+        // The test origins live on loopback: the operator allows it.
+        let server = Server::start_with_env(
+            &dir.join("data"),
+            &listen,
+            &["--private", "--upstream-connect-allow", LOOPBACK],
+            env,
+        );
         let mut args = upstream;
         args.extend(extra.iter().map(|s| s.to_string()));
         Self::configured(server, args)
@@ -170,7 +180,7 @@ impl Rig {
 
     /// `server` with the upstream `upstream_set` makes (`tfreg upstream
     /// set ...`, by an admin), and a fill token.
-    fn configured(server: Server, upstream_set: Vec<String>) -> Rig {
+    pub(crate) fn configured(server: Server, upstream_set: Vec<String>) -> Rig {
         let admin = server.token("admin", None);
         let args: Vec<&str> = upstream_set.iter().map(String::as_str).collect();
         ok(server.tfreg(&admin, &args), "upstream set");
@@ -193,7 +203,10 @@ impl Rig {
     /// misses fetched by the fill function, invoked by read and blob.
     pub fn on_lambda(dir: &Path, origin: &Origin) -> Rig {
         Self::configured(
-            Server::start_lambda(&dir.join("lambda")),
+            Server::start_lambda_with(
+                &dir.join("lambda"),
+                &[("TFREG_UPSTREAM_CONNECT_ALLOW", LOOPBACK)],
+            ),
             origin.upstream_args(),
         )
     }

@@ -83,6 +83,7 @@ mod cache_attacks;
 mod cache_git;
 mod cache_lambda;
 mod cache_mirror;
+mod cache_operator;
 mod cache_store;
 mod ci_examples;
 mod ci_exchange;

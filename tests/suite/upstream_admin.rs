@@ -6,6 +6,7 @@
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 use tfreg_model::token::Scope;
+use tfreg_model::upstream::OperatorPolicy;
 use tfreg_testkit::TestRegistry;
 
 use crate::access::send;
@@ -17,6 +18,12 @@ use crate::support::server::Server;
 const PATH: &str = "/v1/admin/upstreams/registry.example.test";
 
 async fn upstreams_are_admin_data(r: TestRegistry) {
+    // The operator lets upstreams name these addresses (`connect`).
+    let r = r.reconfigure(|mut reg| {
+        reg.config.upstream_policy.connect_allow =
+            OperatorPolicy::parse_nets("127.0.0.0/24").unwrap();
+        reg
+    });
     let admin = r.token(Scope::Admin, None).await;
     let ns_admin = r.token(Scope::Admin, Some("hashicorp")).await;
     let reader = r.token(Scope::Read, None).await;
@@ -64,7 +71,7 @@ async fn upstreams_are_admin_data(r: TestRegistry) {
     let sealed = json!({
         "serves": {"providers": true, "modules": true},
         "mode": "sealed",
-        "credentials": {"env": "ORIGIN_TOKEN"},
+        "credentials": {"env": "TFREG_UPSTREAM_CREDENTIAL_ORIGIN"},
         "connect": {"to": {"registry.example.test": ["127.0.0.78:443"]}}
     });
     let changed = send(
@@ -204,14 +211,84 @@ async fn upstreams_are_admin_data(r: TestRegistry) {
     assert_eq!(of("upstream.remove", "refused").len(), 1, "{events:#?}");
 }
 
-contract!(upstreams_are_admin_data);
+/// Issue 35 (High): an admin token must not become the server's
+/// principal. Credentials naming the server's own secrets (its AWS role's
+/// keys, the sign-in's client secret, any file, an SSM parameter) and
+/// `connect` addresses outside the operator's networks (an open port and a
+/// closed one alike) are refused when saved: 400, one message whatever
+/// was named, nothing stored. What the operator allows is saved.
+async fn upstreams_name_only_what_the_operator_allows(r: TestRegistry) {
+    let r = r.reconfigure(|mut reg| {
+        reg.config.upstream_policy = OperatorPolicy {
+            connect_allow: OperatorPolicy::parse_nets("127.0.0.64/26").unwrap(),
+            credentials_dir: Some("/etc/tfreg/upstream-credentials".into()),
+        };
+        reg
+    });
+    let admin = r.token(Scope::Admin, None).await;
+    let refused = json!({"errors": ["upstream registry.example.test: credentials and connect settings must be among those the operator allows (credentials: a TFREG_UPSTREAM_CREDENTIAL_* variable or a file name in the server's credentials directory; connect: addresses in the networks the server allows)"]});
+    let with = |extra: Value| {
+        let mut body = json!({"serves": {"providers": true, "modules": false}});
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        body
+    };
+    let secret_file = std::env::temp_dir().join("tfreg-35-present");
+    std::fs::write(&secret_file, "s3cret").unwrap();
+    for attack in [
+        json!({"credentials": {"env": "AWS_ACCESS_KEY_ID"}}),
+        json!({"credentials": {"env": "AWS_SECRET_ACCESS_KEY"}}),
+        json!({"credentials": {"env": "AWS_SESSION_TOKEN"}}),
+        json!({"credentials": {"env": "TFREG_OIDC_CLIENT_SECRET"}}),
+        json!({"credentials": {"env": "TFREG_UPSTREAM_CREDENTIAL_"}}),
+        json!({"credentials": {"file": secret_file}}),
+        json!({"credentials": {"file": "/no/such/file"}}),
+        json!({"credentials": {"file": "../../../etc/shadow"}}),
+        json!({"credentials": {"file": "/proc/self/environ"}}),
+        json!({"credentials": {"ssm": "/tfreg/oidc-client-secret"}}),
+        json!({"connect": {"to": {"registry.example.test": ["127.0.0.1:22"]}}}),
+        json!({"connect": {"to": {"registry.example.test": ["127.0.0.1:1"]}}}),
+        json!({"connect": {"to": {"registry.example.test": ["169.254.169.254:80"]}}}),
+        json!({"connect": {"to": {"registry.example.test": ["127.0.0.100:443", "10.0.0.1:443"]}}}),
+        json!({"connect": {"allow_nets": ["127.0.0.0/8"]}}),
+        json!({"connect": {"allow_nets": ["0.0.0.0/0"]}}),
+    ] {
+        let resp = send(&r, Method::PUT, PATH, &admin, with(attack.clone())).await;
+        resp.expect(StatusCode::BAD_REQUEST, &attack.to_string());
+        assert_eq!(resp.json(), refused, "{attack}");
+    }
+    send(&r, Method::GET, PATH, &admin, Value::Null)
+        .await
+        .expect(StatusCode::NOT_FOUND, "nothing was stored");
+    for allowed in [
+        json!({"credentials": {"env": "TFREG_UPSTREAM_CREDENTIAL_TFC"}}),
+        json!({"credentials": {"file": "tfc-token"}}),
+        json!({"connect": {"to": {"registry.example.test": ["127.0.0.100:443"]}, "allow_nets": ["127.0.0.96/28"]}}),
+    ] {
+        let resp = send(&r, Method::PUT, PATH, &admin, with(allowed.clone())).await;
+        assert!(
+            resp.status == StatusCode::CREATED || resp.status == StatusCode::OK,
+            "{allowed}: {}",
+            errors(&resp)
+        );
+    }
+}
+
+contract!(
+    upstreams_are_admin_data,
+    upstreams_name_only_what_the_operator_allows
+);
 
 /// `tfreg upstream` through a running registry's admin API and on its
 /// data directory, as the operator: the same records.
 #[test]
 fn tfreg_upstream_sets_shows_lists_and_removes() {
     let tmp = tempfile::tempdir().unwrap();
-    let server = Server::start(&tmp.path().join("data"), &["--private"]);
+    let server = Server::start(
+        &tmp.path().join("data"),
+        &["--private", "--upstream-connect-allow", "127.0.0.78/31"],
+    );
     let admin = server.token("admin", None);
     let ca = tmp.path().join("ca.pem");
     std::fs::write(
@@ -230,7 +307,7 @@ fn tfreg_upstream_sets_shows_lists_and_removes() {
             "--metadata-ttl",
             "10m",
             "--credentials-env",
-            "ORIGIN_TOKEN",
+            "TFREG_UPSTREAM_CREDENTIAL_ORIGIN",
             "--module-host",
             "github.com",
             "--module-host",
@@ -248,7 +325,10 @@ fn tfreg_upstream_sets_shows_lists_and_removes() {
     let set: Value = serde_json::from_slice(&out.stdout).unwrap();
     let settings = &set["upstream"]["settings"];
     assert_eq!(settings["metadata_ttl_secs"], 600);
-    assert_eq!(settings["credentials"], json!({"env": "ORIGIN_TOKEN"}));
+    assert_eq!(
+        settings["credentials"],
+        json!({"env": "TFREG_UPSTREAM_CREDENTIAL_ORIGIN"})
+    );
     assert_eq!(
         settings["connect"]["to"],
         json!({"git.example.test": ["127.0.0.79:443"], "registry.example.test": ["127.0.0.78:443"]})
@@ -273,17 +353,27 @@ fn tfreg_upstream_sets_shows_lists_and_removes() {
         "{shown}"
     );
     assert!(
-        shown.contains("credentials      env ORIGIN_TOKEN"),
+        shown.contains("credentials      env TFREG_UPSTREAM_CREDENTIAL_ORIGIN"),
         "{shown}"
     );
     assert!(!shown.contains("MIIB"), "{shown}");
 
     // Refused before anything is sent, saying why.
     let err = fails(
-        server.tfreg(&admin, &["upstream", "set", "registry.example.test"]),
-        "set serving nothing",
+        server.tfreg(&admin, &["upstream", "set", "other.example.test"]),
+        "a new upstream serving nothing",
     );
-    assert!(err.contains("--providers"), "{err}");
+    assert!(
+        err.contains("a new upstream (or --reset) needs --providers and/or --modules"),
+        "{err}"
+    );
+    // An existing one given nothing keeps everything (issue 35: `set`
+    // replaced every setting).
+    let same = ok(
+        server.tfreg(&admin, &["upstream", "set", "registry.example.test"]),
+        "set nothing",
+    );
+    assert_eq!(same, "upstream registry.example.test: nothing changed\n");
     let err = fails(
         server.tfreg(
             &admin,

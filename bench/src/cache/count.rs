@@ -123,7 +123,20 @@ async fn counted(origin: &Registry) -> Result<Counted, Error> {
 /// A registry in-process (SQLite and files), private, caching the origin
 /// as `tfreg upstream set` configures it, its stores behind counters.
 async fn caching(origin: &Registry) -> Result<Counters, Error> {
-    let base = TestRegistry::embedded().await;
+    // The origin lives on loopback: the operator allows `connect` there.
+    let policy = tfreg_model::upstream::OperatorPolicy {
+        connect_allow: tfreg_model::upstream::OperatorPolicy::parse_nets(&format!(
+            "{}/32",
+            super::rig::ORIGIN_IP
+        ))
+        .map_err(|e| e.0)?,
+        credentials_dir: None,
+    };
+    let allowing = policy.clone();
+    let base = TestRegistry::embedded().await.reconfigure(move |mut r| {
+        r.config.upstream_policy = allowing;
+        r
+    });
     let admin = base.token(Scope::Admin, None).await;
     let host = UpstreamHost::parse(ORIGIN_HOST).map_err(|e| format!("{e:?}"))?;
     let mut settings = UpstreamSettings::new(Serves {
@@ -167,7 +180,8 @@ async fn caching(origin: &Registry) -> Result<Counters, Error> {
         fill_dir.path().to_path_buf(),
         tfreg_outbound::Deployment::Serve,
         base.registry.config.max_archive_bytes,
-    );
+    )
+    .with_policy(policy);
     let filler = TimedFiller::new(cache);
     let (reading, filling) = (read.clone(), filler.clone());
     let registry = base.reconfigure(move |mut r| {

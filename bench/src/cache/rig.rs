@@ -71,7 +71,19 @@ pub(crate) struct Caching {
 
 impl Caching {
     pub(crate) fn start(tfreg: &Path, data: &Path, origin: &Registry) -> Result<Caching, Error> {
-        let registry = Registry::start(tfreg, data)?;
+        // The origin lives on loopback: the operator allows `connect` there.
+        let host = format!("127.0.0.1:{}", crate::tools::free_port()?);
+        let registry = Registry::start_at(
+            tfreg,
+            data,
+            &host,
+            &host,
+            &[
+                "--private",
+                "--upstream-connect-allow",
+                &format!("{ORIGIN_IP}/32"),
+            ],
+        )?;
         let admin = registry.token("admin")?;
         registry.cli(
             &admin,

@@ -2,7 +2,9 @@
 //! `/v1/admin/upstreams[/<host>]`, and what the cache holds of them
 //! (`/v1/admin/cache[/<host>]`). A body is the upstream's settings,
 //! checked whole (unknown fields and out-of-range values: 400); each change
-//! leaves a [`crate::Note`] naming what changed for the audit trail. The
+//! leaves a [`crate::Note`] naming what changed for the audit trail. Its
+//! credentials and `connect` settings must be inside the operator's
+//! allow-list (`Config::upstream_policy`): one 400 for any other. The
 //! settings hold no secret (credentials are a reference), so they are
 //! answered as stored.
 
@@ -63,6 +65,11 @@ pub(crate) async fn handle(
         AdminRoute::SetUpstream { host } => {
             let settings: UpstreamSettings = body(headers, req_body).await?;
             settings.validate(&host).map_err(|e| Error::bad(e.0))?;
+            registry
+                .config
+                .upstream_policy
+                .admits(&host, &settings)
+                .map_err(|e| Error::bad(e.to_string()))?;
             let (upstream, replaced) =
                 upstreams::put_upstream(items, &host, settings, by, registry.now()).await?;
             let note = match &replaced {

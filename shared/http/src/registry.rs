@@ -50,6 +50,9 @@ pub struct Config {
     /// policy for another is refused. None: not known (the CLI on the
     /// stores directly), not checked.
     pub ci_issuers: Option<Vec<String>>,
+    /// What an upstream's credentials and `connect` settings may name: the
+    /// operator's allow-list (default: variables under the prefix only).
+    pub upstream_policy: tfreg_model::upstream::OperatorPolicy,
 }
 
 impl Config {
@@ -65,6 +68,7 @@ impl Config {
             max_archive_bytes: 2 * 1024 * 1024 * 1024,
             login_v1: None,
             ci_issuers: None,
+            upstream_policy: Default::default(),
         }
     }
 }

@@ -55,6 +55,11 @@ pub const FILL_FUNCTION: &str = "TFREG_FILL_FUNCTION";
 /// this machine), as `tfreg serve` allows. In AWS loopback holds the
 /// Runtime API and link-local the credentials: never set by the template.
 pub const ORIGIN_ALLOW_LOOPBACK: &str = "TFREG_ORIGIN_ALLOW_LOOPBACK";
+/// The admin and fill functions: the networks (comma-separated CIDRs) an
+/// upstream's `connect` settings may name; default none (template.yaml
+/// `UpstreamConnectAllow`). Credentials are `TFREG_UPSTREAM_CREDENTIAL_*`
+/// variables of the fill function only; no files.
+pub const UPSTREAM_CONNECT_ALLOW: &str = tfreg_model::upstream::CONNECT_ALLOW_ENV;
 
 pub use crate::signin::{
     CI_AUDIENCE, CI_ISSUERS, CI_MAX_TOKEN_LIFETIME, CI_TOKEN_TTL, LOGIN_PORTS, LOGIN_TOKEN_TTL,
@@ -63,7 +68,7 @@ pub use crate::signin::{
 
 /// Every variable above, and sign-in's ([`crate::signin`]): what a
 /// deployment may set.
-pub const ALL: [&str; 23] = [
+pub const ALL: [&str; 24] = [
     TABLE,
     BUCKET,
     HOSTNAME,
@@ -77,6 +82,7 @@ pub const ALL: [&str; 23] = [
     LOG,
     FILL_FUNCTION,
     ORIGIN_ALLOW_LOOPBACK,
+    UPSTREAM_CONNECT_ALLOW,
     OIDC_ISSUER,
     OIDC_CLIENT_ID,
     OIDC_CLIENT_SECRET,
@@ -108,6 +114,8 @@ pub struct Settings {
     pub fill_function: Option<String>,
     /// [`ORIGIN_ALLOW_LOOPBACK`].
     pub origin_allow_loopback: bool,
+    /// [`UPSTREAM_CONNECT_ALLOW`].
+    pub upstream_connect_allow: Vec<tfreg_model::upstream::Net>,
     /// `terraform login` through an identity provider, when one is configured.
     pub signin: Option<crate::signin::SignIn>,
     /// [`CI_ISSUERS`] where it is set (even empty: the exchange is off), so
@@ -200,6 +208,13 @@ impl Settings {
                 .map(|v| v.trim().to_string())
                 .filter(|v| !v.is_empty()),
             origin_allow_loopback: flag(&get, ORIGIN_ALLOW_LOOPBACK)?,
+            upstream_connect_allow: tfreg_model::upstream::OperatorPolicy::parse_nets(
+                &get(UPSTREAM_CONNECT_ALLOW).unwrap_or_default(),
+            )
+            .map_err(|e| ConfigError::Invalid {
+                name: UPSTREAM_CONNECT_ALLOW,
+                reason: e.0,
+            })?,
             signin: crate::signin::SignIn::from_lookup(&get)?,
             ci_issuers: get(CI_ISSUERS).map(|list| {
                 list.split(|c: char| c == ',' || c.is_whitespace())
@@ -220,6 +235,10 @@ impl Settings {
         config.token_cache_secs = self.token_cache.as_secs();
         config.login_v1 = self.signin.as_ref().map(|s| s.login_v1());
         config.ci_issuers = self.ci_issuers.clone();
+        config.upstream_policy = tfreg_model::upstream::OperatorPolicy {
+            connect_allow: self.upstream_connect_allow.clone(),
+            credentials_dir: None,
+        };
         config
     }
 }

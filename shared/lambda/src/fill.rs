@@ -70,13 +70,14 @@ mod function {
         } else {
             Deployment::Aws
         };
-        let max_archive_bytes = settings.registry_config().max_archive_bytes;
+        let config = settings.registry_config();
         Ok(Cache::new(
             items,
             blobs,
             TEMP_DIR.into(),
             deployment,
-            max_archive_bytes,
-        ))
+            config.max_archive_bytes,
+        )
+        .with_policy(config.upstream_policy))
     }
 }

@@ -73,9 +73,23 @@ impl<'a, P: Deref<Target = CachePlace>> Asked<'a, P> {
         }
     }
 
+    /// `what` is not cached and this request will not fetch it, and why
+    /// not: the upstream is sealed, this registry fetches nothing, or the
+    /// request may not (issue 35: one message had said all three).
     pub fn not_cached(&self, what: &str) -> Error {
+        let why = if self.upstream.settings.mode == tfreg_model::upstream::Mode::Sealed {
+            format!(
+                "{} is sealed: the cache answers only what it holds",
+                self.upstream.hostname
+            )
+        } else if self.registry.filler.is_none() {
+            "this registry fetches nothing from upstreams".to_string()
+        } else {
+            "this request may not fetch it (a token made with `tfreg token create --fill` may)"
+                .to_string()
+        };
         Error::not_found(format!(
-            "{what} of {} is not cached here, and this request may not fetch it (a token made with `tfreg token create --fill` may)",
+            "{what} of {} is not cached here, and {why}",
             self.name
         ))
     }

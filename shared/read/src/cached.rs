@@ -208,11 +208,17 @@ pub async fn provider_download(
     let cached = Cached::new(registry, upstream, provider, principal)?;
     let release = cached.release(version).await?;
     let name = platform.to_string();
-    let archive = release
-        .platforms
-        .get(&name)
-        .filter(|a| a.stored.is_some() || cached.may_fill)
-        .ok_or_else(|| cached.not_cached(&format!("{version} for {name}")))?;
+    let archive = release.platforms.get(&name).ok_or_else(|| {
+        let has: Vec<&str> = release.platforms.keys().map(String::as_str).collect();
+        Error::not_found(format!(
+            "{} {version} has no {name} build at the origin (it has {})",
+            cached.name,
+            has.join(", ")
+        ))
+    })?;
+    if archive.stored.is_none() && !cached.may_fill {
+        return Err(cached.not_cached(&format!("{version} for {name}")));
+    }
     let url = |sha256: &str, file: &str| -> Result<BlobKey, Error> {
         archive_key(upstream, provider, sha256, file)
     };

@@ -224,45 +224,9 @@ pub fn date_time(unix: u64) -> String {
     format!("{} {hour:02}:{minute:02} UTC", crate::pages::date(unix))
 }
 
-/// Query parameters of a module source that are no secret (go-getter's
-/// ref, depth and archive type); any other value is hidden.
-const PLAIN_PARAMS: &[&str] = &["ref", "rev", "depth", "archive"];
-
-/// A module source as the page shows it: the origin's text, but for what
-/// may be a credential in it: a URL's user and password (`https://user:
-/// token@host/...`) and the values of query parameters other than
-/// [`PLAIN_PARAMS`] (`sshkey=`, an S3 signature, `aws_access_key_secret=`).
-/// The cache passes such a source through without fetching it; an admin
-/// can read it whole through the API.
-pub fn shown_source(source: &str) -> String {
-    let (head, query) = match source.split_once('?') {
-        Some((head, query)) => (head, Some(query)),
-        None => (source, None),
-    };
-    let mut shown = match head.split_once("://") {
-        Some((scheme, rest)) => {
-            let authority_end = rest.find('/').unwrap_or(rest.len());
-            let (authority, path) = rest.split_at(authority_end);
-            match authority.rsplit_once('@') {
-                Some((_, host)) => format!("{scheme}://***@{host}{path}"),
-                None => head.to_string(),
-            }
-        }
-        None => head.to_string(),
-    };
-    if let Some(query) = query {
-        let params: Vec<String> = query
-            .split('&')
-            .map(|pair| match pair.split_once('=') {
-                Some((key, _)) if !PLAIN_PARAMS.contains(&key) => format!("{key}=***"),
-                _ => pair.to_string(),
-            })
-            .collect();
-        shown.push('?');
-        shown.push_str(&params.join("&"));
-    }
-    shown
-}
+/// A module source as every view shows it (the page, `tfreg cache list`,
+/// the admin API): credentials in it hidden.
+pub use tfreg_model::cache::shown_source;
 
 #[cfg(test)]
 mod tests {

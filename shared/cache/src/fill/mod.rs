@@ -175,6 +175,15 @@ pub enum FillError {
     /// Our store or disk failed.
     #[error("{0}")]
     Store(String),
+    /// The upstream's settings cannot be used here: credentials outside the
+    /// operator's allow-list or unreadable, a client that cannot be made.
+    /// The detail names the admin's configuration: log and audit only.
+    #[error("{0}")]
+    Setup(String),
+    /// An address or URL the origin (or a `connect` setting) led to that
+    /// may not be fetched: log and audit only.
+    #[error("{0}")]
+    Unreachable(String),
 }
 
 impl FillError {
@@ -182,7 +191,28 @@ impl FillError {
         match self {
             FillError::NotFound(_) => 404,
             FillError::Unavailable(_) | FillError::Store(_) => 503,
-            FillError::Refused(_) => 502,
+            FillError::Refused(_) | FillError::Setup(_) | FillError::Unreachable(_) => 502,
+        }
+    }
+
+    /// What a waiting client is told: the origin's 404 and what its
+    /// releases failed (signatures, checksums) as they are; for anything
+    /// naming this registry's configuration or network (credentials,
+    /// `connect`, addresses, connection errors, the store) a generic cause,
+    /// the detail staying in the log and the audit trail.
+    fn public(&self, host: &str) -> String {
+        match self {
+            FillError::NotFound(m) | FillError::Refused(m) => m.clone(),
+            FillError::Unavailable(_) => {
+                format!("{host}: the origin did not answer in time or failed; try again later")
+            }
+            FillError::Store(_) => "the registry's store failed; try again later".into(),
+            FillError::Setup(_) => format!(
+                "{host}: the registry cannot use this upstream's settings (an admin finds why in the audit trail)"
+            ),
+            FillError::Unreachable(_) => {
+                format!("{host}: the origin led to an address or URL the registry may not fetch")
+            }
         }
     }
 
@@ -192,6 +222,7 @@ impl FillError {
             OriginError::NotFound { .. } => FillError::NotFound(format!("{host}: {e}")),
             e if e.is_transient() => FillError::Unavailable(format!("{host}: {e}")),
             OriginError::Local { .. } => FillError::Store(e.to_string()),
+            OriginError::Refused { .. } => FillError::Unreachable(format!("{host}: {e}")),
             e => FillError::Refused(format!("{host}: {e}")),
         }
     }
@@ -247,6 +278,13 @@ impl Cache {
         }
     }
 
+    /// The operator's allow-list for upstream credentials and `connect`
+    /// (`tfreg serve`'s flags, the fill function's environment).
+    pub fn with_policy(mut self, policy: tfreg_model::upstream::OperatorPolicy) -> Self {
+        self.clients = self.clients.with_policy(policy);
+        self
+    }
+
     /// Resolve names through `lookup` (the tests' scripted resolver).
     pub fn with_lookup(mut self, lookup: Arc<dyn tfreg_outbound::Lookup>) -> Self {
         self.clients = self.clients.with_lookup(lookup);
@@ -291,12 +329,15 @@ impl Cache {
             }
             Err(e) => {
                 tracing::warn!(fill = %what, error = %e, "fill failed");
-                if let FillError::Refused(reason) = &e {
+                if let FillError::Refused(reason)
+                | FillError::Setup(reason)
+                | FillError::Unreachable(reason) = &e
+                {
                     self.audit("cache.refused", &what, 502, reason).await;
                 }
                 Outcome::Failed {
                     status: e.status(),
-                    message: e.to_string(),
+                    message: e.public(&fill.host.to_string()),
                 }
             }
         };

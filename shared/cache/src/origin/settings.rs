@@ -45,24 +45,28 @@ impl OriginSettings {
         }
     }
 
-    /// The address policy: public addresses, plus the `connect` hook's for
-    /// the upstream's own name.
+    /// The address policy: public addresses, plus the `connect` hook's:
+    /// each name of `connect.to` (the upstream's own, or a module host's)
+    /// its pinned addresses, and the upstream's own name `allow_nets`. The
+    /// operator's allow-list has bounded both when they were saved.
     pub fn policy(&self) -> Policy {
-        let policy = Policy::public().in_deployment(self.deployment);
+        let mut policy = Policy::public().in_deployment(self.deployment);
         let Some(connect) = &self.connect else {
             return policy;
         };
-        let pinned = connect
-            .to
-            .iter()
-            .filter(|(host, _)| {
-                let own = self.hostname.as_str().split(':').next().unwrap_or_default();
-                host.eq_ignore_ascii_case(own)
-            })
-            .flat_map(|(_, addrs)| addrs.iter().map(|a| a.ip()));
+        let own = self.hostname.name();
+        let mut own_pinned = Vec::new();
+        for (host, addrs) in &connect.to {
+            let ips = addrs.iter().map(|a| a.ip());
+            if host.eq_ignore_ascii_case(own) {
+                own_pinned.extend(ips);
+            } else if let Ok(other) = UpstreamHost::parse(host) {
+                policy = policy.with_exception(Exception::for_upstream(&other).addrs(ips));
+            }
+        }
         policy.with_exception(
             Exception::for_upstream(&self.hostname)
-                .addrs(pinned)
+                .addrs(own_pinned)
                 .nets(connect.allow_nets.iter().copied()),
         )
     }
@@ -108,9 +112,9 @@ impl fmt::Debug for Bearer {
 /// networks the upstream's own name may resolve into.
 #[derive(Debug, Clone, Default)]
 pub struct Connect {
-    /// Names (lowercase, no port) answered from here instead of DNS. A
-    /// special-purpose address here is used only for the upstream's own
-    /// name; for another name it must be public like any DNS answer.
+    /// Names (lowercase, no port) answered from here instead of DNS: the
+    /// upstream's own and its module hosts'; each may use its addresses
+    /// here though special-purpose (bounded by the operator when saved).
     pub to: BTreeMap<String, Vec<SocketAddr>>,
     /// One more CA (PEM) trusted for every connection of this upstream.
     pub ca_pem: Option<Vec<u8>>,
@@ -196,11 +200,22 @@ mod tests {
     }
 
     #[test]
-    fn the_hook_covers_the_upstreams_own_name_only() {
+    fn the_hook_covers_each_pinned_name_and_its_own_addresses() {
         let policy = settings(Deployment::Serve).policy();
         let loopback = "127.0.0.50".parse().unwrap();
         assert!(policy.allows("registry.example.test", loopback).is_ok());
-        assert!(policy.allows("files.example.test", loopback).is_err());
+        // A module host pinned to an address may use that one (issue 35:
+        // `--connect-to` for a module host was saved and never worked) ...
+        assert!(policy.allows("files.example.test", loopback).is_ok());
+        // ... and no other special-purpose one, nor the upstream's nets.
+        let other = "127.0.0.51".parse().unwrap();
+        assert!(policy.allows("files.example.test", other).is_err());
+        assert!(
+            policy
+                .allows("files.example.test", "10.1.0.9".parse().unwrap())
+                .is_err()
+        );
+        assert!(policy.allows("elsewhere.example.test", loopback).is_err());
         assert!(
             policy
                 .allows("registry.example.test", "10.1.0.9".parse().unwrap())
@@ -211,8 +226,7 @@ mod tests {
                 .allows("registry.example.test", "10.2.0.9".parse().unwrap())
                 .is_err()
         );
-        // Pinning another name to a special address is refused when saved.
-        assert!(settings(Deployment::Serve).check().is_err());
+        settings(Deployment::Serve).check().unwrap();
     }
 
     #[test]

@@ -9,11 +9,13 @@
 pub mod fresh;
 pub mod lease;
 pub mod module;
+pub use module::shown_source;
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::scope::Realm;
 use crate::token::{Principal, Scope};
 use crate::upstream::{FillBy, Mode, UpstreamRecord};
 
@@ -178,8 +180,11 @@ impl CachedRelease {
 }
 
 /// May `principal`'s request make the cache fetch from `upstream`? Never
-/// a sealed upstream, never anonymous; admin tokens and the operator
-/// always; otherwise as the upstream's `fill_by` says.
+/// a sealed upstream, never anonymous; the operator, tokens made with
+/// `--fill`, and admin tokens of the whole registry always; otherwise as
+/// the upstream's `fill_by` says, for a token that reads the whole
+/// registry. A token limited to some namespaces (which the upstream admin
+/// routes refuse) fills only with the `--fill` right (issue 35).
 pub fn may_fill(principal: &Principal, upstream: &UpstreamRecord) -> bool {
     if upstream.settings.mode == Mode::Sealed {
         return false;
@@ -188,9 +193,10 @@ pub fn may_fill(principal: &Principal, upstream: &UpstreamRecord) -> bool {
         Principal::Anonymous => false,
         Principal::Operator => true,
         Principal::Token(t) => {
-            t.has(Scope::Admin)
-                || t.fill
-                || (upstream.settings.fill_by == FillBy::AnyToken && t.has(Scope::Read))
+            let whole = |scope| t.allows(scope, Realm::Registry);
+            t.fill
+                || whole(Scope::Admin)
+                || (upstream.settings.fill_by == FillBy::AnyToken && whole(Scope::Read))
         }
     }
 }
@@ -223,16 +229,24 @@ mod tests {
     }
 
     fn token(scope: Scope, fill: bool) -> Principal {
+        token_in(scope, Namespaces::All, fill)
+    }
+
+    fn token_in(scope: Scope, namespaces: Namespaces, fill: bool) -> Principal {
         Principal::Token(Arc::new(TokenRecord {
             id: "0".repeat(12),
             name: "t".into(),
-            grants: vec![TokenGrant::new(scope, Namespaces::All)],
+            grants: vec![TokenGrant::new(scope, namespaces)],
             created_at: 0,
             expires_at: None,
             created_by: "operator".into(),
             issued_to: None,
             fill,
         }))
+    }
+
+    fn acme() -> Namespaces {
+        Namespaces::parse(&["acme"]).unwrap()
     }
 
     #[test]
@@ -247,6 +261,11 @@ mod tests {
             (token(Scope::Read, true), true, true),
             (token(Scope::Admin, false), true, true),
             (Principal::Operator, true, true),
+            // Limited to a namespace: only the explicit right fills.
+            (token_in(Scope::Admin, acme(), false), false, false),
+            (token_in(Scope::Read, acme(), false), false, false),
+            (token_in(Scope::Publish, acme(), false), false, false),
+            (token_in(Scope::Read, acme(), true), true, true),
         ] {
             assert_eq!(may_fill(&who, &marked), on_marked, "{who:?}");
             assert_eq!(may_fill(&who, &any), on_any, "{who:?}");

@@ -64,6 +64,46 @@ impl ModuleArchiveFormat {
     }
 }
 
+/// Query parameters of a module source that are no secret (go-getter's
+/// ref, depth and archive type); any other value is hidden.
+const PLAIN_PARAMS: &[&str] = &["ref", "rev", "depth", "archive"];
+
+/// A module source as the page shows it: the origin's text, but for what
+/// may be a credential in it: a URL's user and password (`https://user:
+/// token@host/...`) and the values of query parameters other than
+/// [`PLAIN_PARAMS`] (`sshkey=`, an S3 signature, `aws_access_key_secret=`).
+/// An origin's signed archive URL is one (issue 35: `tfreg cache list` and
+/// `GET /v1/admin/cache` printed it whole): hidden in every view.
+pub fn shown_source(source: &str) -> String {
+    let (head, query) = match source.split_once('?') {
+        Some((head, query)) => (head, Some(query)),
+        None => (source, None),
+    };
+    let mut shown = match head.split_once("://") {
+        Some((scheme, rest)) => {
+            let authority_end = rest.find('/').unwrap_or(rest.len());
+            let (authority, path) = rest.split_at(authority_end);
+            match authority.rsplit_once('@') {
+                Some((_, host)) => format!("{scheme}://***@{host}{path}"),
+                None => head.to_string(),
+            }
+        }
+        None => head.to_string(),
+    };
+    if let Some(query) = query {
+        let params: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _)) if !PLAIN_PARAMS.contains(&key) => format!("{key}=***"),
+                _ => pair.to_string(),
+            })
+            .collect();
+        shown.push('?');
+        shown.push_str(&params.join("&"));
+    }
+    shown
+}
+
 /// Our archive of a module version, once stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredModule {
@@ -77,7 +117,7 @@ impl CachedModuleRelease {
     pub fn info(&self) -> super::CachedModuleVersionInfo {
         super::CachedModuleVersionInfo {
             version: self.version.clone(),
-            source: self.origin_source.clone(),
+            source: shown_source(&self.origin_source),
             commit: match &self.source {
                 ModuleOrigin::Git { commit, .. } => Some(commit.clone()),
                 _ => None,
@@ -150,6 +190,28 @@ mod tests {
                 stored_at: 1,
             }),
         }
+    }
+
+    /// Issue 35: `tfreg cache list` and `GET /v1/admin/cache` printed a
+    /// cached module's source as the origin's whole signed URL.
+    #[test]
+    fn a_listed_source_hides_its_signature() {
+        let mut r = release(ModuleOrigin::Archive {
+            url: "https://origin.example.test/v1/blobs/x.tar.gz".into(),
+            format: ModuleArchiveFormat::TarGz,
+            subdir: None,
+        });
+        r.origin_source =
+            "https://origin.example.test/v1/blobs/x.tar.gz?expires=9&signature=c2VjcmV0".into();
+        assert_eq!(
+            r.info().source,
+            "https://origin.example.test/v1/blobs/x.tar.gz?expires=***&signature=***"
+        );
+        r.origin_source = "git::https://u:tok@github.com/o/r?ref=v1.0.0".into();
+        assert_eq!(
+            r.info().source,
+            "git::https://***@github.com/o/r?ref=v1.0.0"
+        );
     }
 
     #[test]

@@ -4,8 +4,10 @@
 //! hostname, and the addresses ([`refused_range`]) and URLs
 //! ([`check_origin_url`]) an origin may never make the registry connect to.
 
+mod operator;
 mod settings;
 
+pub use operator::*;
 pub use settings::*;
 
 use std::fmt;
