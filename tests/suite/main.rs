@@ -66,6 +66,11 @@
 //! - `signin_secret`: the auth function's client secret from SSM Parameter
 //!   Store and Secrets Manager on moto's server.
 //!
+//! - `signin_outside`: sign-in as found from outside (issue 35), on both
+//!   backends: unauthenticated starts store nothing, a long `next` refused;
+//!   the real `terraform login` (each version) and `tfreg login` refused
+//!   end at once, saying why; the sign-in page names the provider.
+//!
 //! `support` is the harness, split by job.
 
 mod access;
@@ -100,6 +105,7 @@ mod publish_attacks;
 mod scale;
 mod shared_build;
 mod signin_lambda;
+mod signin_outside;
 mod signin_secret;
 mod sso_admin;
 mod support;

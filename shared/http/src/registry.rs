@@ -45,6 +45,9 @@ pub struct Config {
     /// `terraform login`'s service, advertised by discovery where an
     /// identity provider is configured (none: no login.v1).
     pub login_v1: Option<tfreg_model::protocol::LoginV1>,
+    /// The identity provider's name on the UI's sign-in page ("Sign in with
+    /// NAME"), where one is configured (`tfreg_model::sso::display_name`).
+    pub sso_name: Option<String>,
 }
 
 impl Config {
@@ -59,6 +62,7 @@ impl Config {
             token_cache_secs: crate::token_cache::DEFAULT_TOKEN_CACHE_SECS,
             max_archive_bytes: 2 * 1024 * 1024 * 1024,
             login_v1: None,
+            sso_name: None,
         }
     }
 }

@@ -209,6 +209,7 @@ impl Settings {
         config.require_namespace_keys = self.require_namespace_keys;
         config.token_cache_secs = self.token_cache.as_secs();
         config.login_v1 = self.signin.as_ref().map(|s| s.login_v1());
+        config.sso_name = self.signin.as_ref().map(|s| s.display_name.clone());
         config
     }
 }
