@@ -99,14 +99,14 @@ pub async fn run(args: LoginArgs) -> Result<()> {
         open_browser(authorize.as_str());
     }
     let back = wait_for_browser(listener).await?;
-    if let Some(error) = back.error {
-        let why = back.error_description.unwrap_or_default();
-        return Err(format!("the registry refused the sign-in: {error} {why}").into());
-    }
     if back.state.as_deref() != Some(state.as_str()) {
         return Err(
             "the browser came back with another sign-in's state: run `tfreg login` again".into(),
         );
+    }
+    if let Some(error) = back.error {
+        let why = back.error_description.unwrap_or_default();
+        return Err(format!("the registry refused the sign-in ({error}): {why}").into());
     }
     let code = back
         .code

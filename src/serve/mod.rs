@@ -147,6 +147,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
 }
 
 async fn start(args: &ServeArgs) -> Result<Ready> {
+    let sso_name = signin::display_name(&args.signin)?;
     let dir = DataDir::open(&args.data_dir)?;
     let lock = dir.lock_for_serving()?;
     let hostname = Hostname::parse(
@@ -181,6 +182,7 @@ async fn start(args: &ServeArgs) -> Result<Ready> {
         .as_ref()
         .and_then(|a| a.login_settings())
         .map(|s| s.login_v1());
+    config.sso_name = sso_name;
     if config.anonymous_reads {
         tracing::warn!(
             "reads are open to anyone who reaches this port (no token needed); start with --private to require one"

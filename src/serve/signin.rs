@@ -40,6 +40,10 @@ pub struct SignInArgs {
     /// or one string).
     #[arg(long, default_value = tfreg_auth::oidc::DEFAULT_GROUPS_CLAIM, requires = "oidc_issuer")]
     pub oidc_groups_claim: String,
+    /// The identity provider's name on the web UI's sign-in page ("Sign in
+    /// with NAME"); default: the issuer's host.
+    #[arg(long, requires = "oidc_issuer")]
+    pub oidc_display_name: Option<String>,
     /// The loopback ports Terraform may listen on during `terraform login`, MIN-MAX.
     #[arg(long, default_value = "10000-10010", value_parser = parse_ports)]
     pub login_ports: PortRange,
@@ -79,6 +83,16 @@ fn parse_ttl(text: &str) -> std::result::Result<Duration, String> {
         return Err(format!("{text}: between 5m and 30d"));
     }
     Ok(ttl)
+}
+
+/// What the sign-in page calls the identity provider, when one is given.
+pub fn display_name(args: &SignInArgs) -> Result<Option<String>> {
+    let Some(issuer) = &args.oidc_issuer else {
+        return Ok(None);
+    };
+    let name = tfreg_model::sso::display_name(issuer, args.oidc_display_name.as_deref())
+        .map_err(|e| format!("--oidc-display-name: {e}"))?;
+    Ok(Some(name))
 }
 
 /// The sign-in group, when a provider or CI issuers are configured.

@@ -135,6 +135,35 @@ fn code_of(hops: &[Hop], a: &Attempt) -> String {
     query_param(&back, "code").unwrap()
 }
 
+/// The last hop sends Terraform's browser back to its listener refused
+/// with `reason`: `error=access_denied`, the reason and its state, and a
+/// code the token endpoint answers 400 `access_denied` with the reason.
+async fn refused_back(
+    http: &reqwest::Client,
+    server: &Server,
+    hops: &[Hop],
+    a: &Attempt,
+    reason: &str,
+) {
+    let last = hops.last().unwrap();
+    assert_eq!(last.status, 303, "{hops:#?}");
+    let back = url::Url::parse(last.location.as_deref().unwrap()).unwrap();
+    assert_eq!(back.as_str().split('?').next(), Some(REDIRECT), "{back}");
+    let q: std::collections::HashMap<_, _> = back.query_pairs().into_owned().collect();
+    assert_eq!(q["error"], "access_denied", "{back}");
+    assert_eq!(q["error_description"], reason, "{back}");
+    assert_eq!(q["state"], a.state, "{back}");
+    let (status, body) = exchange(http, server, &q["code"], &a.verifier).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"], "access_denied", "{body}");
+    assert_eq!(body["error_description"], reason, "{body}");
+    assert_eq!(
+        body["errors"],
+        json!([format!("access_denied: {reason}")]),
+        "{body}"
+    );
+}
+
 async fn status_with(http: &reqwest::Client, server: &Server, path: &str, token: &str) -> u16 {
     http.get(server.url(path))
         .bearer_auth(token)
@@ -304,41 +333,103 @@ fn no_mapped_group_no_token_and_tampering_is_refused() {
     let http = client(&server);
     let callback = server.url("/oauth/callback");
     runtime().block_on(async {
-        // bob's groups map to nothing: a clear page, no way back to Terraform.
+        // bob's groups map to nothing: Terraform's listener hears why
+        // (RFC 6749 4.1.2.1, with its state), and the code it gets with it
+        // (Terraform reads only `code`) is answered with the same reason.
         let a = attempt(&server);
         let mut browser = Browser::new(http.clone());
         let hops = browser.sign_in(&a.url, "bob", &[REDIRECT]).await;
-        let last = hops.last().unwrap();
-        assert_eq!(last.status, 403, "{hops:#?}");
-        assert!(last.location.is_none());
-        assert!(
-            last.body.contains("none of your groups is given access"),
-            "{}",
-            last.body
-        );
+        let reason = "none of your groups is given access to this registry: ask its admins";
+        refused_back(&http, &server, &hops, &a, reason).await;
 
-        // A state the registry never issued, or the right one from another
-        // browser (no sign-in cookie): refused at the callback.
+        // The provider says no (the person cancelled at its page): the
+        // same, with what it said.
         let a = attempt(&server);
         let mut browser = Browser::new(http.clone());
         let hops = browser.sign_in(&a.url, "alice", &[&callback]).await;
         let to_callback = hops.last().unwrap().location.clone().unwrap();
         let state = query_param(&to_callback, "state").unwrap();
-        let forged = to_callback.replace(&state, &random_value());
-        let hop = browser.hop(&forged, None).await;
-        assert_eq!(hop.status, 400, "{hop:?}");
-        assert!(
-            hop.body.contains("unknown, already finished or expired"),
-            "{}",
-            hop.body
+        let said_no = format!(
+            "{callback}?error=access_denied&state={}",
+            url::form_urlencoded::byte_serialize(state.as_bytes()).collect::<String>()
         );
+        let hop = browser.hop(&said_no, None).await;
+        refused_back(
+            &http,
+            &server,
+            &[hop],
+            &a,
+            "the identity provider did not sign you in: access_denied",
+        )
+        .await;
+
+        // A state the registry never sealed, or one changed: a page (its
+        // redirect URI cannot be trusted), nothing redirected.
+        let a = attempt(&server);
+        let mut browser = Browser::new(http.clone());
+        let hops = browser.sign_in(&a.url, "alice", &[&callback]).await;
+        let to_callback = hops.last().unwrap().location.clone().unwrap();
+        let state = query_param(&to_callback, "state").unwrap();
+        let (body, mac) = state.split_once('.').unwrap();
+        for forged in [random_value(), format!("{body}x.{mac}"), format!("{body}.{}", random_value())] {
+            let forged = to_callback.replace(
+                &url::form_urlencoded::byte_serialize(state.as_bytes()).collect::<String>(),
+                &forged,
+            );
+            assert_ne!(forged, to_callback);
+            let hop = browser.hop(&forged, None).await;
+            assert_eq!(hop.status, 400, "{hop:?}");
+            assert!(hop.location.is_none(), "{hop:?}");
+            assert!(
+                hop.body
+                    .contains("this sign-in is unknown, already finished or expired: start it again"),
+                "{}",
+                hop.body
+            );
+        }
+        // The right state from another browser (no sign-in cookie): refused,
+        // and its CLI hears it.
         let mut stranger = Browser::new(http.clone());
         let hop = stranger.hop(&to_callback, None).await;
-        assert_eq!(hop.status, 400, "{hop:?}");
-        assert!(hop.body.contains("another browser"), "{}", hop.body);
-        // The sign-in it interrupted is over: the right browser cannot finish it.
+        refused_back(
+            &http,
+            &server,
+            &[hop],
+            &a,
+            "this sign-in was started in another browser (or its cookie is missing): start it again",
+        )
+        .await;
+        // The stranger spoilt nothing: the right browser finishes it, once
+        // (the same callback again, its cookie and all, gets no code: the
+        // provider's code is spent).
+        let cookie = browser.cookie(&to_callback, "__Host-tfreg_login").unwrap();
         let hop = browser.hop(&to_callback, None).await;
-        assert_eq!(hop.status, 400, "{hop:?}");
+        assert_eq!(hop.status, 303, "{hop:?}");
+        let code = code_of(&[hop], &a);
+        let (status, body) = exchange(&http, &server, &code, &a.verifier).await;
+        assert_eq!(status, 200, "{body}");
+        let again = http
+            .get(&to_callback)
+            .header("cookie", format!("__Host-tfreg_login={cookie}"))
+            .send()
+            .await
+            .unwrap();
+        let hop = Hop {
+            status: again.status().as_u16(),
+            location: again
+                .headers()
+                .get("location")
+                .map(|l| l.to_str().unwrap().to_string()),
+            body: String::new(),
+        };
+        refused_back(
+            &http,
+            &server,
+            &[hop],
+            &a,
+            "the identity provider refused the sign-in (invalid_grant): start it again",
+        )
+        .await;
 
         // A wrong PKCE verifier: invalid_grant, and the code is spent.
         let a = attempt(&server);

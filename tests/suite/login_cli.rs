@@ -36,7 +36,7 @@ pub(crate) enum Mode {
 pub(crate) struct Rig {
     pub(crate) server: Server,
     /// The two-port range Terraform may listen on (it takes the first).
-    login_ports: [u16; 2],
+    pub(crate) login_ports: [u16; 2],
     _op: Provider,
     _moto: Option<Moto>,
 }
@@ -54,7 +54,7 @@ fn provider(config: Value) -> Provider {
         .expect("the OpenID Provider printed its ready line within 60 s")
 }
 
-fn start(tmp: &Path, mode: Mode) -> Rig {
+pub(crate) fn start(tmp: &Path, mode: Mode) -> Rig {
     start_with(tmp, mode, &[])
 }
 
@@ -168,7 +168,12 @@ exit 0
 
 /// Run `terraform login HOST` with `yes` on stdin and the stand-in browser
 /// first on `PATH`, in `home`; its output once it ends (at most 60 s).
-fn terraform_login(tf: &Path, server: &Server, home: &Path, user: &str) -> std::process::Output {
+pub(crate) fn terraform_login(
+    tf: &Path,
+    server: &Server,
+    home: &Path,
+    user: &str,
+) -> std::process::Output {
     // Terraform writes its credentials file there, but does not make the directory.
     std::fs::create_dir_all(home.join(".terraform.d")).unwrap();
     use std::io::Write as _;
@@ -231,7 +236,7 @@ fn terraform_init(
         .unwrap()
 }
 
-fn said(out: &std::process::Output, home: &Path) -> String {
+pub(crate) fn said(out: &std::process::Output, home: &Path) -> String {
     format!(
         "{}\n{}\nbrowser: {}",
         String::from_utf8_lossy(&out.stdout),

@@ -69,6 +69,10 @@
 //! - `token_lifecycle`: issued tokens expire and leave lists, a bound on a CI
 //!   identity's live exchanged tokens, `crit` headers, trust policies for
 //!   issuers not allow-listed, names that draw nothing (issue 35).
+//! - `signin_outside`: sign-in as found from outside (issue 35), on both
+//!   backends: unauthenticated starts store nothing, a long `next` refused;
+//!   the real `terraform login` (each version) and `tfreg login` refused
+//!   end at once, saying why; the sign-in page names the provider.
 //!
 //! `support` is the harness, split by job.
 
@@ -105,6 +109,7 @@ mod publish_attacks;
 mod scale;
 mod shared_build;
 mod signin_lambda;
+mod signin_outside;
 mod signin_secret;
 mod sso_admin;
 mod support;

@@ -1486,8 +1486,8 @@ fn the_auth_function_exists_only_with_sign_in_or_ci_publishing() {
 #[test]
 fn the_auth_function_writes_only_sign_in_items_and_reads_one_secret() {
     use tfreg_store::catalog::schema::{
-        AUDIT_PK, CI_TOKENS_PK, JTI_PK, LOGIN_PK, LOGINCODE_PK, NONCE_PK, SECRET_PK, SSOMAP_PK,
-        TOKENS_PK, TRUST_PK,
+        AUDIT_PK, CI_TOKENS_PK, JTI_PK, LOGINCODE_PK, NONCE_PK, SECRET_PK, SSOMAP_PK, TOKENS_PK,
+        TRUST_PK,
     };
     let t = template();
     let functions = functions(&t);
@@ -1501,7 +1501,7 @@ fn the_auth_function_writes_only_sign_in_items_and_reads_one_secret() {
       Resource: !GetAtt Table.Arn
       Condition:
         ForAllValues:StringEquals:
-          dynamodb:LeadingKeys: [{LOGIN_PK}, {LOGINCODE_PK}, {NONCE_PK}]
+          dynamodb:LeadingKeys: [{LOGINCODE_PK}, {NONCE_PK}]
     - Sid: IssueTokens
       Effect: Allow
       Action: dynamodb:PutItem

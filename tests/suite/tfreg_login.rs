@@ -35,7 +35,7 @@ fn tfreg(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
 
 /// `tfreg login` with the stand-in browser as `BROWSER`; its output once it
 /// ends (at most 60 s).
-fn tfreg_login(server: &Server, home: &Path, user: &str) -> Output {
+pub(crate) fn tfreg_login(server: &Server, home: &Path, user: &str) -> Output {
     let browser = home.join("browser");
     std::fs::write(&browser, STANDIN_BROWSER).unwrap();
     std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).unwrap();

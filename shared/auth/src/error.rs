@@ -5,6 +5,7 @@
 use tfreg_model::exchange::{CiClaimError, TrustRefusal};
 use tfreg_model::login::OAuthError;
 use tfreg_model::oidc::ClaimError;
+use tfreg_model::signin::MAX_NEXT_BYTES;
 use tfreg_model::sso::GrantError;
 use tfreg_store::StoreError;
 
@@ -74,6 +75,10 @@ pub enum AuthError {
         "this sign-in was started in another browser (or its cookie is missing): start it again"
     )]
     OtherBrowser,
+    /// The UI's sign-in was asked to end at a `next` over
+    /// [`MAX_NEXT_BYTES`]: refused, never cut (nothing is stored for it).
+    #[error("next must be a path of the web UI of at most {MAX_NEXT_BYTES} bytes")]
+    NextTooLong,
     /// The provider said no at its own page (`error=access_denied`, ...).
     #[error("the identity provider did not sign you in: {0}")]
     ProviderSaidNo(String),
@@ -114,6 +119,7 @@ impl From<AuthError> for tfreg_http::Error {
             | AuthError::NonceReused
             | AuthError::UnknownLogin
             | AuthError::OtherBrowser
+            | AuthError::NextTooLong
             | AuthError::ProviderSaidNo(_) => H::BadRequest(e.to_string()),
         }
     }

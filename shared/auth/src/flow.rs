@@ -3,12 +3,17 @@
 //! the cookie that binds a sign-in to its browser. No I/O.
 
 use tfreg_model::hashing::sha256_hex;
-use tfreg_model::login::{AuthorizeRequest, OAuthError, PortRange, pkce_challenge};
+use tfreg_model::login::{
+    AuthorizeRefusal, AuthorizeRequest, OAuthError, PortRange, pkce_challenge,
+};
 use tfreg_model::protocol::LoginV1;
 use tfreg_model::router::safe_next;
 use tfreg_model::signin::{
-    DEFAULT_LOGIN_TOKEN_TTL_SECS, PENDING_TTL_SECS, PendingLogin, Requester,
+    DEFAULT_LOGIN_TOKEN_TTL_SECS, MAX_NEXT_BYTES, PENDING_TTL_SECS, PendingLogin, Requester,
 };
+
+use crate::error::AuthError;
+use crate::sealed::Sealed;
 
 pub use tfreg_model::login::CLI_CLIENT_ID;
 /// The cookie that binds a sign-in to the browser that started it
@@ -42,69 +47,39 @@ impl LoginSettings {
     }
 }
 
-/// Random values a new sign-in needs (made by the caller: pure here).
-pub struct Fresh {
-    /// The `state` sent to the provider (the pending login's key).
-    pub state: String,
-    pub nonce: String,
-    pub verifier: String,
-    /// The browser cookie's value.
-    pub cookie: String,
-}
-
-impl Fresh {
-    pub fn new() -> Self {
-        let r = tfreg_model::login::random_value;
-        Self {
-            state: r(),
-            nonce: r(),
-            verifier: r(),
-            cookie: r(),
-        }
-    }
-}
-
-impl Default for Fresh {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// The pending login a CLI's authorize request starts.
-pub fn pending(
-    request: AuthorizeRequest,
-    client_id: &str,
-    fresh: &Fresh,
-    now: u64,
-) -> PendingLogin {
+/// The pending login a CLI's authorize request starts, for the browser
+/// whose sign-in cookie is `cookie`.
+pub fn pending(request: AuthorizeRequest, client_id: &str, cookie: &str, now: u64) -> PendingLogin {
     started(
         Requester::Cli {
             request,
             client_id: client_id.to_string(),
         },
-        fresh,
+        cookie,
         now,
     )
 }
 
-/// The pending login the UI's "sign in with single sign-on" starts; it ends
-/// at `next` (a UI path: [`safe_next`]).
-pub fn pending_ui(next: Option<&str>, fresh: &Fresh, now: u64) -> PendingLogin {
-    started(
+/// The pending login the UI's single sign-on starts; it ends at `next` (a
+/// UI path: [`safe_next`], else the home page). A `next` over
+/// [`MAX_NEXT_BYTES`] is refused, never cut.
+pub fn pending_ui(next: Option<&str>, cookie: &str, now: u64) -> Result<PendingLogin, AuthError> {
+    if next.is_some_and(|n| n.len() > MAX_NEXT_BYTES) {
+        return Err(AuthError::NextTooLong);
+    }
+    Ok(started(
         Requester::Ui {
             next: safe_next(next),
         },
-        fresh,
+        cookie,
         now,
-    )
+    ))
 }
 
-fn started(requester: Requester, fresh: &Fresh, now: u64) -> PendingLogin {
+fn started(requester: Requester, cookie: &str, now: u64) -> PendingLogin {
     PendingLogin {
         requester,
-        nonce: fresh.nonce.clone(),
-        upstream_verifier: fresh.verifier.clone(),
-        browser: sha256_hex(fresh.cookie.as_bytes()),
+        browser: sha256_hex(cookie.as_bytes()),
         created_at: now,
     }
 }
@@ -116,7 +91,7 @@ pub fn upstream_url(
     client_id: &str,
     callback: &str,
     scopes: &str,
-    fresh: &Fresh,
+    sealed: &Sealed,
 ) -> String {
     let mut url = authorization_endpoint.clone();
     url.query_pairs_mut()
@@ -124,9 +99,9 @@ pub fn upstream_url(
         .append_pair("client_id", client_id)
         .append_pair("redirect_uri", callback)
         .append_pair("scope", scopes)
-        .append_pair("state", &fresh.state)
-        .append_pair("nonce", &fresh.nonce)
-        .append_pair("code_challenge", &pkce_challenge(&fresh.verifier))
+        .append_pair("state", &sealed.state)
+        .append_pair("nonce", &sealed.nonce)
+        .append_pair("code_challenge", &pkce_challenge(&sealed.verifier))
         .append_pair("code_challenge_method", "S256");
     url.into()
 }
@@ -190,6 +165,23 @@ pub fn back_to_client(request: &AuthorizeRequest, code: &str) -> String {
     format!("{}?{query}", request.redirect_uri)
 }
 
+/// Where Terraform's browser goes when its sign-in is refused after the
+/// provider's login: its redirect URI with `error=access_denied`, the
+/// reason and its own `state` (RFC 6749 4.1.2.1), and `refusal`, a code the
+/// token endpoint answers with the same reason (`crate::sealed`): Terraform
+/// reads only `code`, and would wait for ever without one.
+pub fn refused_to_client(request: &AuthorizeRequest, reason: &str, refusal: &str) -> String {
+    let back = AuthorizeRefusal::back_to(
+        &request.redirect_uri,
+        Some(&request.state),
+        OAuthError::access_denied(reason),
+    )
+    .back_to
+    .unwrap_or_else(|| request.redirect_uri.clone());
+    let code: String = url::form_urlencoded::byte_serialize(refusal.as_bytes()).collect();
+    format!("{back}&code={code}")
+}
+
 /// The small page a UI sign-in ends with: it sets the session cookie and
 /// moves on to `next` from this site. The callback is a cross-site
 /// navigation (from the provider), and a `SameSite=Strict` cookie set on it
@@ -226,8 +218,8 @@ mod tests {
 
     #[test]
     fn the_client_gets_its_own_state_back_escaped() {
-        let fresh = Fresh::new();
-        let p = pending(request(), CLI_CLIENT_ID, &fresh, 5);
+        let cookie = tfreg_model::login::random_value();
+        let p = pending(request(), CLI_CLIENT_ID, &cookie, 5);
         let Requester::Cli { request, .. } = &p.requester else {
             panic!("a CLI sign-in")
         };
@@ -235,36 +227,54 @@ mod tests {
             back_to_client(request, "k/1"),
             "http://localhost:10000/login?code=k%2F1&state=a+b%26c"
         );
-        assert!(same_browser(&p, Some(&fresh.cookie)));
+        assert!(same_browser(&p, Some(&cookie)));
         assert!(!same_browser(&p, Some("other")));
         assert!(!same_browser(&p, None));
     }
 
     #[test]
+    fn a_refused_client_hears_why_with_its_state_and_a_refusal_code() {
+        let request = AuthorizeRequest {
+            state: "a&b=c".into(),
+            ..request()
+        };
+        let to = refused_to_client(&request, "none of your groups: ask", "refused.x/y");
+        assert_eq!(
+            to,
+            "http://localhost:10000/login?error=access_denied\
+&error_description=none+of+your+groups%3A+ask&state=a%26b%3Dc&code=refused.x%2Fy"
+        );
+    }
+
+    #[test]
     fn the_provider_is_asked_for_a_code_with_pkce_and_our_nonce() {
-        let fresh = Fresh::new();
+        let sealed = Sealed {
+            state: "the-state".into(),
+            nonce: "the-nonce".into(),
+            verifier: "v".repeat(43),
+        };
         let endpoint = url::Url::parse("https://idp.test/auth?x=1").unwrap();
         let url = upstream_url(
             &endpoint,
             "tfreg",
             "https://r.test/oauth/callback",
             "openid email",
-            &fresh,
+            &sealed,
         );
         let url = url::Url::parse(&url).unwrap();
         let q: std::collections::HashMap<_, _> = url.query_pairs().into_owned().collect();
         assert_eq!(q["x"], "1");
-        assert_eq!(q["state"], fresh.state);
-        assert_eq!(q["nonce"], fresh.nonce);
-        assert_eq!(q["code_challenge"], pkce_challenge(&fresh.verifier));
+        assert_eq!(q["state"], sealed.state);
+        assert_eq!(q["nonce"], sealed.nonce);
+        assert_eq!(q["code_challenge"], pkce_challenge(&sealed.verifier));
         assert_eq!(q["code_challenge_method"], "S256");
         assert_eq!(q["redirect_uri"], "https://r.test/oauth/callback");
         assert_eq!(q["scope"], "openid email");
+        assert!(!url.as_str().contains(&sealed.verifier));
     }
 
     #[test]
     fn a_ui_sign_in_ends_on_a_ui_path_of_this_registry() {
-        let fresh = Fresh::new();
         for (asked, ends) in [
             (
                 Some("/ui/modules/acme/vpc/aws?v=1"),
@@ -276,7 +286,7 @@ mod tests {
             (Some("/v1/admin/tokens"), "/ui/home"),
             (None, "/ui/home"),
         ] {
-            let p = pending_ui(asked, &fresh, 5);
+            let p = pending_ui(asked, "cookie", 5).unwrap();
             assert_eq!(
                 p.requester,
                 Requester::Ui { next: ends.into() },
@@ -285,6 +295,29 @@ mod tests {
         }
         let page = moving_on_page("/ui/x?a=1&b=\"2\"");
         assert!(page.contains("url=/ui/x?a=1&amp;b=&quot;2&quot;"), "{page}");
+    }
+
+    #[test]
+    fn a_next_over_512_bytes_is_refused_not_cut() {
+        let longest = format!("/ui/{}", "x".repeat(MAX_NEXT_BYTES - 4));
+        let p = pending_ui(Some(&longest), "cookie", 5).unwrap();
+        assert_eq!(
+            p.requester,
+            Requester::Ui {
+                next: longest.clone()
+            }
+        );
+        let over = format!("{longest}y");
+        assert!(matches!(
+            pending_ui(Some(&over), "cookie", 5),
+            Err(AuthError::NextTooLong)
+        ));
+        // Even one that is no UI path (it would have become the home page).
+        let junk = "z".repeat(30_000);
+        assert!(matches!(
+            pending_ui(Some(&junk), "cookie", 5),
+            Err(AuthError::NextTooLong)
+        ));
     }
 
     #[test]

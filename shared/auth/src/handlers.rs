@@ -1,15 +1,18 @@
 //! The sign-in group ([`Auth`]): login.v1's authorize and token endpoints
 //! and the provider's callback ([`Login`], where an identity provider is
 //! configured), and the CI token exchange ([`Exchange`], where CI issuers
-//! are). Either may be configured without the other. A login's state lives
-//! in the item store between steps (`tfreg_store::catalog::login`); the
-//! decisions are in [`crate::flow`].
+//! are). Either may be configured without the other. A sign-in in progress
+//! is kept by no one: it travels as the MAC'd state ([`crate::sealed`]);
+//! its code, once the provider has signed the person in, is kept in the
+//! item store (`tfreg_store::catalog::login`). The decisions are in
+//! [`crate::flow`].
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use http::{HeaderValue, StatusCode, header};
 use tfreg_http::body::{Body, Response, json, read_body, redirect};
+use tfreg_http::signed_url::UrlSigner;
 use tfreg_http::{AuditAs, Call, Error, Handler, Registry, session};
 use tfreg_model::login::{
     AuthorizeRefusal, AuthorizeRequest, OAuthError, TokenRequest, random_value,
@@ -23,9 +26,10 @@ use tfreg_store::catalog::{login, sso, tokens};
 
 use crate::error::AuthError;
 use crate::exchange::Exchange;
-use crate::flow::{self, CallbackParams, Fresh, LOGIN_COOKIE, LoginSettings};
+use crate::flow::{self, CallbackParams, LOGIN_COOKIE, LoginSettings};
 use crate::issued::mark_issued;
 use crate::oidc::Upstream;
+use crate::sealed::{self, REFUSAL_PREFIX, Sealed};
 
 /// Largest token request body (five short form fields).
 const MAX_TOKEN_REQUEST: usize = 8 * 1024;
@@ -96,8 +100,8 @@ impl Login {
         format!("{}{CALLBACK_PATH}", registry.config.public_url)
     }
 
-    /// `GET /oauth/authorize`: check Terraform's request, keep it as a
-    /// pending sign-in, send the browser to the provider.
+    /// `GET /oauth/authorize`: check Terraform's request, seal it as the
+    /// pending sign-in's state, send the browser to the provider.
     async fn authorize(&self, registry: &Registry, call: Call<'_>) -> Result<Response, AuthError> {
         let request = match AuthorizeRequest::parse(
             call.query.unwrap_or(""),
@@ -111,55 +115,108 @@ impl Login {
             }) => return Ok(redirect(&to)),
             Err(refusal) => return Err(refusal.error.into()),
         };
-        let fresh = Fresh::new();
-        let pending = flow::pending(request, &self.settings.client_id, &fresh, registry.now());
-        self.to_provider(registry, &fresh, &pending).await
+        let cookie = random_value();
+        let pending = flow::pending(request, &self.settings.client_id, &cookie, registry.now());
+        self.to_provider(registry, &cookie, &pending).await
     }
 
-    /// `GET /oauth/sso?next=/ui/...`: the sign-in page's "sign in with
-    /// single sign-on": a pending sign-in that ends in a UI session.
+    /// `GET /oauth/sso?next=/ui/...`: the sign-in page's single sign-on: a
+    /// pending sign-in that ends in a UI session (`next` at most 512 bytes).
     async fn sso_start(&self, registry: &Registry, call: Call<'_>) -> Result<Response, AuthError> {
         let next = url::form_urlencoded::parse(call.query.unwrap_or("").as_bytes())
             .find(|(k, _)| k == "next")
             .map(|(_, v)| v.into_owned());
-        let fresh = Fresh::new();
-        let pending = flow::pending_ui(next.as_deref(), &fresh, registry.now());
-        self.to_provider(registry, &fresh, &pending).await
+        let cookie = random_value();
+        let pending = flow::pending_ui(next.as_deref(), &cookie, registry.now())?;
+        self.to_provider(registry, &cookie, &pending).await
     }
 
-    /// Keep `pending` and send the browser to the provider, marked with the
-    /// sign-in's browser cookie.
+    /// Send the browser to the provider with `pending` sealed as the state
+    /// (nothing is stored), marked with the sign-in's browser cookie.
     async fn to_provider(
         &self,
         registry: &Registry,
-        fresh: &Fresh,
+        cookie: &str,
         pending: &PendingLogin,
     ) -> Result<Response, AuthError> {
-        login::put_pending(registry.items.as_ref(), &fresh.state, pending).await?;
+        let sealed = sealed::seal(signer(registry).await?, pending);
         let to = flow::upstream_url(
             self.upstream.authorization_endpoint(),
             self.upstream.client_id(),
             &Self::callback_url(registry),
             self.upstream.scopes(),
-            fresh,
+            &sealed,
         );
         let mut resp = redirect(&to);
-        set_cookie(&mut resp, &flow::login_cookie(&fresh.cookie));
+        set_cookie(&mut resp, &flow::login_cookie(cookie));
         Ok(resp)
     }
 
-    /// `GET /oauth/callback`: the provider's answer. The pending sign-in is
-    /// taken (once), the browser checked, the code redeemed, the ID token
-    /// verified, the groups mapped; Terraform's browser goes back with a
-    /// code of ours.
+    /// `GET /oauth/callback`: the provider's answer. The state is opened
+    /// (ours, unchanged, live), the browser checked, the code redeemed, the
+    /// ID token verified (its nonce used once), the groups mapped;
+    /// Terraform's browser goes back with a code of ours, or, refused, with
+    /// the reason (`error=access_denied`, and a code that says it: see
+    /// [`crate::sealed`]), so that the CLI never waits for ever.
     async fn callback(&self, registry: &Registry, call: Call<'_>) -> Result<Response, AuthError> {
         let params = CallbackParams::parse(call.query)?;
-        let now = registry.now();
-        let store = registry.items.as_ref();
+        let signer = signer(registry).await?;
         let state = params.state.as_deref().ok_or(AuthError::UnknownLogin)?;
-        let pending = login::take_pending(store, state, now)
-            .await?
-            .ok_or(AuthError::UnknownLogin)?;
+        let (pending, sealed) = sealed::open(signer, state, registry.now())?;
+        match pending.requester.clone() {
+            Requester::Cli { request, client_id } => {
+                let done = async {
+                    let who = self
+                        .signed_in(registry, &call, params, &pending, &sealed)
+                        .await?;
+                    let ours = random_value();
+                    let now = registry.now();
+                    let issued = LoginCode::new(&client_id, &request, who.subject, who.groups, now);
+                    login::put_code(registry.items.as_ref(), &ours, &issued).await?;
+                    Ok::<_, AuthError>(ours)
+                };
+                let to = match done.await {
+                    Ok(code) => flow::back_to_client(&request, &code),
+                    Err(e) => {
+                        let reason = e.to_string();
+                        let status = Error::from(e).status();
+                        tracing::info!(
+                            event = "login.refused",
+                            status = status.as_u16(),
+                            reason = reason.as_str(),
+                            "a terraform login was refused: its CLI hears why"
+                        );
+                        let refusal = sealed::refusal_code(signer, &reason);
+                        flow::refused_to_client(&request, &reason, &refusal)
+                    }
+                };
+                let mut resp = redirect(&to);
+                set_cookie(&mut resp, &flow::clear_login_cookie());
+                Ok(resp)
+            }
+            // Only the session's cookie: the sign-in cookie names a sign-in
+            // whose code is spent, and lapses within its 10 minutes.
+            Requester::Ui { next } => {
+                let who = self
+                    .signed_in(registry, &call, params, &pending, &sealed)
+                    .await?;
+                self.open_session(registry, &who.granted, who.subject, &next)
+                    .await
+            }
+        }
+    }
+
+    /// Who the callback signs in, and what their groups give: the
+    /// provider's answer checked for the sign-in `pending` (sent as
+    /// `sealed`).
+    async fn signed_in(
+        &self,
+        registry: &Registry,
+        call: &Call<'_>,
+        params: CallbackParams,
+        pending: &PendingLogin,
+        sealed: &Sealed,
+    ) -> Result<SignedIn, AuthError> {
         if let Some(error) = params.error {
             let error: String = error
                 .chars()
@@ -168,7 +225,7 @@ impl Login {
                 .collect();
             return Err(AuthError::ProviderSaidNo(error));
         }
-        if !flow::same_browser(&pending, session::cookie(call.headers, LOGIN_COOKIE)) {
+        if !flow::same_browser(pending, session::cookie(call.headers, LOGIN_COOKIE)) {
             return Err(AuthError::OtherBrowser);
         }
         if params
@@ -183,40 +240,29 @@ impl Login {
             .ok_or_else(|| OAuthError::invalid_request("code is missing"))?;
         let id_token = self
             .upstream
-            .redeem(
-                &code,
-                &pending.upstream_verifier,
-                &Self::callback_url(registry),
-            )
+            .redeem(&code, &sealed.verifier, &Self::callback_url(registry))
             .await?;
         let claims = self
             .upstream
-            .verify_id_token(&id_token, &pending.nonce, now)
+            .verify_id_token(&id_token, &sealed.nonce, registry.now())
             .await?;
+        let store = registry.items.as_ref();
         if !login::use_nonce(store, &claims.nonce, claims.exp + LEEWAY_SECS).await? {
             return Err(AuthError::NonceReused);
         }
-        // Deny by default: no mapped group, no code (and the page says so).
+        // Deny by default: no mapped group, no code (and the CLI or the
+        // page says so).
         let granted = grant(&sso::mappings(store).await?, &claims.groups)?;
-        let subject = Subject {
-            iss: claims.iss,
-            sub: claims.sub,
-            name: claims.name,
-            email: claims.email,
-        };
-        match pending.requester {
-            Requester::Cli { request, client_id } => {
-                let ours = random_value();
-                let issued = LoginCode::new(&client_id, &request, subject, claims.groups, now);
-                login::put_code(store, &ours, &issued).await?;
-                let mut resp = redirect(&flow::back_to_client(&request, &ours));
-                set_cookie(&mut resp, &flow::clear_login_cookie());
-                Ok(resp)
-            }
-            // Only the session's cookie: the sign-in cookie names a pending
-            // sign-in already taken, and lapses within its 10 minutes.
-            Requester::Ui { next } => self.open_session(registry, &granted, subject, &next).await,
-        }
+        Ok(SignedIn {
+            granted,
+            subject: Subject {
+                iss: claims.iss,
+                sub: claims.sub,
+                name: claims.name,
+                email: claims.email,
+            },
+            groups: claims.groups,
+        })
     }
 
     /// A UI sign-in's end: a token of the user's grants (as `terraform
@@ -231,12 +277,7 @@ impl Login {
         next: &str,
     ) -> Result<Response, AuthError> {
         let now = registry.now();
-        let signer = registry.signer_if_ready().await?.ok_or_else(|| {
-            Error::Unavailable(
-                "the registry has no signing secret yet (publish once, or run `tfreg aws init`)"
-                    .into(),
-            )
-        })?;
+        let signer = signer(registry).await?;
         let ttl = self.settings.token_ttl_secs.min(session::SESSION_SECS);
         let new = login_token(granted, &subject, now, ttl);
         let by = sign_in_actor();
@@ -281,6 +322,12 @@ impl Login {
         let request = TokenRequest::parse(form).map_err(Error::OAuth)?;
         let store = registry.items.as_ref();
         let now = registry.now();
+        if request.code.starts_with(REFUSAL_PREFIX)
+            && let Some(signer) = registry.signer_if_ready().await?
+            && let Some(reason) = sealed::refusal(signer, &request.code)
+        {
+            return Err(Error::OAuth(OAuthError::access_denied(reason)));
+        }
         let code = login::take_code(store, &request.code)
             .await?
             .ok_or_else(|| {
@@ -309,6 +356,24 @@ impl Login {
         mark_issued(&mut resp, &record, &code.subject, &why);
         Ok(resp)
     }
+}
+
+/// Who a callback signed in.
+struct SignedIn {
+    granted: Grant,
+    subject: Subject,
+    groups: Vec<String>,
+}
+
+/// The registry's MAC key (sign-in states, sessions). The secret exists
+/// once `tfreg serve` has started or, in AWS, after `tfreg aws init` or
+/// the first publish; the auth function may only read it.
+async fn signer(registry: &Registry) -> Result<&UrlSigner, Error> {
+    registry.signer_if_ready().await?.ok_or_else(|| {
+        Error::Unavailable(
+            "the registry has no signing secret yet (publish once, or run `tfreg aws init`)".into(),
+        )
+    })
 }
 
 /// Who makes a sign-in's token.

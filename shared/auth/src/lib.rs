@@ -9,6 +9,7 @@
 //! - [`ci`]: the allow-listed CI issuers (settings, verifying their tokens).
 //! - [`exchange`]: `POST /v1/auth/exchange`.
 //! - [`flow`]: the pure parts of each step (settings, URLs, cookies).
+//! - [`sealed`]: a sign-in in progress as the MAC'd state (nothing stored).
 //! - [`handlers`]: the group the pipeline dispatches `/oauth/...` to.
 //! - [`reach`]: which addresses the provider's URLs may lead to (AWS:
 //!   public only).
@@ -23,6 +24,7 @@ pub mod issued;
 pub mod jwt;
 pub mod oidc;
 pub mod reach;
+pub mod sealed;
 
 pub use ci::CiSettings;
 pub use error::{AuthError, ExchangeError};

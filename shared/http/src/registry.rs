@@ -53,6 +53,9 @@ pub struct Config {
     /// What an upstream's credentials and `connect` settings may name: the
     /// operator's allow-list (default: variables under the prefix only).
     pub upstream_policy: tfreg_model::upstream::OperatorPolicy,
+    /// The identity provider's name on the UI's sign-in page ("Sign in with
+    /// NAME"), where one is configured (`tfreg_model::sso::display_name`).
+    pub sso_name: Option<String>,
 }
 
 impl Config {
@@ -69,6 +72,7 @@ impl Config {
             login_v1: None,
             ci_issuers: None,
             upstream_policy: Default::default(),
+            sso_name: None,
         }
     }
 }

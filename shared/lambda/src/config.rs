@@ -239,6 +239,7 @@ impl Settings {
             connect_allow: self.upstream_connect_allow.clone(),
             credentials_dir: None,
         };
+        config.sso_name = self.signin.as_ref().map(|s| s.display_name.clone());
         config
     }
 }

@@ -31,6 +31,9 @@ pub const LOGIN_PORTS: &str = "TFREG_LOGIN_PORTS";
 /// Lifetime in seconds of a token a sign-in issues; default 12 h, from
 /// [`MIN_LOGIN_TOKEN_TTL_SECS`] to [`MAX_LOGIN_TOKEN_TTL_SECS`].
 pub const LOGIN_TOKEN_TTL: &str = "TFREG_LOGIN_TOKEN_TTL";
+/// The identity provider's name on the UI's sign-in page ("Sign in with
+/// NAME"); default: the issuer's host.
+pub const OIDC_DISPLAY_NAME: &str = "TFREG_OIDC_DISPLAY_NAME";
 /// Tests only: `true` lets the provider's URLs lead to loopback (the
 /// emulated tests run the provider on this machine). Everything else
 /// special-purpose stays refused. Never set by the template.
@@ -105,6 +108,8 @@ pub struct SignIn {
     pub token_ttl_secs: u64,
     /// [`OIDC_ALLOW_LOOPBACK`].
     pub allow_loopback: bool,
+    /// [`OIDC_DISPLAY_NAME`], or the issuer's host.
+    pub display_name: String,
 }
 
 fn invalid(name: &'static str, reason: impl Into<String>) -> ConfigError {
@@ -177,7 +182,11 @@ impl SignIn {
                     )
                 })?,
         };
+        let display_name =
+            tfreg_model::sso::display_name(&issuer, non_empty(get, OIDC_DISPLAY_NAME).as_deref())
+                .map_err(|e| invalid(OIDC_DISPLAY_NAME, e.to_string()))?;
         Ok(Some(SignIn {
+            display_name,
             issuer,
             ports,
             client_id: non_empty(get, OIDC_CLIENT_ID),
@@ -228,6 +237,24 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(s.issuer, "https://idp.example.com/", "kept byte for byte");
+        assert_eq!(s.display_name, "idp.example.com");
+        let named = signin(&[
+            (OIDC_ISSUER, "https://idp.example.com/"),
+            (OIDC_DISPLAY_NAME, "Acme Okta"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(named.display_name, "Acme Okta");
+        let err = signin(&[
+            (OIDC_ISSUER, "https://idp.example.com/"),
+            (OIDC_DISPLAY_NAME, &"n".repeat(65)),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains(OIDC_DISPLAY_NAME) && err.contains("1 to 64"),
+            "{err}"
+        );
         assert_eq!(s.ports.advertised(), [10000, 10010]);
         assert_eq!(s.token_ttl_secs, 12 * 3600);
         assert!(!s.allow_loopback);

@@ -53,6 +53,12 @@ impl OAuthError {
         Self::new("invalid_grant", description)
     }
 
+    /// The person was not signed in (RFC 6749 4.1.2.1): the provider said
+    /// no, its ID token failed a check, or their groups give nothing here.
+    pub fn access_denied(description: impl Into<String>) -> Self {
+        Self::new("access_denied", description)
+    }
+
     fn new(code: &'static str, description: impl Into<String>) -> Self {
         Self {
             code,
@@ -263,7 +269,7 @@ pub struct AuthorizeRefusal {
 impl AuthorizeRefusal {
     /// A refusal sent back to `redirect_uri` (already checked: `http`,
     /// loopback, no query), naming `state` when it is fit to echo.
-    fn back_to(redirect_uri: &str, state: Option<&str>, error: OAuthError) -> Self {
+    pub fn back_to(redirect_uri: &str, state: Option<&str>, error: OAuthError) -> Self {
         let back_to = url::Url::parse(redirect_uri).ok().map(|mut url| {
             {
                 let mut query = url.query_pairs_mut();

@@ -1,7 +1,9 @@
-//! What a sign-in keeps between its steps (each step may run in another
-//! process, so all of it is in the item store, with an expiry), and the
-//! token a sign-in ends with. Pure data; `tfreg_store::catalog::login`
-//! keeps it.
+//! What a sign-in carries between its steps, and the token it ends with.
+//! Pure data. A sign-in in progress is kept by no one: its
+//! [`PendingLogin`] travels, MAC'd by the registry, as the `state` sent to
+//! the provider (`tfreg_auth::sealed`), so an unauthenticated start stores
+//! nothing. The code it ends with (after the provider signed the person
+//! in) is kept by `tfreg_store::catalog::login`.
 
 use serde::{Deserialize, Serialize};
 
@@ -13,6 +15,9 @@ pub use crate::token::Subject;
 /// How long a sign-in may take between the authorize step and the
 /// provider's callback.
 pub const PENDING_TTL_SECS: u64 = 600;
+/// The longest `next` a UI sign-in accepts (a path of the UI: a longer one
+/// is refused, never cut).
+pub const MAX_NEXT_BYTES: usize = 512;
 /// Default lifetime of a token a sign-in issues: 12 h.
 pub const DEFAULT_LOGIN_TOKEN_TTL_SECS: u64 = 12 * 3600;
 
@@ -32,17 +37,15 @@ pub enum Requester {
     Ui { next: String },
 }
 
-/// A sign-in between its start and the provider's callback: who asked, and
-/// what we sent the provider.
+/// A sign-in between its start and the provider's callback: who asked,
+/// which browser, since when. (The nonce and our PKCE verifier towards the
+/// provider are derived from it with the registry's secret, never carried.)
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PendingLogin {
     pub requester: Requester,
-    /// The nonce sent to the provider, which its ID token must carry.
-    pub nonce: String,
-    /// Our PKCE verifier towards the provider.
-    pub upstream_verifier: String,
-    /// sha256 (hex) of the browser's sign-in cookie: the callback must come
-    /// to the same browser.
+    /// sha256 (hex) of the browser's sign-in cookie (random, one per
+    /// sign-in): the callback must come to the same browser.
     pub browser: String,
     pub created_at: u64,
 }
@@ -148,8 +151,6 @@ mod tests {
                 request,
                 client_id: "terraform-cli".into(),
             },
-            nonce: "n".into(),
-            upstream_verifier: "v".into(),
             browser: "b".into(),
             created_at: 1000,
         };

@@ -19,6 +19,33 @@ pub const MAX_GROUP_CHARS: usize = 256;
 
 pub use crate::scope::{Namespaces, NamespacesError};
 
+/// Longest name of the identity provider on the sign-in page.
+pub const MAX_DISPLAY_NAME_CHARS: usize = 64;
+
+/// A display name that is not 1 to [`MAX_DISPLAY_NAME_CHARS`] printable
+/// characters.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "invalid identity provider display name {0:?}: 1 to {MAX_DISPLAY_NAME_CHARS} printable characters"
+)]
+pub struct BadDisplayName(pub String);
+
+/// What the sign-in page calls the identity provider ("Sign in with
+/// NAME"): `configured` where given (checked), else the issuer's host
+/// (`https://acme.okta.com/oauth2/default`: `acme.okta.com`).
+pub fn display_name(issuer: &str, configured: Option<&str>) -> Result<String, BadDisplayName> {
+    if let Some(name) = configured {
+        if !crate::text::verbatim(name, MAX_DISPLAY_NAME_CHARS) {
+            return Err(BadDisplayName(name.to_string()));
+        }
+        return Ok(name.to_string());
+    }
+    Ok(url::Url::parse(issuer)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+        .unwrap_or_else(|| issuer.to_string()))
+}
+
 /// Why a group mapping is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MappingError {
@@ -176,6 +203,38 @@ mod tests {
 
     fn mapping(group: &str, scope: Scope, namespaces: &[&str]) -> GroupMapping {
         GroupMapping::new(group, scope, namespaces).unwrap()
+    }
+
+    #[test]
+    fn the_provider_is_named_as_configured_or_by_its_issuer_s_host() {
+        assert_eq!(
+            display_name("https://acme.okta.com/oauth2/default", None).as_deref(),
+            Ok("acme.okta.com")
+        );
+        assert_eq!(
+            display_name("https://127.0.0.1:8443/", None).as_deref(),
+            Ok("127.0.0.1")
+        );
+        assert_eq!(
+            display_name(
+                "https://login.microsoftonline.com/t/v2.0",
+                Some("Acme Entra ID")
+            )
+            .as_deref(),
+            Ok("Acme Entra ID")
+        );
+        let long = "n".repeat(MAX_DISPLAY_NAME_CHARS + 1);
+        for bad in ["", " Okta", "a\nb", long.as_str()] {
+            assert_eq!(
+                display_name("https://idp.test", Some(bad)),
+                Err(BadDisplayName(bad.into()))
+            );
+        }
+        assert!(
+            BadDisplayName("x".into())
+                .to_string()
+                .contains("1 to 64 printable characters")
+        );
     }
 
     #[test]

@@ -143,6 +143,7 @@ async fn handle(
             page(&pages::SignIn {
                 layout: layout("Sign in".into()),
                 sso_href: sign::sso_href(registry, &next),
+                sso_name: sign::sso_name(registry),
                 next,
                 error: String::new(),
                 signed_out: params.contains_key("signed-out"),

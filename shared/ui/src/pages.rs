@@ -299,9 +299,11 @@ pub struct SignIn {
     pub next: String,
     pub error: String,
     pub signed_out: bool,
-    /// "Sign in with single sign-on"'s link, where an identity provider is
+    /// "Sign in with NAME"'s link, where an identity provider is
     /// configured; empty where not.
     pub sso_href: String,
+    /// The identity provider's name on that link.
+    pub sso_name: String,
 }
 
 #[derive(Template)]

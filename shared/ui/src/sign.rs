@@ -90,6 +90,7 @@ pub(crate) async fn sign_in(
             error: message,
             signed_out: false,
             sso_href: sso_href(registry, &next),
+            sso_name: sso_name(registry),
         })?;
         *resp.status_mut() = status;
         Ok(resp)
@@ -137,6 +138,15 @@ pub(crate) fn sso_href(registry: &Registry, next: &str) -> String {
     }
     let next: String = url::form_urlencoded::byte_serialize(next.as_bytes()).collect();
     format!("{SSO_PATH}?next={next}")
+}
+
+/// What the sign-in page calls the identity provider.
+pub(crate) fn sso_name(registry: &Registry) -> String {
+    registry
+        .config
+        .sso_name
+        .clone()
+        .unwrap_or_else(|| "single sign-on".into())
 }
 
 /// End the request's session: recorded as ended in the store (its cookie

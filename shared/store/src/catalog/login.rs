@@ -1,45 +1,20 @@
-//! A sign-in's state between its steps, as items with an expiry (each step
-//! may run in another process): pending logins (partition [`LOGIN_PK`]),
-//! login.v1 codes ([`LOGINCODE_PK`]), used nonces ([`NONCE_PK`]) and the
-//! used ids of CI OIDC tokens ([`JTI_PK`]). The secrets they are found by
-//! (the state sent to the provider, the code, the nonce) appear only as
-//! their sha256, as sort keys. Each is written once
-//! (`IfAbsent`) and consumed by an atomic `take`: of two callbacks or two
-//! token requests, one wins. Expiry is checked here on every read, as the
-//! stores delete expired items lazily.
+//! A sign-in's state after the provider has signed the person in, as
+//! items with an expiry (each step may run in another process): login.v1
+//! codes ([`LOGINCODE_PK`]), used nonces ([`NONCE_PK`]) and the used ids of
+//! CI OIDC tokens ([`JTI_PK`]). Nothing is kept for a sign-in that has only
+//! started: it travels as its MAC'd state (`tfreg_auth::sealed`), so no
+//! unauthenticated request writes here. The secrets they are found by (the
+//! code, the nonce) appear only as their sha256, as sort keys. Each is
+//! written once (`IfAbsent`); a code is consumed by an atomic `take`: of two
+//! token requests, one wins. Expiry is checked by the callers on every
+//! read, as the stores delete expired items lazily.
 
 use tfreg_model::hashing::sha256_hex;
-use tfreg_model::signin::{LoginCode, PENDING_TTL_SECS, PendingLogin};
+use tfreg_model::signin::LoginCode;
 
 use super::codec::{decode, encode};
-use super::schema::{JTI_PK, LOGIN_PK, LOGINCODE_PK, NONCE_PK};
+use super::schema::{JTI_PK, LOGINCODE_PK, NONCE_PK};
 use crate::{Condition, Item, ItemStore, StoreError};
-
-/// Keep `pending` under the `state` sent to the provider, for
-/// [`PENDING_TTL_SECS`].
-pub async fn put_pending(
-    store: &dyn ItemStore,
-    state: &str,
-    pending: &PendingLogin,
-) -> Result<(), StoreError> {
-    let item = Item::new(LOGIN_PK, sha256_hex(state.as_bytes()), encode(pending)?)
-        .expiring_at(pending.created_at + PENDING_TTL_SECS);
-    store.put(item, Condition::IfAbsent).await
-}
-
-/// The sign-in started with `state`, taken (it can finish once), if it is
-/// still live at `now`.
-pub async fn take_pending(
-    store: &dyn ItemStore,
-    state: &str,
-    now: u64,
-) -> Result<Option<PendingLogin>, StoreError> {
-    let Some(item) = store.take(LOGIN_PK, &sha256_hex(state.as_bytes())).await? else {
-        return Ok(None);
-    };
-    let pending: PendingLogin = decode(&item)?;
-    Ok(pending.live(now).then_some(pending))
-}
 
 /// Keep `login` under `code` until the code expires.
 pub async fn put_code(
@@ -94,7 +69,7 @@ pub async fn use_jti(
 #[cfg(all(test, feature = "embedded"))]
 mod tests {
     use tfreg_model::login::{AuthorizeRequest, IssuedCode};
-    use tfreg_model::signin::{Requester, Subject};
+    use tfreg_model::signin::Subject;
 
     use super::*;
     use crate::sqlite::SqliteStore;
@@ -106,45 +81,6 @@ mod tests {
             state: "cli-state".into(),
             code_challenge: "c".repeat(43),
         }
-    }
-
-    #[tokio::test]
-    async fn a_pending_login_is_taken_once_and_not_after_it_expires() {
-        let store = SqliteStore::in_memory().unwrap();
-        let pending = PendingLogin {
-            requester: Requester::Cli {
-                request: request(),
-                client_id: "terraform-cli".into(),
-            },
-            nonce: "n".into(),
-            upstream_verifier: "v".into(),
-            browser: "b".into(),
-            created_at: 1000,
-        };
-        put_pending(&store, "st", &pending).await.unwrap();
-        assert!(matches!(
-            put_pending(&store, "st", &pending).await,
-            Err(StoreError::ConditionFailed)
-        ));
-        let item = store
-            .get(LOGIN_PK, &sha256_hex(b"st"))
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(item.expires_at, Some(1000 + PENDING_TTL_SECS));
-        assert_eq!(
-            take_pending(&store, "st", 1001).await.unwrap(),
-            Some(pending.clone())
-        );
-        assert_eq!(take_pending(&store, "st", 1002).await.unwrap(), None);
-        put_pending(&store, "st2", &pending).await.unwrap();
-        assert_eq!(
-            take_pending(&store, "st2", 1000 + PENDING_TTL_SECS)
-                .await
-                .unwrap(),
-            None,
-            "expired, even if the store has not deleted it yet"
-        );
     }
 
     #[tokio::test]

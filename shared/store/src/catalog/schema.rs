@@ -67,8 +67,6 @@ pub const PLACE_PREFIX: &str = "PLACE#";
 /// The URL signing secret's keys.
 pub const SECRET_PK: &str = "CONFIG#url-signing-secret";
 pub const SECRET_SK: &str = "CONFIG";
-/// The partition of sign-ins in progress (expiring).
-pub const LOGIN_PK: &str = "LOGIN";
 /// The partition of login.v1 codes (expiring, used once).
 pub const LOGINCODE_PK: &str = "LOGINCODE";
 /// The partition of used ID token nonces (expiring).
