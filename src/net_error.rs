@@ -8,10 +8,21 @@ use rustls::CertificateError;
 
 /// A failed HTTP request: what was being done and reqwest's error.
 #[derive(Debug, thiserror::Error)]
-#[error("{}", report(what, source, source.url().and_then(|u| u.host_str()), source.url().and_then(|u| u.port_or_known_default())))]
+#[error("{}", report(what, source, *peer, source.url().and_then(|u| u.host_str()), source.url().and_then(|u| u.port_or_known_default())))]
 pub struct NetError {
     what: String,
     source: reqwest::Error,
+    peer: Peer,
+}
+
+/// Whom the request was to, which decides the hints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peer {
+    /// The registry (the CLI's requests).
+    Registry,
+    /// An OpenID issuer `tfreg serve` reads: its identity provider
+    /// (`--oidc-issuer`) or a CI issuer (`--ci-issuer`).
+    Issuer,
 }
 
 impl NetError {
@@ -20,6 +31,15 @@ impl NetError {
         Self {
             what: what.into(),
             source,
+            peer: Peer::Registry,
+        }
+    }
+
+    /// [`NetError::new`] for a request `tfreg serve` made to an issuer.
+    pub fn issuer(what: impl Into<String>, source: reqwest::Error) -> Self {
+        Self {
+            peer: Peer::Issuer,
+            ..Self::new(what, source)
         }
     }
 }
@@ -87,8 +107,11 @@ fn cause_of(e: &(dyn StdError + 'static)) -> Option<Cause> {
     })
 }
 
-fn hint(cause: Cause, host: &str, port: Option<u16>) -> String {
+fn hint(cause: Cause, peer: Peer, host: &str, port: Option<u16>) -> String {
     let address = port.map_or_else(|| host.to_string(), |p| format!("{host}:{p}"));
+    if peer == Peer::Issuer {
+        return issuer_hint(cause, host, &address);
+    }
     match cause {
         Cause::Untrusted => format!(
             "this machine does not trust the certificate of {host}. For `tfreg serve`'s development certificate, trust the CA it prints: export SSL_CERT_FILE=DATA_DIR/tls/ca.pem (by default {}/tls/ca.pem). For a certificate of your own, pass --ca-cert FILE (or set TFREG_CA_CERT or SSL_CERT_FILE) with that certificate or the CA that signed it.",
@@ -112,11 +135,36 @@ fn hint(cause: Cause, host: &str, port: Option<u16>) -> String {
     }
 }
 
+/// The hints for an issuer `tfreg serve` could not read.
+fn issuer_hint(cause: Cause, host: &str, address: &str) -> String {
+    match cause {
+        Cause::Untrusted => format!(
+            "tfreg serve does not trust the certificate of {host}. If a private CA signed it, pass --issuer-ca-cert FILE (that CA's certificate, PEM; SSL_CERT_FILE works too)."
+        ),
+        Cause::WrongName => format!(
+            "the certificate of {host} is not made for that name: use a host name it names in the issuer URL (--oidc-issuer, --ci-issuer), exactly as the issuer's tokens name it."
+        ),
+        Cause::Dates => {
+            "the issuer's certificate has expired or is not valid yet: check this machine's clock, or have it renewed.".to_string()
+        }
+        Cause::Refused => format!(
+            "nothing accepts connections at {address}: is the issuer running, and is its URL (--oidc-issuer, --ci-issuer) right?"
+        ),
+        Cause::Dns => format!(
+            "the host name {host} could not be resolved: check the issuer URL (--oidc-issuer, --ci-issuer), and this machine's DNS."
+        ),
+        Cause::Timeout => format!(
+            "{address} did not answer in time: check the issuer URL, the network, and any firewall or proxy (HTTPS_PROXY)."
+        ),
+    }
+}
+
 /// `what: error`, then each distinct cause on its own line, then a hint when
 /// the cause suggests one.
 fn report(
     what: &str,
     e: &(dyn StdError + 'static),
+    peer: Peer,
     host: Option<&str>,
     port: Option<u16>,
 ) -> String {
@@ -132,7 +180,7 @@ fn report(
     if let Some(cause) = cause_of(e) {
         out += &format!(
             "\nhint: {}",
-            hint(cause, host.unwrap_or("the registry"), port)
+            hint(cause, peer, host.unwrap_or("the registry"), port)
         );
     }
     out
@@ -219,6 +267,7 @@ mod tests {
                     Some(Box::new(refused)),
                 ))),
             ),
+            Peer::Registry,
             Some("127.0.0.1"),
             Some(1),
         );
@@ -226,7 +275,32 @@ mod tests {
             text,
             "cannot reach https://127.0.0.1:1/: client error (Connect)\n  caused by: Connection refused (os error 111)\nhint: nothing accepts connections at 127.0.0.1:1: is `tfreg serve` (or the registry) running, and listening on this port (--listen)?"
         );
-        let other = report("x", &Layer("no idea", None), None, None);
+        let other = report("x", &Layer("no idea", None), Peer::Registry, None, None);
         assert_eq!(other, "x: no idea");
+    }
+
+    #[test]
+    fn an_issuer_gets_the_hints_of_tfreg_serve_s_flags() {
+        let untrusted = wrapped(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer),
+        ));
+        let text = report(
+            "--oidc-issuer https://idp.test",
+            &untrusted,
+            Peer::Issuer,
+            Some("idp.test"),
+            Some(443),
+        );
+        assert_eq!(
+            text,
+            "--oidc-issuer https://idp.test: error sending request\n  caused by: client error (Connect)\n  caused by: invalid peer certificate: UnknownIssuer\nhint: tfreg serve does not trust the certificate of idp.test. If a private CA signed it, pass --issuer-ca-cert FILE (that CA's certificate, PEM; SSL_CERT_FILE works too)."
+        );
+        let refused = wrapped(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        let text = report("x", &refused, Peer::Issuer, Some("idp.test"), Some(8443));
+        assert!(
+            text.ends_with("\nhint: nothing accepts connections at idp.test:8443: is the issuer running, and is its URL (--oidc-issuer, --ci-issuer) right?"),
+            "{text}"
+        );
     }
 }

@@ -60,12 +60,20 @@ fn certificates_in(
 /// and `SSL_CERT_DIR`) and `ca_cert`, with the certificates of `SSL_CERT_FILE`
 /// and `ca_cert` also trusted as the server's own.
 pub fn client_config(ca_cert: Option<&Path>) -> Result<rustls::ClientConfig, TrustError> {
+    client_config_named("--ca-cert", ca_cert)
+}
+
+/// [`client_config`], the file `ca_cert` named `flag` in errors.
+pub fn client_config_named(
+    flag: &'static str,
+    ca_cert: Option<&Path>,
+) -> Result<rustls::ClientConfig, TrustError> {
     let mut listed = Vec::new();
     if let Some(file) = std::env::var_os("SSL_CERT_FILE") {
         listed.extend(certificates_in("SSL_CERT_FILE", Path::new(&file))?);
     }
     if let Some(file) = ca_cert {
-        listed.extend(certificates_in("--ca-cert", file)?);
+        listed.extend(certificates_in(flag, file)?);
     }
     // Like reqwest's own native roots: certificates the system store cannot
     // parse are skipped (a missing SSL_CERT_FILE was reported just above).

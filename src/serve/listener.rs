@@ -1,10 +1,12 @@
 //! The HTTPS listener of `tfreg serve`, with every resource a client can hold
 //! bounded: connections (a limit; past it new connections wait in the kernel's
 //! backlog), the TLS handshake (its time; a quarter of the connection slots,
-//! at least 64, for all handshakes in progress; and [`super::handshakes`] per
+//! at least 64, for all handshakes in progress; and [`super::per_address`] per
 //! client address, so idle connections from one client cannot starve the
-//! others), the request head (time and size) and each wait for request body
-//! data. TCP_NODELAY is set: a small response on a reused connection must not
+//! others), connections per client address ([`super::per_address`] too), the
+//! wait from the handshake to the first request byte ([`super::first_byte`]),
+//! the request head (time and size) and each wait for request body data.
+//! TCP_NODELAY is set: a small response on a reused connection must not
 //! wait for Nagle and a delayed ACK. A closing connection lingers
 //! ([`super::linger`]) so that a refusal reaches a client still sending.
 //!
@@ -25,8 +27,9 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tower::ServiceExt as _;
 
-use super::handshakes::Handshakes;
+use super::first_byte::FirstByte;
 use super::linger::Lingering;
+use super::per_address::PerAddress;
 
 /// The hard bound of a request head, in bytes: hyper's HTTP/1 read buffer and
 /// the HTTP/2 header list. The registry's own limit
@@ -55,6 +58,12 @@ pub struct Limits {
     /// TLS handshakes one client address may have in progress; past it a
     /// new connection from that address is closed at once.
     pub max_handshakes_per_address: usize,
+    /// Connections one client address may have open (handshake to close);
+    /// past it a new connection from that address is closed at once.
+    pub max_connections_per_address: usize,
+    /// From the end of the TLS handshake to the first request byte (or the
+    /// HTTP/2 preface).
+    pub first_byte_timeout: Duration,
     /// From a connection's start (or its previous response) to a whole request head.
     pub header_read_timeout: Duration,
     /// Longest wait for the next piece of a request body.
@@ -68,7 +77,9 @@ impl Default for Limits {
         Self {
             max_connections: DEFAULT_MAX_CONNECTIONS.get(),
             handshake_timeout: Duration::from_secs(10),
-            max_handshakes_per_address: super::handshakes::DEFAULT_PER_ADDRESS,
+            max_handshakes_per_address: super::per_address::DEFAULT_HANDSHAKES,
+            max_connections_per_address: super::per_address::DEFAULT_CONNECTIONS,
+            first_byte_timeout: Duration::from_secs(10),
             header_read_timeout: Duration::from_secs(10),
             body_idle_timeout: Duration::from_secs(30),
             drain_timeout: Duration::from_secs(10),
@@ -115,7 +126,8 @@ pub async fn serve(
     // Handshakes in progress hold at most a quarter of the connection slots
     // (at least 64, or all of them when there are fewer).
     let handshake_slots = Arc::new(Semaphore::new(handshake_budget(limits.max_connections)));
-    let handshakes = Handshakes::new(limits.max_handshakes_per_address);
+    let handshakes = PerAddress::new(limits.max_handshakes_per_address);
+    let connections = PerAddress::new(limits.max_connections_per_address);
     let graceful = GracefulShutdown::new();
     let mut warned_full = false;
     tokio::pin!(stop);
@@ -148,6 +160,21 @@ pub async fn serve(
                     continue;
                 }
             },
+        };
+        let connection = match connections.begin(peer.ip()) {
+            Ok(connection) => connection,
+            Err(refused) => {
+                if refused.first {
+                    tracing::warn!(
+                        client = %refused.client,
+                        "connection refused: this address has {} connections open \
+                         (--max-connections-per-address); closing its new connections until one ends",
+                        refused.in_progress
+                    );
+                }
+                drop(tcp);
+                continue;
+            }
         };
         let handshake = match handshakes.begin(peer.ip()) {
             Ok(handshake) => handshake,
@@ -186,8 +213,9 @@ pub async fn serve(
         ));
         let watcher = graceful.watcher();
         let handshake_timeout = limits.handshake_timeout;
+        let first_byte_timeout = limits.first_byte_timeout;
         tokio::spawn(async move {
-            let _permit = permit;
+            let _held = (permit, connection);
             let tls = tokio::time::timeout(handshake_timeout, acceptor.accept(tcp)).await;
             drop((handshake, handshake_slot));
             let tls = match tls {
@@ -202,7 +230,10 @@ pub async fn serve(
                 }
             };
             let conn = builder
-                .serve_connection_with_upgrades(TokioIo::new(Lingering::new(tls)), service)
+                .serve_connection_with_upgrades(
+                    TokioIo::new(Lingering::new(FirstByte::new(tls, first_byte_timeout))),
+                    service,
+                )
                 .into_owned();
             if let Err(e) = watcher.watch(conn).await {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");

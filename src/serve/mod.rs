@@ -4,10 +4,11 @@
 //! or Ctrl-C stops it at any moment, start-up included. One `tfreg serve` per
 //! data directory (a lock file says which process has it).
 
-mod handshakes;
+mod first_byte;
 mod housekeeping;
 mod linger;
 pub mod listener;
+mod per_address;
 mod signals;
 mod signin;
 mod upstream;
@@ -66,8 +67,17 @@ pub struct ServeArgs {
     max_connections: std::num::NonZeroUsize,
     /// TLS handshakes one client address (an IPv6 /64) may have in progress;
     /// its further connections are closed at once until one ends.
-    #[arg(long, default_value_t = std::num::NonZeroUsize::new(handshakes::DEFAULT_PER_ADDRESS).expect("not zero"))]
+    #[arg(long, default_value_t = std::num::NonZeroUsize::new(per_address::DEFAULT_HANDSHAKES).expect("not zero"))]
     max_handshakes_per_address: std::num::NonZeroUsize,
+    /// Connections one client address (an IPv6 /64) may have open at once,
+    /// handshake to close; its further connections are closed at once until
+    /// one ends.
+    #[arg(long, default_value_t = std::num::NonZeroUsize::new(per_address::DEFAULT_CONNECTIONS).expect("not zero"))]
+    max_connections_per_address: std::num::NonZeroUsize,
+    /// Seconds a client has from the end of its TLS handshake to the first
+    /// byte of a request (or of the HTTP/2 preface); then it is closed.
+    #[arg(long, default_value_t = listener::Limits::default().first_byte_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
+    first_byte_timeout: u64,
     /// Seconds a client has to send a whole request head (also after the
     /// previous response on a kept-alive connection).
     #[arg(long, default_value_t = listener::Limits::default().header_read_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
@@ -109,6 +119,8 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     let limits = listener::Limits {
         max_connections: args.max_connections.get(),
         max_handshakes_per_address: args.max_handshakes_per_address.get(),
+        max_connections_per_address: args.max_connections_per_address.get(),
+        first_byte_timeout: std::time::Duration::from_secs(args.first_byte_timeout),
         header_read_timeout: std::time::Duration::from_secs(args.header_read_timeout),
         body_idle_timeout: std::time::Duration::from_secs(args.body_idle_timeout),
         ..listener::Limits::default()

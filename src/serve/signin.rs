@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 use tfreg_auth::ci::{CiSettings, parse_max_lifetime, parse_token_ttl};
-use tfreg_auth::{Auth, Exchange, LoginSettings, OidcConfig, Secret, Upstream};
+use tfreg_auth::{Auth, AuthError, Exchange, LoginSettings, OidcConfig, Secret, Upstream};
 use tfreg_model::login::PortRange;
 
 use crate::cli_error::Result;
@@ -67,6 +67,12 @@ pub struct SignInArgs {
     /// last as long as the job's timeout); 1m to 24h.
     #[arg(long, default_value = "1h", value_parser = parse_max_lifetime)]
     pub ci_max_token_lifetime: u64,
+    /// A PEM file of CA certificates (or the issuer's own certificate) to
+    /// trust for the identity provider and the CI issuers, besides the
+    /// system's store (which honours SSL_CERT_FILE): for an issuer whose
+    /// certificate a private CA signed.
+    #[arg(long, value_name = "FILE", env = "TFREG_ISSUER_CA_CERT")]
+    pub issuer_ca_cert: Option<PathBuf>,
 }
 
 fn parse_ports(text: &str) -> std::result::Result<PortRange, String> {
@@ -120,7 +126,7 @@ fn exchange(args: &SignInArgs) -> Result<Option<Exchange>> {
     }
     settings.token_ttl_secs = args.ci_token_ttl;
     settings.max_token_lifetime_secs = args.ci_max_token_lifetime;
-    let http = tfreg_auth::oidc::http_client(crate::trust::client_config(None)?)?;
+    let http = issuer_client(args)?;
     tracing::info!(
         issuers = ?settings.issuers,
         audience = settings.audience.as_deref().unwrap_or("the registry's URL"),
@@ -128,6 +134,27 @@ fn exchange(args: &SignInArgs) -> Result<Option<Exchange>> {
         "CI jobs of these issuers may exchange their OIDC tokens for publish tokens"
     );
     Ok(Some(Exchange::new(settings, http)))
+}
+
+/// The HTTP client for issuers: the system's roots (SSL_CERT_FILE
+/// included) and `--issuer-ca-cert`.
+fn issuer_client(args: &SignInArgs) -> Result<reqwest::Client> {
+    let tls =
+        crate::trust::client_config_named("--issuer-ca-cert", args.issuer_ca_cert.as_deref())?;
+    Ok(tfreg_auth::oidc::http_client(tls)?)
+}
+
+/// Why reading an issuer failed, as `flag: ...`; a request that got no
+/// answer with every cause and a hint (as the CLI's network errors).
+fn issuer_error(flag: &str, e: AuthError) -> String {
+    match e {
+        AuthError::Unreachable { what, source } => crate::net_error::NetError::issuer(
+            format!("{flag}: the identity provider: {what}"),
+            source,
+        )
+        .to_string(),
+        e => format!("{flag}: {e}"),
+    }
 }
 
 /// The identity provider, when one is configured: its discovery document
@@ -154,10 +181,10 @@ async fn login(args: &SignInArgs) -> Result<Option<(Upstream, LoginSettings)>> {
     let config = OidcConfig::new(issuer, client_id, Secret::new(secret))
         .with_scopes(&args.oidc_scopes)
         .with_groups_claim(&args.oidc_groups_claim);
-    let http = tfreg_auth::oidc::http_client(crate::trust::client_config(None)?)?;
+    let http = issuer_client(args)?;
     let upstream = Upstream::discover(config, http)
         .await
-        .map_err(|e| format!("--oidc-issuer {issuer}: {e}"))?;
+        .map_err(|e| issuer_error(&format!("--oidc-issuer {issuer}"), e))?;
     tracing::info!(
         issuer,
         client_id,

@@ -16,6 +16,14 @@ pub enum AuthError {
     /// (discovery, JWKS, token endpoint): not the user's mistake.
     #[error("the identity provider: {0}")]
     Upstream(String),
+    /// A request to the provider got no answer (TLS, DNS, a refused
+    /// connection, a timeout): what was asked, and why, every cause told.
+    #[error("the identity provider: {what}: {}", crate::jwt::with_causes(source))]
+    Unreachable {
+        what: String,
+        #[source]
+        source: reqwest::Error,
+    },
     /// The provider's discovery document names another issuer than the one
     /// configured (OpenID Connect Discovery 4.3: byte for byte).
     #[error("the identity provider's discovery names issuer {found:?}, not {expected:?}")]
@@ -97,9 +105,9 @@ impl From<AuthError> for tfreg_http::Error {
     fn from(e: AuthError) -> Self {
         use tfreg_http::Error as H;
         match e {
-            AuthError::Upstream(_) | AuthError::IssuerMismatch { .. } => {
-                H::BadGateway(e.to_string())
-            }
+            AuthError::Upstream(_)
+            | AuthError::Unreachable { .. }
+            | AuthError::IssuerMismatch { .. } => H::BadGateway(e.to_string()),
             AuthError::OAuth(oauth) => H::OAuth(oauth),
             AuthError::Grant(_) => H::Forbidden(e.to_string()),
             AuthError::Store(store) => store.into(),
@@ -157,9 +165,11 @@ impl From<ExchangeError> for tfreg_http::Error {
             ExchangeError::Refused(AuthError::Store(store)) | ExchangeError::Store(store) => {
                 store.into()
             }
-            ExchangeError::Refused(AuthError::Upstream(_) | AuthError::IssuerMismatch { .. }) => {
-                H::BadGateway(e.to_string())
-            }
+            ExchangeError::Refused(
+                AuthError::Upstream(_)
+                | AuthError::Unreachable { .. }
+                | AuthError::IssuerMismatch { .. },
+            ) => H::BadGateway(e.to_string()),
             ExchangeError::Refused(_) | ExchangeError::Replayed => H::Unauthorized(e.to_string()),
             ExchangeError::NotTrusted(_) => H::Forbidden(e.to_string()),
         }

@@ -252,7 +252,10 @@ impl Upstream {
             ])
             .send()
             .await
-            .map_err(|e| AuthError::Upstream(format!("token endpoint {url}: {e}")))?;
+            .map_err(|source| AuthError::Unreachable {
+                what: format!("token endpoint {url}"),
+                source,
+            })?;
         let status = resp.status();
         let body = read_capped(resp, "token endpoint").await?;
         let answer: Option<TokenAnswer> = serde_json::from_slice(&body).ok();

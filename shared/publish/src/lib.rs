@@ -306,6 +306,14 @@ where
         PutOutcome::Created => (StatusCode::CREATED, PublishStatus::Published),
         PutOutcome::Unchanged => (StatusCode::OK, PublishStatus::Unchanged),
     };
+    let mut note = match (&recorded.outcome, &recorded.signed_by) {
+        (PutOutcome::Created, Some(key)) => format!("published, signed by key {key}"),
+        (PutOutcome::Created, None) => "published".to_string(),
+        (PutOutcome::Unchanged, _) => "unchanged: the same content was already published".into(),
+    };
+    for warning in &recorded.warnings {
+        note += &format!("; warning: {warning}");
+    }
     let mut resp = json(
         code,
         &PublishResult {
@@ -315,11 +323,6 @@ where
             warnings: recorded.warnings,
         },
     );
-    let note = match (&recorded.outcome, &recorded.signed_by) {
-        (PutOutcome::Created, Some(key)) => format!("published, signed by key {key}"),
-        (PutOutcome::Created, None) => "published".to_string(),
-        (PutOutcome::Unchanged, _) => "unchanged: the same content was already published".into(),
-    };
     resp.extensions_mut().insert(tfreg_http::Note(note));
     Ok(resp)
 }

@@ -59,17 +59,29 @@ pub(super) async fn complete(
     let docs = tokio::task::spawn_blocking(move || {
         let summary = archives::module::check_tar_gz(std::io::BufReader::new(reader))
             .map_err(|source| ReleaseError::Archive { file, source })?;
-        let mut docs = module_docs::extract(
+        let mut extracted = module_docs::extract_bounded(
             summary
                 .docs_files
                 .iter()
                 .map(|(name, bytes)| (name.as_str(), bytes.as_slice())),
+            summary.docs_unread,
         );
-        docs.notes.extend(summary.docs_skipped);
-        Ok::<_, ReleaseError>(docs)
+        extracted.docs.notes.extend(summary.docs_skipped);
+        Ok::<_, ReleaseError>(extracted)
     })
     .await?
     .map_err(crate::refused)?;
+    // Past a bound the version is published without its interface, and
+    // the publisher (and the audit trail, and the log) is told so.
+    let warnings: Vec<String> = docs
+        .unread
+        .iter()
+        .map(|unread| format!("the module's page shows no inputs or outputs: {unread}"))
+        .collect();
+    if let Some(unread) = &docs.unread {
+        tracing::warn!(module = %module, %version, "module docs not read: {unread}");
+    }
+    let docs = docs.docs;
     catalog::put_module_docs(
         registry.items.as_ref(),
         module,
@@ -92,6 +104,6 @@ pub(super) async fn complete(
         outcome,
         address: format!("{}/{module}", registry.config.hostname),
         signed_by: None,
-        warnings: vec![],
+        warnings,
     })
 }

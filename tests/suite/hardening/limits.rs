@@ -125,7 +125,15 @@ fn slow_clients_are_timed_out_and_stall_nobody() {
     let tmp = tempfile::tempdir().unwrap();
     let server = Server::start(
         &tmp.path().join("data"),
-        &["--header-read-timeout", "2", "--body-idle-timeout", "2"],
+        // 400 clients from one loopback address: past its default bound (128).
+        &[
+            "--header-read-timeout",
+            "2",
+            "--body-idle-timeout",
+            "2",
+            "--max-connections-per-address",
+            "500",
+        ],
     );
     let token = server.token("publish", None);
     let opened = Instant::now();

@@ -7,7 +7,9 @@
 //! The helpers here speak raw HTTP/1.1 over TLS, so a test decides exactly
 //! what a client sends and when.
 
+mod bodies;
 mod faults;
+mod idle;
 mod limits;
 
 use std::io::{Read, Write};

@@ -20,6 +20,8 @@ use flate2::Compression;
 use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
 
+use crate::module_docs::{MAX_DOCS_BYTES, MAX_DOCS_FILES, Unread};
+
 use super::{
     ArchiveError, MAX_MODULE_ENTRIES, MAX_MODULE_UNPACKED, MAX_TAR_EXTENSION_BYTES,
     MAX_TAR_PADDING, Seen, check_entry_path,
@@ -164,12 +166,12 @@ pub struct ModuleSummary {
     /// The files the module's docs are read from ([`crate::module_docs::reads`]),
     /// with their bytes, in archive order.
     pub docs_files: Vec<(String, Vec<u8>)>,
-    /// Such files not kept (too large, or past [`MAX_DOCS_BYTES`] in all), one line each.
+    /// Such files not kept for being too large, one line each.
     pub docs_skipped: Vec<String>,
+    /// Set when the docs files passed a bound in all (bytes, files): then
+    /// none is kept, and the module's interface is not read.
+    pub docs_unread: Option<Unread>,
 }
-
-/// Most bytes of docs files kept from one archive.
-pub const MAX_DOCS_BYTES: usize = 8 * 1024 * 1024;
 
 /// Check an uploaded module archive: a gzip'd tar (all members) of regular
 /// files and directories only, with relative paths that stay inside the
@@ -191,7 +193,9 @@ pub fn check_tar_gz<R: Read>(reader: R) -> Result<ModuleSummary, ArchiveError> {
     if !scan.has_tf {
         return Err(ArchiveError::NoTfFile);
     }
-    Ok(scan.summary)
+    let mut summary = scan.summary;
+    summary.docs_files.extend(scan.readme.map(|(_, file)| file));
+    Ok(summary)
 }
 
 fn not_tar(e: impl std::fmt::Display) -> ArchiveError {
@@ -230,7 +234,10 @@ struct Scan {
     seen: Seen,
     long_name: Option<Vec<u8>>,
     pax: Option<Vec<u8>>,
+    /// Bytes of the `.tf` files kept for the docs.
     docs_bytes: usize,
+    /// The README kept (its name's rank, its name and bytes).
+    readme: Option<(u8, (String, Vec<u8>))>,
 }
 
 impl Scan {
@@ -337,16 +344,39 @@ impl Scan {
         entry: &mut tar::Entry<'_, R>,
     ) -> Result<(), ArchiveError> {
         let max = crate::module_docs::MAX_FILE_BYTES;
+        let readme = crate::module_docs::readme_rank_of(&name);
+        if readme.is_none() && self.summary.docs_unread.is_some() {
+            return Ok(());
+        }
         if size > max as u64 {
             self.summary
                 .docs_skipped
                 .push(format!("{name}: not read ({size} bytes; at most {max})"));
             return Ok(());
         }
-        if self.docs_bytes + size as usize > MAX_DOCS_BYTES {
-            self.summary.docs_skipped.push(format!(
-                "{name}: not read (the module's files read for its docs passed {MAX_DOCS_BYTES} bytes)"
-            ));
+        if let Some(rank) = readme {
+            // Only the README the page shows is kept: the best-ranked name,
+            // the first of equal ones.
+            if self.readme.as_ref().is_some_and(|(kept, _)| *kept <= rank) {
+                return Ok(());
+            }
+            let mut data = Vec::with_capacity(size as usize);
+            entry.read_to_end(&mut data).map_err(not_tar)?;
+            self.readme = Some((rank, (name, data)));
+            return Ok(());
+        }
+        let unread = if self.summary.docs_files.len() >= MAX_DOCS_FILES {
+            Some(Unread::Files)
+        } else if self.docs_bytes + size as usize > MAX_DOCS_BYTES {
+            Some(Unread::Bytes)
+        } else {
+            None
+        };
+        if unread.is_some() {
+            // No more is kept, and what was kept is let go.
+            self.summary.docs_unread = unread;
+            self.summary.docs_files = Vec::new();
+            self.summary.docs_skipped = Vec::new();
             return Ok(());
         }
         let mut data = Vec::with_capacity(size as usize);
@@ -546,6 +576,42 @@ mod tests {
         assert_eq!(main, b"variable \"x\" {}\n");
         assert_eq!(summary.docs_skipped.len(), 1, "{:?}", summary.docs_skipped);
         assert!(summary.docs_skipped[0].starts_with("big.tf: not read"));
+    }
+
+    /// A module of `files` `.tf` files of `size` bytes each in
+    /// `examples/eN/`, and a README at the end of the archive.
+    fn docs_bomb(files: usize, size: usize) -> Vec<u8> {
+        let dir = tempfile::tempdir().unwrap();
+        let block = "variable \"v\" {\n  default = 1\n}\n";
+        let body = block.repeat(size / block.len());
+        for i in 0..files {
+            let sub = dir.path().join(format!("examples/e{i:04}"));
+            std::fs::create_dir_all(&sub).unwrap();
+            std::fs::write(sub.join("main.tf"), &body).unwrap();
+        }
+        std::fs::write(dir.path().join("main.tf"), "variable \"x\" {}\n").unwrap();
+        std::fs::write(dir.path().join("README.md"), "# Bomb\n").unwrap();
+        pack_dir(dir.path(), Vec::new()).unwrap()
+    }
+
+    #[test]
+    fn past_the_docs_bounds_no_tf_file_is_kept_but_the_readme_is() {
+        use crate::module_docs::{MAX_DOCS_BYTES, MAX_DOCS_FILES, MAX_FILE_BYTES, Unread};
+        // More files than the bound, each small.
+        let summary = check_tar_gz(docs_bomb(MAX_DOCS_FILES, 64).as_slice()).unwrap();
+        assert_eq!(summary.docs_unread, Some(Unread::Files));
+        let kept: Vec<&str> = summary.docs_files.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(kept, ["README.md"]);
+        // More bytes than the bound, in few files.
+        let files = MAX_DOCS_BYTES / MAX_FILE_BYTES + 1;
+        let summary = check_tar_gz(docs_bomb(files, MAX_FILE_BYTES - 64).as_slice()).unwrap();
+        assert_eq!(summary.docs_unread, Some(Unread::Bytes));
+        let kept: Vec<&str> = summary.docs_files.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(kept, ["README.md"]);
+        // Within both: everything kept.
+        let summary = check_tar_gz(docs_bomb(3, 1024).as_slice()).unwrap();
+        assert_eq!(summary.docs_unread, None);
+        assert_eq!(summary.docs_files.len(), 5);
     }
 
     #[test]

@@ -21,6 +21,19 @@ use super::{
 pub fn summarise<'a>(
     files: impl IntoIterator<Item = (&'a str, &'a str)>,
 ) -> (Summary, Vec<String>) {
+    // With no deadline it never gives up.
+    summarise_until(files, None).unwrap_or_default()
+}
+
+/// The deadline passed before every file was parsed.
+#[derive(Debug)]
+pub struct TimeUp;
+
+/// [`summarise`], giving up when `deadline` has passed before a file.
+pub fn summarise_until<'a>(
+    files: impl IntoIterator<Item = (&'a str, &'a str)>,
+    deadline: Option<std::time::Instant>,
+) -> Result<(Summary, Vec<String>), TimeUp> {
     let mut files: Vec<(&str, &str)> = files.into_iter().collect();
     // Terraform reads a directory's files in name order.
     files.sort_by(|a, b| a.0.cmp(b.0));
@@ -28,6 +41,9 @@ pub fn summarise<'a>(
     let mut notes = Vec::new();
     let mut providers: BTreeMap<String, RequiredProvider> = BTreeMap::new();
     for (file, src) in files {
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            return Err(TimeUp);
+        }
         let body = match parse_body(src) {
             Ok(body) => body,
             Err(e) => {
@@ -53,7 +69,7 @@ pub fn summarise<'a>(
     for list in [&mut summary.resources, &mut summary.data_sources] {
         list.sort_by(|a, b| (&a.r#type, &a.name).cmp(&(&b.r#type, &b.name)));
     }
-    (summary, notes)
+    Ok((summary, notes))
 }
 
 struct File<'a> {

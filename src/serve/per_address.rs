@@ -1,13 +1,15 @@
-//! Connections still in their TLS handshake, bounded per client address.
+//! What one client address holds, bounded: its connections still in their
+//! TLS handshake, and its open connections.
 //!
 //! A client that opens TCP connections and never starts TLS holds each for
 //! the whole handshake timeout. Unbounded, one such client with no token took
 //! every connection slot and everyone else waited past Terraform's 10 s.
-//! Each client address may now have at most [`Handshakes::per_address`]
-//! handshakes in progress: a connection past that is closed at once, and the
-//! slot it would have held stays free for others. All handshakes together are
-//! bounded by the listener (a semaphore held until the handshake ends), so
-//! handshakes never hold more than a part of the connection slots.
+//! Each client address may now have at most a budget of handshakes in
+//! progress, and another of open connections (handshake to close): a
+//! connection past either is closed at once, and the slot it would have held
+//! stays free for others. All handshakes together are bounded by the listener
+//! (a semaphore held until the handshake ends), so handshakes never hold more
+//! than a part of the connection slots.
 //!
 //! An IPv6 client is counted by its /64: one host usually holds a whole /64.
 
@@ -17,11 +19,16 @@ use std::sync::{Arc, Mutex};
 
 /// Handshakes one client address may have in progress by default
 /// (`tfreg serve --max-handshakes-per-address`).
-pub const DEFAULT_PER_ADDRESS: usize = 64;
+pub const DEFAULT_HANDSHAKES: usize = 64;
 
-/// The handshakes in progress, by client address.
+/// Connections one client address may have open by default
+/// (`tfreg serve --max-connections-per-address`): an eighth of the default
+/// connection limit, so one address alone never holds them all.
+pub const DEFAULT_CONNECTIONS: usize = 128;
+
+/// What each client address holds (handshakes or connections), by address.
 #[derive(Debug, Clone)]
-pub struct Handshakes {
+pub struct PerAddress {
     state: Arc<Mutex<State>>,
     per_address: usize,
 }
@@ -61,7 +68,7 @@ impl std::fmt::Display for Client {
     }
 }
 
-/// A handshake refused: its client already has this many in progress;
+/// A connection refused: its client already holds this many;
 /// `first` is true for the first refusal since its count was zero.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Refused {
@@ -70,14 +77,14 @@ pub struct Refused {
     pub first: bool,
 }
 
-/// One handshake in progress; it ends when this is dropped.
+/// One thing held (a handshake, a connection); released when this is dropped.
 #[derive(Debug)]
-pub struct Handshake {
+pub struct Held {
     state: Arc<Mutex<State>>,
     client: Client,
 }
 
-impl Handshakes {
+impl PerAddress {
     pub fn new(per_address: usize) -> Self {
         Self {
             state: Arc::default(),
@@ -85,8 +92,8 @@ impl Handshakes {
         }
     }
 
-    /// Start a handshake for a connection from `ip`, or refuse it.
-    pub fn begin(&self, ip: IpAddr) -> Result<Handshake, Refused> {
+    /// Count one more for the client of `ip`, or refuse it.
+    pub fn begin(&self, ip: IpAddr) -> Result<Held, Refused> {
         let client = Client::of(ip);
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let count = state.by_client.entry(client).or_default();
@@ -100,13 +107,13 @@ impl Handshakes {
             });
         }
         *count += 1;
-        Ok(Handshake {
+        Ok(Held {
             state: self.state.clone(),
             client,
         })
     }
 
-    /// Handshakes in progress for `ip`'s client.
+    /// What `ip`'s client holds.
     #[cfg(test)]
     pub fn in_progress(&self, ip: IpAddr) -> usize {
         let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -114,7 +121,7 @@ impl Handshakes {
     }
 }
 
-impl Drop for Handshake {
+impl Drop for Held {
     fn drop(&mut self) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(count) = state.by_client.get_mut(&self.client) {
@@ -137,7 +144,7 @@ mod tests {
 
     #[test]
     fn an_address_past_its_budget_is_refused_and_others_are_not() {
-        let handshakes = Handshakes::new(2);
+        let handshakes = PerAddress::new(2);
         let a = [
             handshakes.begin(ip("10.0.0.1")).unwrap(),
             handshakes.begin(ip("10.0.0.1")).unwrap(),
@@ -164,7 +171,7 @@ mod tests {
 
     #[test]
     fn an_ipv6_host_is_counted_by_its_64_and_a_mapped_ipv4_as_itself() {
-        let handshakes = Handshakes::new(1);
+        let handshakes = PerAddress::new(1);
         let _a = handshakes.begin(ip("2001:db8:1:2::1")).unwrap();
         let refused = handshakes.begin(ip("2001:db8:1:2:ffff::9")).unwrap_err();
         assert_eq!(refused.client.to_string(), "2001:db8:1:2::/64");
@@ -175,7 +182,7 @@ mod tests {
 
     #[test]
     fn a_budget_of_zero_still_lets_one_through() {
-        let handshakes = Handshakes::new(0);
+        let handshakes = PerAddress::new(0);
         let _one = handshakes.begin(ip("127.0.0.1")).unwrap();
         assert!(handshakes.begin(ip("127.0.0.1")).is_err());
     }
