@@ -39,7 +39,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the registry on this machine (embedded store, HTTPS).
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Sign in to a registry with its identity provider (as `terraform
     /// login` does) and store the token where Terraform, OpenTofu and tfreg
     /// read it.
@@ -201,7 +201,7 @@ async fn main() -> ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let _log = init_logging(matches!(cli.command, Command::Serve(_)));
     let result = match cli.command {
-        Command::Serve(args) => serve::run(args).await,
+        Command::Serve(args) => serve::run(*args).await,
         Command::Login(args) => login::run(args).await,
         Command::Publish(PublishCommand::Provider(args)) => publish::provider(args).await,
         Command::Publish(PublishCommand::Module(args)) => publish::module(args).await,
