@@ -95,7 +95,8 @@ fn a_person_signs_in_to_the_ui_with_single_sign_on_in_chromium() {
     let page = "/ui/modules/acme/net/aws";
     b.goto(&server.url(page));
     assert!(b.path().starts_with("/ui/sign-in?next="), "{}", b.path());
-    assert!(b.text("#sso").contains("single sign-on"));
+    // The provider named by its issuer's host (no --oidc-display-name).
+    assert_eq!(b.text("#sso").trim(), "Sign in with 127.0.0.1");
     b.click("#sso");
     at_the_provider(&b, "alice");
     // Back through the callback and its same-site page: the page asked for,

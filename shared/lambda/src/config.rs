@@ -63,12 +63,12 @@ pub const UPSTREAM_CONNECT_ALLOW: &str = tfreg_model::upstream::CONNECT_ALLOW_EN
 
 pub use crate::signin::{
     CI_AUDIENCE, CI_ISSUERS, CI_MAX_TOKEN_LIFETIME, CI_TOKEN_TTL, LOGIN_PORTS, LOGIN_TOKEN_TTL,
-    OIDC_ALLOW_LOOPBACK, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET, OIDC_ISSUER,
+    OIDC_ALLOW_LOOPBACK, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET, OIDC_DISPLAY_NAME, OIDC_ISSUER,
 };
 
 /// Every variable above, and sign-in's ([`crate::signin`]): what a
 /// deployment may set.
-pub const ALL: [&str; 24] = [
+pub const ALL: [&str; 25] = [
     TABLE,
     BUCKET,
     HOSTNAME,
@@ -86,6 +86,7 @@ pub const ALL: [&str; 24] = [
     OIDC_ISSUER,
     OIDC_CLIENT_ID,
     OIDC_CLIENT_SECRET,
+    OIDC_DISPLAY_NAME,
     LOGIN_PORTS,
     LOGIN_TOKEN_TTL,
     OIDC_ALLOW_LOOPBACK,
