@@ -18,7 +18,6 @@
 //! | a token's place for a publish      | `PUBLISHING#token/<token id>`    | `PLACE#<n>` (`n` below the bound)   |
 //! | a namespace's place for a publish  | `PUBLISHING#ns/<ns>` (mirror: `PUBLISHING#mirror/<hostname>/<ns>`) | `PLACE#<n>` (`n` below the bound) |
 //! | the URL signing secret             | `CONFIG#url-signing-secret`      | `CONFIG`                            |
-//! | sign-in in progress (10 min)       | `LOGIN`                          | `<sha256 of the state sent to the identity provider>` |
 //! | login.v1 code (60 s, used once)    | `LOGINCODE`                      | `<sha256 of the code>`              |
 //! | used ID token nonce                | `NONCE`                          | `<sha256 of the nonce>`             |
 //! | used CI OIDC token (until its exp) | `JTI`                            | `<sha256 of the issuer, a newline and the jti>` |
