@@ -18,7 +18,7 @@ pub enum AuthError {
     Upstream(String),
     /// A request to the provider got no answer (TLS, DNS, a refused
     /// connection, a timeout): what was asked, and why, every cause told.
-    #[error("the identity provider: {what}: {}", crate::jwt::with_causes(source))]
+    #[error("the identity provider: {what}: {}", with_causes(source))]
     Unreachable {
         what: String,
         #[source]
@@ -173,6 +173,39 @@ impl From<ExchangeError> for tfreg_http::Error {
             ExchangeError::Refused(_) | ExchangeError::Replayed => H::Unauthorized(e.to_string()),
             ExchangeError::NotTrusted(_) => H::Forbidden(e.to_string()),
         }
+    }
+}
+
+/// `e` and each distinct cause under it, `: `-separated (reqwest's own
+/// text names only the URL: "error sending request for url (...)"). The
+/// causes inside `io::Error`s are looked at too (rustls's certificate
+/// errors arrive wrapped in them).
+pub(crate) fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut last = out.clone();
+    let mut cause = next_cause(e);
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if text != last && !last.ends_with(&text) {
+            out += &format!(": {text}");
+        }
+        last = text;
+        cause = next_cause(c);
+    }
+    out
+}
+
+/// The error under `e`, looking inside an `io::Error` (whose `source()`
+/// skips the error it wraps).
+fn next_cause<'a>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a (dyn std::error::Error + 'static)> {
+    match e
+        .downcast_ref::<std::io::Error>()
+        .and_then(|io| io.get_ref())
+    {
+        Some(wrapped) => Some(wrapped as &(dyn std::error::Error + 'static)),
+        None => e.source(),
     }
 }
 

@@ -36,39 +36,6 @@ pub fn http_client(tls: rustls::ClientConfig) -> Result<reqwest::Client, AuthErr
         .map_err(|e| AuthError::Upstream(format!("cannot make an HTTP client: {e}")))
 }
 
-/// `e` and each distinct cause under it, `: `-separated (reqwest's own
-/// text names only the URL: "error sending request for url (...)"). The
-/// causes inside `io::Error`s are looked at too (rustls's certificate
-/// errors arrive wrapped in them).
-pub fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut last = out.clone();
-    let mut cause = next_cause(e);
-    while let Some(c) = cause {
-        let text = c.to_string();
-        if text != last && !last.ends_with(&text) {
-            out += &format!(": {text}");
-        }
-        last = text;
-        cause = next_cause(c);
-    }
-    out
-}
-
-/// The error under `e`, looking inside an `io::Error` (whose `source()`
-/// skips the error it wraps).
-fn next_cause<'a>(
-    e: &'a (dyn std::error::Error + 'static),
-) -> Option<&'a (dyn std::error::Error + 'static)> {
-    match e
-        .downcast_ref::<std::io::Error>()
-        .and_then(|io| io.get_ref())
-    {
-        Some(wrapped) => Some(wrapped as &(dyn std::error::Error + 'static)),
-        None => e.source(),
-    }
-}
-
 /// `https://`, or `http://` to a loopback host only (an issuer on the same
 /// machine, as in tests and development).
 pub fn check_scheme(url: &url::Url, what: &str) -> Result<(), AuthError> {
