@@ -199,7 +199,7 @@ mod cli_error {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let _log = init_logging(matches!(cli.command, Command::Serve(_)));
+    let log = init_logging(matches!(cli.command, Command::Serve(_)));
     let result = match cli.command {
         Command::Serve(args) => serve::run(*args).await,
         Command::Login(args) => login::run(args).await,
@@ -219,6 +219,9 @@ async fn main() -> ExitCode {
         Command::Aws(cmd) => aws::run(cmd).await,
         Command::DevCert(args) => dev_cert(args),
     };
+    // The log lines still gathered are written first, so the error is the
+    // last thing on stderr (the writer thread batches for a few ms).
+    drop(log);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(cli_error::CliError(msg)) => {
