@@ -27,6 +27,13 @@ fn lambda_cold_requests_make_one_fetch_of_each_file() {
         .filter(|l| l.contains("\"message\":\"filled\""))
         .count();
     assert!(filled >= 3, "list, version and archive fills:\n{log}");
+    // The fill streamed the archive in its own sandbox's temporary
+    // directory (`TMPDIR`), which its init clears: never a directory every
+    // fill function on the machine shares (`/tmp/tfreg-fill`), where one
+    // test's fill starting removed another's archive mid-fill (503 "No such
+    // file or directory").
+    let own = tmp.path().join("lambda/tmp/fill/tfreg-fill");
+    assert!(own.is_dir(), "{} was not made by the fill", own.display());
 }
 
 #[test]

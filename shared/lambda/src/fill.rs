@@ -31,8 +31,16 @@ mod function {
     use crate::{InitError, archives, init_tracing, items, writable};
 
     /// Where archives are streamed before they are verified: the function's
-    /// ephemeral storage (template.yaml `FillTmpSize`).
-    const TEMP_DIR: &str = "/tmp/tfreg-fill";
+    /// ephemeral storage (template.yaml `FillTmpSize`), under the sandbox's
+    /// temporary directory (`TMPDIR`, else `/tmp`). A Lambda sandbox has a
+    /// `/tmp` of its own, so whatever is there at init is a leftover of this
+    /// sandbox; several fill functions on one machine (the tests,
+    /// `scripts/lambda-local`) must each be given their own `TMPDIR`, or one
+    /// starting would remove what another is filling (seen: a concurrent
+    /// test's fill answered 503 "No such file or directory").
+    fn temp_dir() -> std::path::PathBuf {
+        std::env::temp_dir().join("tfreg-fill")
+    }
 
     /// The fill function's life: init once (the stores, the URL signing
     /// secret created if this registry has none yet: a registry that only
@@ -64,20 +72,17 @@ mod function {
         tfreg_http::signed_url::load_signer(items.as_ref()).await?;
         let blobs = archives(&sdk, &settings);
         // Left by an earlier run of this sandbox that was stopped mid-fill.
-        let _ = std::fs::remove_dir_all(TEMP_DIR);
+        let temp_dir = temp_dir();
+        let _ = std::fs::remove_dir_all(&temp_dir);
         let deployment = if settings.origin_allow_loopback {
             Deployment::Serve
         } else {
             Deployment::Aws
         };
         let config = settings.registry_config();
-        Ok(Cache::new(
-            items,
-            blobs,
-            TEMP_DIR.into(),
-            deployment,
-            config.max_archive_bytes,
+        Ok(
+            Cache::new(items, blobs, temp_dir, deployment, config.max_archive_bytes)
+                .with_policy(config.upstream_policy),
         )
-        .with_policy(config.upstream_policy))
     }
 }

@@ -409,7 +409,12 @@ impl Server {
                 "{} is missing: cargo test --workspace builds it",
                 bin.display()
             );
+            // A temporary directory of its own, as a Lambda sandbox's /tmp
+            // is: the fill function clears its part of it at init.
+            let tmp = dir.join("tmp").join(name_of_fn);
+            std::fs::create_dir_all(&tmp).unwrap();
             let function = Command::new(&bin)
+                .env("TMPDIR", &tmp)
                 .env(
                     "AWS_LAMBDA_RUNTIME_API",
                     format!("http://{runtime_addr}/.rt/{name_of_fn}"),
