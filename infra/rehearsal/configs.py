@@ -41,7 +41,7 @@ def full(clients, region):
         Name="tfreg/oidc-client-secret", SecretString="rehearsal-client-secret"
     )["ARN"]
     cert = clients("acm", "us-east-1").request_certificate(DomainName="registry.example.com")["CertificateArn"]
-    zone = clients("route53").create_hosted_zone(Name="example.com", CallerReference="rehearsal")["HostedZone"]["Id"]
+    zone = _hosted_zone(clients("route53"), "example.com")
     return {
         "OidcIssuer": "https://login.example.com/realms/acme",
         "OidcClientId": "tfreg",
@@ -54,8 +54,20 @@ def full(clients, region):
         "UpstreamConnectAllow": "10.0.0.0/8, fd00::/8",
         "DomainName": "registry.example.com",
         "CertificateArn": cert,
-        "HostedZoneId": zone.rsplit("/", 1)[-1],
+        "HostedZoneId": zone,
     }
+
+
+def _hosted_zone(route53, name):
+    """A hosted zone whose id looks like Route 53's (Z...: the template's
+    pattern); moto's ids are random letters, so it makes zones until one does."""
+    for attempt in range(1000):
+        made = route53.create_hosted_zone(Name=name, CallerReference=f"rehearsal-{attempt}")
+        zone = made["HostedZone"]["Id"].rsplit("/", 1)[-1]
+        if zone.startswith("Z"):
+            return zone
+        route53.delete_hosted_zone(Id=zone)
+    raise SystemExit("moto made no hosted zone id starting with Z")
 
 
 CONFIGS = {"guided": (guided, GUIDED_REGION), "full": (full, FULL_REGION)}

@@ -15,6 +15,7 @@ from pathlib import Path
 from . import configs, moto, template
 from .cfn import CFN_TYPES, NO_PHYSICAL_ID, Stacked
 from .gapfill import GAP_TYPES, Fillers
+from .properties import FILLED_TYPES, Properties, PropertyError
 from .intrinsics import Resolver, Unresolved, references, substitute
 
 PSEUDO_STATIC = {"AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com", "AWS::NotificationARNs": []}
@@ -326,26 +327,18 @@ def create(facts, out, url, region, stack_name, conf, make_params, repo):
 
 
 def fill_properties(clients, resolver, resources, stack_ids):
-    """Properties moto's CloudFormation accepts and ignores, set through the
-    service API: a table's TimeToLiveSpecification."""
+    """What moto's CloudFormation ignored, set and read back (properties.py)."""
+    props = Properties(clients)
     filled = []
-    ddb = clients("dynamodb")
     for lid in stack_ids:
         r = resources[lid]
-        if r["Type"] != "AWS::DynamoDB::Table":
-            continue
-        ttl = resolver.value(r["Properties"].get("TimeToLiveSpecification", {}))
-        if not ttl or not ttl.get("Enabled") in (True, "true"):
-            continue
-        name = resolver.refs[lid]
-        got = ddb.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
-        if got.get("TimeToLiveStatus") != "ENABLED":
-            ddb.update_time_to_live(TableName=name, TimeToLiveSpecification={
-                "AttributeName": ttl["AttributeName"], "Enabled": True})
-            filled.append(f"{lid}.TimeToLiveSpecification")
-        got = ddb.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
-        if got.get("TimeToLiveStatus") != "ENABLED" or got.get("AttributeName") != ttl["AttributeName"]:
-            raise Failed(f"{lid}: TTL on {ttl['AttributeName']} is not enabled: {got}")
+        method = FILLED_TYPES.get(r["Type"])
+        if method:
+            values = evaluated(resolver, r.get("Properties", {}), lid)
+            try:
+                filled += [f"{lid}.{p}" for p in getattr(props, method)(resolver.refs[lid], values)]
+            except PropertyError as e:
+                raise Failed(f"{lid}: {e}")
     return filled
 
 
@@ -406,6 +399,7 @@ def functions(clients, resolver, source, resources, stack_ids):
             if "${" in v or "None" in v:
                 raise Failed(f"{lid}: {k}={v!r} does not resolve")
         role_arn = conf["Role"]
+        props = evaluated(resolver, r["Properties"], lid)
         out[lid] = {
             "name": conf["FunctionName"],
             "arn": conf["FunctionArn"],
@@ -415,7 +409,10 @@ def functions(clients, resolver, source, resources, stack_ids):
             "environment": env,
             "timeout": conf["Timeout"],
             "memory": conf["MemorySize"],
-            "architectures": conf.get("Architectures", []),
+            # From the template: moto's Lambda keeps none of these (properties.py).
+            "architectures": props.get("Architectures", ["x86_64"]),
+            "ephemeral_storage_mb": int(props.get("EphemeralStorage", {}).get("Size", 512)),
+            "log_group": props.get("LoggingConfig", {}).get("LogGroup"),
         }
     return out
 
