@@ -5,6 +5,8 @@ service API and read back; a function's checked as far as moto holds it.
 Each `fill_X(physical, props)` returns the property names it had to set; a
 property read back different from the template fails."""
 
+import json
+
 from .gapfill import GapError
 
 
@@ -22,8 +24,49 @@ def _true(v):
 
 
 class Properties:
-    def __init__(self, clients):
+    """`stand_in`: the ARN that may assume the functions' roles in moto,
+    standing in for lambda.amazonaws.com (the deployer)."""
+
+    def __init__(self, clients, stand_in):
         self.clients = clients
+        self.stand_in = stand_in
+        self.unversioned = []
+
+    def fill_role(self, name, props):
+        """moto keeps a CloudFormation role's inline policies as Python
+        objects its access control cannot read (every request signed with the
+        role's credentials fails 500): each is put again as JSON, the same
+        document (with Version 2012-10-17 when it has none: moto refuses
+        IAM's older default). Its trust policy keeps lambda.amazonaws.com and
+        gains the stand-in as a second principal of that statement (moto fails
+        on a statement with a Service principal only).
+
+        moto authorizes DynamoDB, SSM, Secrets Manager, Lambda, ... requests
+        against the resource "*" (only S3, IAM, SQS and STS against the real
+        ARN), so a statement naming a table's ARN would deny everything: in
+        moto's copy such a statement's Resource is "*". moto so checks the
+        actions; check_policy_resources checks that every ARN the template
+        names exists."""
+        iam = self.clients("iam")
+        filled = []
+        for policy in props.get("Policies", []):
+            doc = held(policy["PolicyDocument"])
+            if "Version" not in policy["PolicyDocument"]:
+                self.unversioned.append(f"{name}/{policy['PolicyName']}")
+            iam.put_role_policy(RoleName=name, PolicyName=policy["PolicyName"], PolicyDocument=json.dumps(doc))
+            got = iam.get_role_policy(RoleName=name, PolicyName=policy["PolicyName"])["PolicyDocument"]
+            _check(f"{name} policy {policy['PolicyName']}", json.loads(got) if isinstance(got, str) else got, doc)
+            filled.append(f"Policies.{policy['PolicyName']}")
+        trust = props["AssumeRolePolicyDocument"]
+        services = [st for st in trust["Statement"] if "Service" in st.get("Principal", {})]
+        if services and self.stand_in:
+            trust = json.loads(json.dumps(trust))
+            for st in trust["Statement"]:
+                if "Service" in st.get("Principal", {}):
+                    st["Principal"]["AWS"] = self.stand_in
+            iam.update_assume_role_policy(RoleName=name, PolicyDocument=json.dumps(trust))
+            filled.append("AssumeRolePolicyDocument (stand-in principal)")
+        return filled
 
     def fill_table(self, name, props):
         c = self.clients("dynamodb")
@@ -133,6 +176,25 @@ class Properties:
         return []
 
 
+# Services whose requests moto authorizes against their real resource ARN.
+RESOURCE_CHECKED = {"s3", "iam", "sqs", "sts"}
+
+
+def held(document):
+    """A policy document as moto can enforce it (see Properties.fill_role)."""
+    doc = json.loads(json.dumps(document))
+    doc.setdefault("Version", "2012-10-17")
+    statements = doc["Statement"] if isinstance(doc["Statement"], list) else [doc["Statement"]]
+    for st in statements:
+        actions = st.get("Action", [])
+        services = {a.split(":", 1)[0] for a in ([actions] if isinstance(actions, str) else actions)}
+        if services & RESOURCE_CHECKED and services - RESOURCE_CHECKED:
+            raise PropertyError(f"statement {st.get('Sid', '?')} mixes {sorted(services)}: split it")
+        if services and not services & RESOURCE_CHECKED and "Resource" in st:
+            st["Resource"] = "*"
+    return doc
+
+
 def lifecycle_rule(rule):
     """A CloudFormation lifecycle rule in the S3 API's form."""
     out = {"ID": rule["Id"], "Status": rule["Status"], "Filter": {"Prefix": rule.get("Prefix", "")}}
@@ -159,6 +221,7 @@ def lifecycle_rule(rule):
 
 # type → Properties method (types with properties moto may ignore)
 FILLED_TYPES = {
+    "AWS::IAM::Role": "fill_role",
     "AWS::DynamoDB::Table": "fill_table",
     "AWS::S3::Bucket": "fill_bucket",
     "AWS::Lambda::Function": "fill_function",

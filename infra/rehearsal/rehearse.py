@@ -3,6 +3,7 @@ filler making what moto's CloudFormation skips, everything read back and
 checked, the facts written. `down`: the stack deleted, retention checked."""
 
 import copy
+import fnmatch
 import io
 import json
 import random
@@ -305,9 +306,12 @@ def create(facts, out, url, region, stack_name, conf, make_params, repo):
     for lid in post:
         create_gap(fillers, resolver, resources, lid, records)
     (out / "facts.json").write_text(json.dumps(facts, indent=2))
-    facts["filled_properties"] = fill_properties(clients, resolver, resources, stack_ids)
+    stand_in = clients("sts").get_caller_identity()["Arn"]
+    facts["lambda_stand_in"] = stand_in
+    facts["filled_properties"] = fill_properties(clients, resolver, resources, stack_ids, stand_in)
 
     facts["resources"] = verify(resolver, resources, stack_ids, stacked, fillers, records)
+    facts["policy_resources"] = check_policy_resources(clients, resolver, resources, stack_ids, given)
     facts["outputs"] = check_outputs(cfn, stack_name, outputs, resolver)
     facts["functions"] = functions(clients, resolver, source, resources, stack_ids)
     facts["routes"] = template.routes(transformed, resolver)
@@ -326,9 +330,9 @@ def create(facts, out, url, region, stack_name, conf, make_params, repo):
     print(out / "facts.json")
 
 
-def fill_properties(clients, resolver, resources, stack_ids):
+def fill_properties(clients, resolver, resources, stack_ids, stand_in):
     """What moto's CloudFormation ignored, set and read back (properties.py)."""
-    props = Properties(clients)
+    props = Properties(clients, stand_in)
     filled = []
     for lid in stack_ids:
         r = resources[lid]
@@ -339,6 +343,8 @@ def fill_properties(clients, resolver, resources, stack_ids):
                 filled += [f"{lid}.{p}" for p in getattr(props, method)(resolver.refs[lid], values)]
             except PropertyError as e:
                 raise Failed(f"{lid}: {e}")
+    if props.unversioned:
+        say(f"{len(props.unversioned)} inline policies have no Version (IAM reads them as 2008-10-17)")
     return filled
 
 
@@ -357,6 +363,34 @@ def verify(resolver, resources, stack_ids, stacked, fillers, records):
             raise Failed(f"{rec['logical_id']} ({rec['type']}): the gap filler made it but its service does not know it")
         out[rec["logical_id"]] = {"type": rec["type"], "physical": rec["ref"], "by": "gap_filler"}
     return out
+
+
+def check_policy_resources(clients, resolver, resources, stack_ids, given):
+    """Every Resource of every role's policy in the template names something that exists: an
+    ARN of the stack's resources (or under one: a table's index, a bucket's
+    objects), or one the configuration made (the client secret). A wrong ARN
+    would be an AccessDenied first seen in AWS; moto checks only actions."""
+    known = {v for (lid, attr), v in resolver.attrs.items() if attr == "Arn" and isinstance(v, str)}
+    known |= {v for v in given.values() if isinstance(v, str) and v.startswith("arn:")}
+    ssm = given.get("OidcClientSecretParameter")
+    if ssm:
+        known.add(clients("ssm").get_parameter(Name=ssm)["Parameter"]["ARN"])
+    seen = 0
+    for lid in stack_ids:
+        if resources[lid]["Type"] != "AWS::IAM::Role":
+            continue
+        for policy in evaluated(resolver, resources[lid]["Properties"].get("Policies", []), lid):
+            doc = policy["PolicyDocument"]
+            statements = doc["Statement"] if isinstance(doc["Statement"], list) else [doc["Statement"]]
+            for st in statements:
+                arns = st.get("Resource", [])
+                for arn in [arns] if isinstance(arns, str) else arns:
+                    seen += 1
+                    if not (arn in known or any(arn.startswith(k + "/") for k in known)
+                            or any(fnmatch.fnmatchcase(k, arn) for k in known)):
+                        raise Failed(f"{lid} policy {policy['PolicyName']} statement {st.get('Sid', '?')}: "
+                                     f"{arn} is no resource of the stack")
+    return seen
 
 
 def check_outputs(cfn, stack_name, outputs, resolver):
@@ -400,6 +434,8 @@ def functions(clients, resolver, source, resources, stack_ids):
                 raise Failed(f"{lid}: {k}={v!r} does not resolve")
         role_arn = conf["Role"]
         props = evaluated(resolver, r["Properties"], lid)
+        # What the role-scoped runs do first: the stand-in assumes the role.
+        clients("sts").assume_role(RoleArn=role_arn, RoleSessionName=f"rehearsal-{lid}"[:64])
         out[lid] = {
             "name": conf["FunctionName"],
             "arn": conf["FunctionArn"],
