@@ -13,7 +13,7 @@ from .rehearse import Failed, down, up
 HELP = """\
 Rehearses `sam deploy` of template.yaml on moto's server, without an AWS account.
 
-  infra/rehearse up --config guided|full --out DIR [--moto-url URL]
+  infra/rehearse up --config guided|full --out DIR [--moto-url URL] [--template FILE]
   infra/rehearse down --out DIR [--keep-moto]
 
 up: transforms template.yaml offline (aws-sam-translator, CodeUris pointed at
@@ -50,6 +50,7 @@ def main():
     p_up.add_argument("--out", required=True, help="directory for facts.json, transformed.json, moto.log")
     p_up.add_argument("--moto-url", help="a running moto server (else one is started)")
     p_up.add_argument("--region", help="override the configuration's region")
+    p_up.add_argument("--template", help="another template than the repository's template.yaml (tests)")
     p_up.add_argument("--moto-server", default=os.environ.get("TFREG_MOTO_SERVER", "moto_server"))
     p_down = sub.add_parser("down", help="delete the stack in DIR/facts.json and check retention")
     p_down.add_argument("--out", required=True)

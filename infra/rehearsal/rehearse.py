@@ -187,14 +187,14 @@ def up(args, repo):
     facts["moto"] = {"url": url, "pid": pid}
     (out / "facts.json").write_text(json.dumps(facts, indent=2))
     try:
-        create(facts, out, url, region, stack_name, conf, make_params, repo)
+        create(args, facts, out, url, region, stack_name, conf, make_params, repo)
     except BaseException:
         if pid:
             moto.stop(pid)
         raise
 
 
-def create(facts, out, url, region, stack_name, conf, make_params, repo):
+def create(args, facts, out, url, region, stack_name, conf, make_params, repo):
 
     creds = moto.deployer(url, region, f"deployer-{stack_name}-{region}")
     facts["credentials"] = creds
@@ -207,7 +207,7 @@ def create(facts, out, url, region, stack_name, conf, make_params, repo):
     given = make_params(clients, region)
 
     # `sam package`: each package's zip in the deployment bucket.
-    source = template.load(repo / "template.yaml")
+    source = template.load(Path(args.template) if args.template else repo / "template.yaml")
     deploy_bucket = f"tfreg-rehearsal-deployments-{region}"
     s3 = clients("s3")
     if region == "us-east-1":
