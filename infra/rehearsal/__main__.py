@@ -13,7 +13,7 @@ from .rehearse import Failed, down, up
 HELP = """\
 Rehearses `sam deploy` of template.yaml on moto's server, without an AWS account.
 
-  infra/rehearse up --config guided|full --out DIR [--moto-url URL] [--template FILE]
+  infra/rehearse up --config guided|full|full-ssm --out DIR [--moto-url URL] [--template FILE]
   infra/rehearse down --out DIR [--keep-moto]
 
 up: transforms template.yaml offline (aws-sam-translator, CodeUris pointed at
@@ -32,7 +32,8 @@ environments, and writes DIR/facts.json:
   guided: the template's defaults, stack name and capabilities from samconfig.toml,
   region us-east-1 (or samconfig.toml's). full: sign-in (client secret in Secrets
   Manager), CI exchange, UpstreamConnectAllow, custom domain (certificate in
-  us-east-1, hosted zone), in eu-west-1.
+  us-east-1, hosted zone), in eu-west-1. full-ssm: full with the client secret in
+  SSM Parameter Store.
   Without --moto-url, up starts moto_server (TFREG_MOTO_SERVER) detached and `down`
   stops it; with --moto-url (a test that owns moto), moto is the caller's.
 down: deletes the gap filler's resources and the stack, then checks that exactly

@@ -70,4 +70,18 @@ def _hosted_zone(route53, name):
     raise SystemExit("moto made no hosted zone id starting with Z")
 
 
-CONFIGS = {"guided": (guided, GUIDED_REGION), "full": (full, FULL_REGION)}
+def full_ssm(clients, region):
+    """`full` with the client secret in SSM Parameter Store instead."""
+    params = full(clients, region)
+    del params["OidcClientSecretArn"]
+    name = "/tfreg/oidc-client-secret"
+    clients("ssm").put_parameter(Name=name, Value="rehearsal-client-secret", Type="SecureString")
+    params["OidcClientSecretParameter"] = name
+    return params
+
+
+CONFIGS = {
+    "guided": (guided, GUIDED_REGION),
+    "full": (full, FULL_REGION),
+    "full-ssm": (full_ssm, FULL_REGION),
+}

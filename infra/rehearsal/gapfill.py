@@ -191,12 +191,31 @@ class Fillers:
         if "CacheBehaviors" in config:
             config["CacheBehaviors"] = behaviours[1:]
         config["CallerReference"] = f"{self.stack_name}-{logical_id}"
+        self.check_certificate(config)
         # CloudFormation's defaults for what the API requires.
         defaults = {"CustomOriginConfig": {"HTTPPort": 80, "HTTPSPort": 443}}
         shape = c.meta.service_model.operation_model("CreateDistribution").input_shape
         api_config = shaped(config, shape.members["DistributionConfig"], "DistributionConfig", defaults)
         made = c.create_distribution(DistributionConfig=api_config)["Distribution"]
         return made["Id"], {"DomainName": made["DomainName"], "Id": made["Id"]}, {}
+
+    def check_certificate(self, config):
+        """CloudFront's rules for a custom domain: the ACM certificate lives in
+        us-east-1, whatever the stack's region, and covers every alias."""
+        arn = config.get("ViewerCertificate", {}).get("AcmCertificateArn")
+        aliases = config.get("Aliases", [])
+        if not arn:
+            if aliases:
+                raise GapError(f"aliases {aliases} without a certificate")
+            return
+        if arn.split(":")[3] != "us-east-1":
+            raise GapError(f"certificate {arn} is not in us-east-1, where CloudFront takes them from")
+        cert = self.clients("acm", "us-east-1").describe_certificate(CertificateArn=arn)["Certificate"]
+        names = {cert["DomainName"], *cert.get("SubjectAlternativeNames", [])}
+        for alias in aliases:
+            wildcard = "*." + alias.split(".", 1)[-1]
+            if alias not in names and wildcard not in names:
+                raise GapError(f"certificate {arn} covers {sorted(names)}, not the alias {alias}")
 
     def exists_distribution(self, ref, info):
         c = self.clients("cloudfront")

@@ -116,29 +116,31 @@ def c(service, **kw):
     }
 }
 
-/// The logical ids of the transformed template created under `config`: in
-/// `full` every condition is true, in `guided` every resource condition false.
-fn expected_resources(transformed: &Value, config: &str) -> BTreeSet<String> {
+/// The logical ids of the transformed template created: in the full
+/// configurations every condition is true, in `guided` every resource's false.
+fn expected_resources(transformed: &Value, full: bool) -> BTreeSet<String> {
     let resources = transformed["Resources"].as_object().unwrap();
     resources
         .iter()
-        .filter(|(_, r)| config == "full" || r.get("Condition").is_none())
+        .filter(|(_, r)| full || r.get("Condition").is_none())
         .map(|(k, _)| k.clone())
         .collect()
 }
 
-fn route_keys(transformed: &Value, config: &str) -> BTreeSet<String> {
+fn route_keys(transformed: &Value, full: bool) -> BTreeSet<String> {
     let resources = transformed["Resources"].as_object().unwrap();
     resources
         .values()
         .filter(|r| r["Type"] == "AWS::ApiGatewayV2::Route")
-        .filter(|r| config == "full" || r.get("Condition").is_none())
+        .filter(|r| full || r.get("Condition").is_none())
         .map(|r| r["Properties"]["RouteKey"].as_str().unwrap().to_string())
         .collect()
 }
 
 fn rehearse_config(config: &str) {
     let started = std::time::Instant::now();
+    // full and full-ssm: every optional feature on.
+    let full = config.starts_with("full");
     let tmp = tempfile::tempdir().unwrap();
     let stack = Rehearsal::up(config, tmp.path());
     let facts = &stack.facts;
@@ -156,7 +158,7 @@ fn rehearse_config(config: &str) {
     let made: BTreeSet<String> = resources.keys().cloned().collect();
     assert_eq!(
         made,
-        expected_resources(&transformed, config),
+        expected_resources(&transformed, full),
         "{config}: resources made"
     );
     let by_cfn: BTreeSet<&str> = facts["types"]["cloudformation"]
@@ -204,12 +206,12 @@ fn rehearse_config(config: &str) {
          c('cloudformation').describe_stacks(StackName=facts['stack_name'])['Stacks'][0]['Outputs']}))",
     );
     assert_eq!(&from_cfn, &facts["outputs"]);
-    let host = match config {
-        "full" => "registry.example.com".to_string(),
-        _ => outputs["DistributionDomain"].as_str().unwrap().to_string(),
+    let host = match full {
+        true => "registry.example.com".to_string(),
+        false => outputs["DistributionDomain"].as_str().unwrap().to_string(),
     };
     assert_eq!(outputs["RegistryUrl"], format!("https://{host}"));
-    assert_eq!(outputs.contains_key("OidcRedirectUri"), config == "full");
+    assert_eq!(outputs.contains_key("OidcRedirectUri"), full);
     assert_eq!(outputs["TableName"], facts["table"]);
     assert_eq!(outputs["BucketName"], facts["bucket"]);
 
@@ -223,7 +225,7 @@ fn rehearse_config(config: &str) {
     // The HTTP API's routes: one per Route, each to a function of the stack.
     let routes = facts["routes"].as_object().unwrap();
     let keys: BTreeSet<String> = routes.keys().cloned().collect();
-    assert_eq!(keys, route_keys(&transformed, config));
+    assert_eq!(keys, route_keys(&transformed, full));
     for (key, function) in routes {
         let f = &facts["functions"][function.as_str().unwrap()];
         assert!(
@@ -233,7 +235,7 @@ fn rehearse_config(config: &str) {
     }
     assert_eq!(
         routes.get("ANY /v1/auth/exchange").and_then(|v| v.as_str()),
-        (config == "full").then_some("AuthFunction")
+        full.then_some("AuthFunction")
     );
 
     // Each function: its binary, role and environment for the role-scoped runs.
@@ -299,44 +301,68 @@ fn the_full_stack_creates_resolves_and_deletes_as_the_template_says() {
     rehearse_config("full");
 }
 
+#[test]
+fn the_full_stack_with_the_secret_in_ssm_creates_resolves_and_deletes() {
+    rehearse_config("full-ssm");
+}
+
+/// `infra/rehearse up --config guided` of template.yaml changed by `edit`:
+/// what it printed, which must be a failure.
+fn rehearse_changed(edit: impl Fn(&str) -> String) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let moto = Moto::start(&tmp.path().join("moto.log"));
+    let template = Path::new(env!("CARGO_MANIFEST_DIR")).join("template.yaml");
+    let text = edit(&std::fs::read_to_string(template).unwrap());
+    let changed = tmp.path().join("template.yaml");
+    std::fs::write(&changed, text).unwrap();
+    let out = tmp.path().join("out");
+    let args = [
+        "up",
+        "--config",
+        "guided",
+        "--out",
+        out.to_str().unwrap(),
+        "--moto-url",
+        &moto.url,
+        "--template",
+        changed.to_str().unwrap(),
+    ];
+    fails(
+        rehearse(&args).output().unwrap(),
+        "infra/rehearse up of a changed template",
+    )
+}
+
 /// A type neither moto's CloudFormation nor the gap filler creates fails the
 /// rehearsal before anything is created, naming it.
 #[test]
 fn a_resource_type_nothing_creates_fails_the_rehearsal() {
-    let tmp = tempfile::tempdir().unwrap();
-    let moto = Moto::start(&tmp.path().join("moto.log"));
-    let template = Path::new(env!("CARGO_MANIFEST_DIR")).join("template.yaml");
-    let text = std::fs::read_to_string(template).unwrap();
     let alarm = "\n  ErrorsAlarm:\n    Type: AWS::CloudWatch::Alarm\n    Properties:\n      \
                  MetricName: Errors\n      Namespace: AWS/Lambda\n      Statistic: Sum\n      \
                  Period: 300\n      EvaluationPeriods: 1\n      Threshold: 1\n      \
                  ComparisonOperator: GreaterThanOrEqualToThreshold\n";
-    let text = text.replacen("\nResources:\n", &format!("\nResources:{alarm}"), 1);
-    let changed = tmp.path().join("template.yaml");
-    std::fs::write(&changed, text).unwrap();
-    let out = tmp.path().join("out");
-    let said = fails(
-        rehearse(&[
-            "up",
-            "--config",
-            "guided",
-            "--out",
-            out.to_str().unwrap(),
-            "--moto-url",
-            &moto.url,
-            "--template",
-            changed.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap(),
-        "infra/rehearse up with an alarm",
-    );
+    let said =
+        rehearse_changed(|t| t.replacen("\nResources:\n", &format!("\nResources:{alarm}"), 1));
     assert!(
         said.contains("ErrorsAlarm (AWS::CloudWatch::Alarm)"),
         "{said}"
     );
+}
+
+/// A policy naming an ARN that is no resource of the stack (here a function
+/// ARN written with `function/`, not `function:`) fails the rehearsal: moto
+/// itself would not notice (it authorizes Lambda calls against "*").
+#[test]
+fn a_policy_naming_a_wrong_arn_fails_the_rehearsal() {
+    let right = "Resource: !GetAtt FillFunction.Arn";
+    let wrong = "Resource: !Sub \"arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function/${FillFunction}\"";
+    let said = rehearse_changed(|t| {
+        assert!(t.contains(right));
+        t.replacen(right, wrong, 1)
+    });
     assert!(
-        !out.join("facts.json").exists()
-            || !read_json(&out.join("facts.json"))["stack_id"].is_string()
+        said.contains(":function/tfreg-FillFunction-")
+            && said.contains("is no resource of the stack"),
+        "{said}"
     );
 }
