@@ -113,6 +113,7 @@ class Fillers:
     def __init__(self, clients, stack_name):
         self.clients = clients
         self.stack_name = stack_name
+        self.distributions = []  # their API configurations, for checks
 
     # ------------------------------------------------------------ API Gateway v2
     def create_api(self, logical_id, props):
@@ -197,6 +198,7 @@ class Fillers:
         shape = c.meta.service_model.operation_model("CreateDistribution").input_shape
         api_config = shaped(config, shape.members["DistributionConfig"], "DistributionConfig", defaults)
         made = c.create_distribution(DistributionConfig=api_config)["Distribution"]
+        self.distributions.append(api_config)
         return made["Id"], {"DomainName": made["DomainName"], "Id": made["Id"]}, {}
 
     def check_certificate(self, config):

@@ -176,6 +176,23 @@ class Properties:
         return []
 
 
+    def fill_log_group(self, name, props):
+        c = self.clients("logs")
+
+        def retention():
+            groups = c.describe_log_groups(logGroupNamePrefix=name)["logGroups"]
+            return next(g for g in groups if g["logGroupName"] == name).get("retentionInDays")
+
+        filled = []
+        if "RetentionInDays" in props:
+            want = int(props["RetentionInDays"])
+            if retention() != want:
+                c.put_retention_policy(logGroupName=name, retentionInDays=want)
+                filled.append("RetentionInDays")
+            _check(f"{name} retention", retention(), want)
+        return filled
+
+
 # Services whose requests moto authorizes against their real resource ARN.
 RESOURCE_CHECKED = {"s3", "iam", "sqs", "sts"}
 
@@ -221,6 +238,7 @@ def lifecycle_rule(rule):
 
 # type → Properties method (types with properties moto may ignore)
 FILLED_TYPES = {
+    "AWS::Logs::LogGroup": "fill_log_group",
     "AWS::IAM::Role": "fill_role",
     "AWS::DynamoDB::Table": "fill_table",
     "AWS::S3::Bucket": "fill_bucket",

@@ -13,7 +13,7 @@ import uuid
 import zipfile
 from pathlib import Path
 
-from . import configs, moto, template
+from . import configs, limits, moto, template
 from .cfn import CFN_TYPES, NO_PHYSICAL_ID, Stacked
 from .gapfill import GAP_TYPES, Fillers
 from .properties import FILLED_TYPES, Properties, PropertyError
@@ -120,6 +120,21 @@ def plan_gaps(active):
     pre = [lid for lid in order if lid not in needs_stack]
     post = [lid for lid in order if lid in needs_stack]
     return pre, post, deps
+
+
+def check_limits(resolver, active):
+    """Every resource within the AWS quotas moto does not enforce (limits.py);
+    the figures, for how close each is."""
+    problems, figures = [], {}
+    for lid, r in active.items():
+        props = evaluated(resolver, r.get("Properties", {}), lid)
+        problems += limits.resource_limits(lid, r["Type"], props)
+        figure = limits.sizes(lid, r["Type"], props)
+        if figure:
+            figures[lid] = figure
+    if problems:
+        raise Failed("over AWS limits moto does not enforce: " + "; ".join(problems))
+    return figures
 
 
 def create_gap(fillers, resolver, resources, lid, records):
@@ -256,6 +271,10 @@ def create(args, facts, out, url, region, stack_name, conf, make_params, repo):
         if late:
             raise Failed(f"output {k} needs {sorted(late)}, made only after the stack")
 
+    problems = limits.template_limits(transformed, size)
+    if problems:
+        raise Failed("over AWS limits moto does not enforce: " + "; ".join(problems))
+
     fillers = Fillers(clients, stack_name)
     records = []
     for lid in pre:
@@ -310,9 +329,11 @@ def create(args, facts, out, url, region, stack_name, conf, make_params, repo):
     facts["lambda_stand_in"] = stand_in
     facts["filled_properties"] = fill_properties(clients, resolver, resources, stack_ids, stand_in)
 
+    facts["limits"] = check_limits(resolver, active)
     facts["resources"] = verify(resolver, resources, stack_ids, stacked, fillers, records)
     facts["policy_resources"] = check_policy_resources(clients, resolver, resources, stack_ids, given)
     facts["outputs"] = check_outputs(cfn, stack_name, outputs, resolver)
+    check_origins(fillers, facts["outputs"])
     facts["functions"] = functions(clients, resolver, source, resources, stack_ids)
     facts["routes"] = template.routes(transformed, resolver)
     table = [lid for lid in stack_ids if resources[lid]["Type"] == "AWS::DynamoDB::Table"]
@@ -391,6 +412,15 @@ def check_policy_resources(clients, resolver, resources, stack_ids, given):
                         raise Failed(f"{lid} policy {policy['PolicyName']} statement {st.get('Sid', '?')}: "
                                      f"{arn} is no resource of the stack")
     return seen
+
+
+def check_origins(fillers, outputs):
+    """CloudFront's origin is the HTTP API's own endpoint (ApiEndpoint)."""
+    api_host = outputs.get("ApiEndpoint", "").removeprefix("https://")
+    for config in fillers.distributions:
+        domains = [o["DomainName"] for o in config["Origins"]["Items"]]
+        if api_host not in domains:
+            raise Failed(f"the distribution's origins {domains} are not the API's endpoint {api_host}")
 
 
 def check_outputs(cfn, stack_name, outputs, resolver):
