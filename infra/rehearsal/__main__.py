@@ -27,8 +27,11 @@ environments, and writes DIR/facts.json:
   moto {url, pid (when up started it)}, region, account, credentials (the deployer's),
   stack_name, stack_id, outputs, table, bucket, retained, types, routes
   (RouteKey -> function logical id), functions (logical id -> name, arn, binary,
-  role_arn, role_name, environment, timeout, memory), resources, gap_filled,
-  filled_properties, transformed {path, bytes}.
+  role_arn, role_name, environment, timeout, memory; from the template:
+  architectures, ephemeral_storage_mb, log_group), resources, gap_filled,
+  filled_properties {set, not_held_by_moto, policies_without_version}, limits,
+  policy_resources, lambda_stand_in (the ARN that may assume every function role,
+  standing in for lambda.amazonaws.com), transformed {path, bytes}.
   guided: the template's defaults, stack name and capabilities from samconfig.toml,
   region us-east-1 (or samconfig.toml's). full: sign-in (client secret in Secrets
   Manager), CI exchange, UpstreamConnectAllow, custom domain (certificate in

@@ -31,6 +31,8 @@ class Properties:
         self.clients = clients
         self.stand_in = stand_in
         self.unversioned = []
+        # Properties moto cannot hold, checked from the template instead.
+        self.unheld = []
 
     def fill_role(self, name, props):
         """moto keeps a CloudFormation role's inline policies as Python
@@ -57,6 +59,14 @@ class Properties:
             got = iam.get_role_policy(RoleName=name, PolicyName=policy["PolicyName"])["PolicyDocument"]
             _check(f"{name} policy {policy['PolicyName']}", json.loads(got) if isinstance(got, str) else got, doc)
             filled.append(f"Policies.{policy['PolicyName']}")
+        managed = props.get("ManagedPolicyArns", [])
+        attached = [p["PolicyArn"] for p in iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]]
+        for arn in managed:
+            if arn not in attached:
+                if not arn.startswith("arn:aws:iam::aws:policy/"):
+                    raise PropertyError(f"{name}: managed policy {arn} is not attached")
+                # moto loads no AWS managed policy unless started to.
+                self.unheld.append(f"{name}.ManagedPolicyArns {arn}")
         trust = props["AssumeRolePolicyDocument"]
         services = [st for st in trust["Statement"] if "Service" in st.get("Principal", {})]
         if services and self.stand_in:
@@ -168,6 +178,7 @@ class Properties:
         size = int(props.get("EphemeralStorage", {}).get("Size", 512))
         if not 512 <= size <= 10240:
             raise PropertyError(f"{name}: EphemeralStorage {size} MB is outside 512-10240")
+        self.unheld += [f"{name}.{k}" for k in ("Architectures", "EphemeralStorage", "LoggingConfig") if k in props]
         group = props.get("LoggingConfig", {}).get("LogGroup")
         if group:
             groups = self.clients("logs").describe_log_groups(logGroupNamePrefix=group)["logGroups"]

@@ -366,7 +366,7 @@ def fill_properties(clients, resolver, resources, stack_ids, stand_in):
                 raise Failed(f"{lid}: {e}")
     if props.unversioned:
         say(f"{len(props.unversioned)} inline policies have no Version (IAM reads them as 2008-10-17)")
-    return filled
+    return {"set": filled, "not_held_by_moto": props.unheld, "policies_without_version": props.unversioned}
 
 
 def verify(resolver, resources, stack_ids, stacked, fillers, records):

@@ -20,6 +20,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::support::moto::Moto;
+use crate::support::tools::tfreg_bin;
 use crate::support::{Tools, fails, ok};
 
 /// A stack created by `infra/rehearse up` on a moto of this test's.
@@ -214,6 +215,41 @@ fn rehearse_config(config: &str) {
     assert_eq!(outputs.contains_key("OidcRedirectUri"), full);
     assert_eq!(outputs["TableName"], facts["table"]);
     assert_eq!(outputs["BucketName"], facts["bucket"]);
+
+    // The first admin token, as the TokenCommand output says to make it (the
+    // deployer's credentials, AWS_ENDPOINT_URL pointing at moto).
+    let command = outputs["TokenCommand"].as_str().unwrap();
+    let mut words = command.split_whitespace();
+    let region = words
+        .next()
+        .unwrap()
+        .strip_prefix("AWS_REGION=")
+        .expect("AWS_REGION=...");
+    assert_eq!(words.next(), Some("tfreg"), "{command}");
+    let creds = &facts["credentials"];
+    let mut tfreg = Command::new(tfreg_bin());
+    // Nothing of the suite's own AWS settings (the emulators' endpoints).
+    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("AWS_")) {
+        tfreg.env_remove(k);
+    }
+    let token = ok(
+        tfreg
+            .args(words)
+            .env("AWS_REGION", region)
+            .env("AWS_ACCESS_KEY_ID", creds["AccessKeyId"].as_str().unwrap())
+            .env(
+                "AWS_SECRET_ACCESS_KEY",
+                creds["SecretAccessKey"].as_str().unwrap(),
+            )
+            .env("AWS_ENDPOINT_URL", &stack.moto.url)
+            .output()
+            .unwrap(),
+        "the TokenCommand output",
+    );
+    assert!(
+        token.contains("tfreg_") && token.contains("admin:*"),
+        "{token}"
+    );
 
     // The table's TTL (moto's CloudFormation ignores it), read back.
     let ttl = stack.boto(
