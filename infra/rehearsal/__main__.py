@@ -8,7 +8,9 @@ from pathlib import Path
 from . import configs
 from .gapfill import GapError
 from .intrinsics import TemplateError
-from .rehearse import Failed, down, up
+from .checks import Failed
+from .properties import PropertyError
+from .rehearse import down, up
 
 HELP = """\
 Rehearses `sam deploy` of template.yaml on moto's server, without an AWS account.
@@ -66,7 +68,7 @@ def main():
             up(args, repo)
         else:
             down(args)
-    except (Failed, GapError, TemplateError) as e:
+    except (Failed, GapError, PropertyError, TemplateError) as e:
         print(f"rehearse: FAILED: {e}", file=sys.stderr)
         sys.exit(1)
 
