@@ -127,38 +127,39 @@ class Fillers:
     def delete_api(self, ref, info):
         self.clients("apigatewayv2").delete_api(ApiId=ref)
 
-    def create_stage(self, logical_id, props):
-        made = call(self.clients("apigatewayv2"), "CreateStage", props)
-        return made["StageName"], {}, {"ApiId": props["ApiId"]}
+    # A stage, an integration, a route: parts of an API, each named by its
+    # id within it. type → (create, its id member, get, delete).
+    API_PARTS = {
+        "stage": ("CreateStage", "StageName", "get_stage", "delete_stage"),
+        "integration": ("CreateIntegration", "IntegrationId", "get_integration", "delete_integration"),
+        "route": ("CreateRoute", "RouteId", "get_route", "delete_route"),
+    }
 
-    def exists_stage(self, ref, info):
+    def _create_part(self, part, props):
+        create, member, _, _ = self.API_PARTS[part]
+        made = call(self.clients("apigatewayv2"), create, props)
+        return made[member], {}, {"ApiId": props["ApiId"], "part": part}
+
+    def _exists_part(self, ref, info):
+        _, member, get, _ = self.API_PARTS[info["part"]]
         c = self.clients("apigatewayv2")
-        return _probe(c, lambda: c.get_stage(ApiId=info["ApiId"], StageName=ref))
+        return _probe(c, lambda: getattr(c, get)(ApiId=info["ApiId"], **{member: ref}))
 
-    def delete_stage(self, ref, info):
-        self.clients("apigatewayv2").delete_stage(ApiId=info["ApiId"], StageName=ref)
+    def _delete_part(self, ref, info):
+        _, member, _, delete = self.API_PARTS[info["part"]]
+        getattr(self.clients("apigatewayv2"), delete)(ApiId=info["ApiId"], **{member: ref})
+
+    def create_stage(self, logical_id, props):
+        return self._create_part("stage", props)
 
     def create_integration(self, logical_id, props):
-        made = call(self.clients("apigatewayv2"), "CreateIntegration", props)
-        return made["IntegrationId"], {}, {"ApiId": props["ApiId"]}
-
-    def exists_integration(self, ref, info):
-        c = self.clients("apigatewayv2")
-        return _probe(c, lambda: c.get_integration(ApiId=info["ApiId"], IntegrationId=ref))
-
-    def delete_integration(self, ref, info):
-        self.clients("apigatewayv2").delete_integration(ApiId=info["ApiId"], IntegrationId=ref)
+        return self._create_part("integration", props)
 
     def create_route(self, logical_id, props):
-        made = call(self.clients("apigatewayv2"), "CreateRoute", props)
-        return made["RouteId"], {}, {"ApiId": props["ApiId"]}
+        return self._create_part("route", props)
 
-    def exists_route(self, ref, info):
-        c = self.clients("apigatewayv2")
-        return _probe(c, lambda: c.get_route(ApiId=info["ApiId"], RouteId=ref))
-
-    def delete_route(self, ref, info):
-        self.clients("apigatewayv2").delete_route(ApiId=info["ApiId"], RouteId=ref)
+    exists_stage = exists_integration = exists_route = _exists_part
+    delete_stage = delete_integration = delete_route = _delete_part
 
     # ------------------------------------------------------------ CloudFront
     def create_cf_function(self, logical_id, props):

@@ -122,26 +122,29 @@ class Properties:
             got.pop("ResponseMetadata", None)
             return got.get(key) if key else got
 
+        def ensure(prop, want, get, key, put, **kwargs):
+            """`prop` read back as `want`, put first when moto did not."""
+            if read(get, key) != want:
+                getattr(c, put)(Bucket=name, **kwargs)
+                filled.append(prop)
+            _check(f"{name} {prop}", read(get, key), want)
+
         versioning = props.get("VersioningConfiguration")
         if versioning:
-            if read("get_bucket_versioning", "Status") != versioning["Status"]:
-                c.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": versioning["Status"]})
-                filled.append("VersioningConfiguration")
-            _check(f"{name} versioning", read("get_bucket_versioning", "Status"), versioning["Status"])
+            status = versioning["Status"]
+            ensure("VersioningConfiguration", status, "get_bucket_versioning", "Status",
+                   "put_bucket_versioning", VersioningConfiguration={"Status": status})
         block = props.get("PublicAccessBlockConfiguration")
         if block:
             want = {k: _true(v) for k, v in block.items()}
-            if read("get_public_access_block", "PublicAccessBlockConfiguration") != want:
-                c.put_public_access_block(Bucket=name, PublicAccessBlockConfiguration=want)
-                filled.append("PublicAccessBlockConfiguration")
-            _check(f"{name} public access block", read("get_public_access_block", "PublicAccessBlockConfiguration"), want)
+            ensure("PublicAccessBlockConfiguration", want, "get_public_access_block",
+                   "PublicAccessBlockConfiguration", "put_public_access_block",
+                   PublicAccessBlockConfiguration=want)
         ownership = props.get("OwnershipControls")
         if ownership:
             want = {"Rules": [{"ObjectOwnership": r["ObjectOwnership"]} for r in ownership["Rules"]]}
-            if read("get_bucket_ownership_controls", "OwnershipControls") != want:
-                c.put_bucket_ownership_controls(Bucket=name, OwnershipControls=want)
-                filled.append("OwnershipControls")
-            _check(f"{name} ownership controls", read("get_bucket_ownership_controls", "OwnershipControls"), want)
+            ensure("OwnershipControls", want, "get_bucket_ownership_controls", "OwnershipControls",
+                   "put_bucket_ownership_controls", OwnershipControls=want)
         encryption = props.get("BucketEncryption")
         if encryption:
             rules = read("get_bucket_encryption", "ServerSideEncryptionConfiguration") or {}

@@ -128,6 +128,10 @@ fn expected_resources(transformed: &Value, full: bool) -> BTreeSet<String> {
         .collect()
 }
 
+fn strings(list: &Value) -> BTreeSet<&str> {
+    list.as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect()
+}
+
 fn route_keys(transformed: &Value, full: bool) -> BTreeSet<String> {
     let resources = transformed["Resources"].as_object().unwrap();
     resources
@@ -162,18 +166,8 @@ fn rehearse_config(config: &str) {
         expected_resources(&transformed, full),
         "{config}: resources made"
     );
-    let by_cfn: BTreeSet<&str> = facts["types"]["cloudformation"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_str().unwrap())
-        .collect();
-    let by_gap: BTreeSet<&str> = facts["types"]["gap_filler"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_str().unwrap())
-        .collect();
+    let by_cfn = strings(&facts["types"]["cloudformation"]);
+    let by_gap = strings(&facts["types"]["gap_filler"]);
     assert!(by_cfn.is_disjoint(&by_gap), "{by_cfn:?} {by_gap:?}");
     for (id, r) in resources {
         let t = r["type"].as_str().unwrap();
