@@ -129,7 +129,11 @@ fn expected_resources(transformed: &Value, full: bool) -> BTreeSet<String> {
 }
 
 fn strings(list: &Value) -> BTreeSet<&str> {
-    list.as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect()
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect()
 }
 
 fn route_keys(transformed: &Value, full: bool) -> BTreeSet<String> {
