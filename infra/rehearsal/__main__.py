@@ -33,7 +33,8 @@ environments, and writes DIR/facts.json:
   architectures, ephemeral_storage_mb, log_group), resources, gap_filled,
   filled_properties {set, not_held_by_moto, policies_without_version}, limits,
   policy_resources, lambda_stand_in (the ARN that may assume every function role,
-  standing in for lambda.amazonaws.com), transformed {path, bytes}.
+  standing in for lambda.amazonaws.com), transformed {path, bytes (compact JSON),
+  bytes_with_spaces, over_template_body_limit}.
   guided: the template's defaults, stack name and capabilities from samconfig.toml,
   region us-east-1 (or samconfig.toml's). full: sign-in (client secret in Secrets
   Manager), CI exchange, UpstreamConnectAllow, custom domain (certificate in

@@ -149,8 +149,10 @@ class Rehearsal:
         path.write_text(json.dumps(self.transformed, indent=2))
         self.size = template.size(self.transformed)
         self.facts["transformed"] = {"path": str(path), "bytes": self.size,
+                                     "bytes_with_spaces": len(json.dumps(self.transformed).encode()),
                                      "over_template_body_limit": self.size > template.TEMPLATE_BODY_LIMIT}
-        say(f"transformed template: {self.size} bytes (inline --template-body limit {template.TEMPLATE_BODY_LIMIT})")
+        say(f"transformed template: {self.size} bytes compact, {self.facts['transformed']['bytes_with_spaces']}"
+            f" as json.dumps writes it (inline --template-body limit {template.TEMPLATE_BODY_LIMIT})")
 
     def plan(self):
         """Everything CreateStack would refuse, checked; the gap filler's order."""
