@@ -27,6 +27,8 @@ pub use kind::RouteKind;
 pub use publish::{PublishKind, PublishRoute, PublishStep, PublishTarget};
 pub use read::{ReadEndpoint, ReadRoute};
 pub use segments::MAX_PATH_LEN;
+/// The lists of variants (`AuthRoute::VARIANTS`, `ReadEndpoint::VARIANTS`...).
+pub use strum::VariantArray;
 pub use ui::{UI, UiPage, UiRoute, is_ui_path, safe_next};
 
 use crate::address::{Hostname, ModuleName, ProviderName};

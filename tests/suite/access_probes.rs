@@ -1,0 +1,663 @@
+//! The access matrix's requests: at least one for every kind of route
+//! ([`RouteKind::all`], derived from the router's enums; the match below is
+//! exhaustive, so a new kind does not compile without its probe and the
+//! matrix fails on a kind without one), each over real data, so that where
+//! the rules allow a credential the handler runs and succeeds (2xx/3xx): a
+//! 400 or 404 is never "allowed". What a request changes (a token revoked,
+//! a release deleted, a publish completed) is made afresh for each
+//! credential it is sent with.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use serde_json::{Value, json};
+use tfreg_http::registry::unix_now;
+use tfreg_model::cache::module::{CachedModuleRelease, ModuleOrigin};
+use tfreg_model::cache::{CachedArchive, CachedRelease, OriginList, OriginVersion, StoredArchive};
+use tfreg_model::protocol::{PublishBegin, PublishRequest};
+use tfreg_model::router::{
+    AdminOp, AuthRoute, LifecycleAction, PublishKind, PublishStep, PublishTarget, ReadEndpoint,
+    RouteKind, UiPage, VariantArray as _,
+};
+use tfreg_model::token::Scope;
+use tfreg_store::catalog::cache::CachedProvider;
+use tfreg_store::catalog::cached_module::CachedModule;
+use tfreg_testkit::{TestRegistry, TestSigner, decl, module_archive, provider_release};
+
+use super::{A, B, Need, id_of, named, send, target};
+
+/// The upstream registry the cache's probes read (its items written here).
+pub(super) const UPSTREAM: &str = "registry.example.test";
+/// Another registry whose provider is imported for the mirror.
+const MIRRORED: &str = "registry.terraform.io";
+
+/// A number for each fresh thing, unique in the test binary.
+static FRESH: AtomicUsize = AtomicUsize::new(0);
+
+fn fresh() -> usize {
+    FRESH.fetch_add(1, Ordering::Relaxed)
+}
+
+/// What the probes need: an admin token to set things up with, the signer
+/// of the fixtures, a signed archive URL's path, the registry's own host.
+pub(super) struct Fixtures {
+    pub admin: String,
+    pub signer: TestSigner,
+    pub blob: String,
+    /// The registry's hostname as a path segment (`:` escaped).
+    pub own_host: String,
+}
+
+/// How a probe's request is made.
+pub(super) enum Make {
+    /// The same request for every credential (it changes nothing, or
+    /// changes it the same way each time).
+    Fixed { path: String, body: Value },
+    /// Revoke a token made for it.
+    RevokeToken,
+    /// Add a key to a namespace of its own.
+    AddKey,
+    /// Remove a key added for it.
+    RemoveKey,
+    /// Delete a module version published for it.
+    DeleteRelease,
+    /// Unmap a group mapped for it.
+    UnmapGroup,
+    /// Remove a trust policy added for it.
+    RemoveTrust,
+    /// Remove an upstream set for it.
+    RemoveUpstream,
+    /// Begin a publish of a new version.
+    Begin(PublishKind),
+    /// Complete a publish begun (and uploaded) for it.
+    Complete(PublishKind),
+}
+
+/// One row of the matrix.
+pub(super) struct Probe {
+    pub kind: RouteKind,
+    pub name: String,
+    pub method: Method,
+    pub need: Need,
+    pub make: Make,
+}
+
+fn fixed(path: impl Into<String>, body: Value) -> Make {
+    Make::Fixed {
+        path: path.into(),
+        body,
+    }
+}
+
+fn get(path: impl Into<String>) -> Make {
+    fixed(path, Value::Null)
+}
+
+/// Every probe: those of each kind of route, in the order of the kinds.
+pub(super) fn probes(fx: &Fixtures) -> Vec<Probe> {
+    RouteKind::all()
+        .into_iter()
+        .flat_map(|kind| of_kind(kind, fx))
+        .collect()
+}
+
+/// The probes of one kind of route.
+fn of_kind(kind: RouteKind, fx: &Fixtures) -> Vec<Probe> {
+    let probe = |name: &str, method: Method, need: Need, make: Make| Probe {
+        kind,
+        name: name.to_string(),
+        method,
+        need,
+        make,
+    };
+    let read_a = Need::Token(Scope::Read, Some(A));
+    let registry_read = Need::Token(Scope::Read, None);
+    let admin = Need::Token(Scope::Admin, None);
+    let own = &fx.own_host;
+    let g = Method::GET;
+    match kind {
+        RouteKind::Discovery => vec![probe(
+            "discovery",
+            g,
+            Need::Nothing,
+            get("/.well-known/terraform.json"),
+        )],
+        RouteKind::Read(e) => vec![match e {
+            ReadEndpoint::ProviderVersions => probe(
+                "provider versions",
+                g,
+                read_a,
+                get(format!("/v1/providers/{A}/null/versions")),
+            ),
+            ReadEndpoint::ProviderDownload => probe(
+                "provider download",
+                g,
+                read_a,
+                get(format!("/v1/providers/{A}/null/1.0.0/download/linux/amd64")),
+            ),
+            ReadEndpoint::ModuleVersions => probe(
+                "module versions",
+                g,
+                read_a,
+                get(format!("/v1/modules/{A}/m/aws/versions")),
+            ),
+            ReadEndpoint::ModuleDownload => probe(
+                "module download",
+                g,
+                read_a,
+                get(format!("/v1/modules/{A}/m/aws/1.0.0/download")),
+            ),
+            ReadEndpoint::MirrorIndex => probe(
+                "mirror index (own host)",
+                g,
+                read_a,
+                get(format!("/v1/mirror/{own}/{A}/null/index.json")),
+            ),
+            ReadEndpoint::MirrorVersion => probe(
+                "mirror version (own host)",
+                g,
+                read_a,
+                get(format!("/v1/mirror/{own}/{A}/null/1.0.0.json")),
+            ),
+            // The cache's protocols (issue 22): registry-wide reads, answered
+            // from what the cache holds of the upstream.
+            ReadEndpoint::CacheProviderVersions => probe(
+                "cache provider versions",
+                g,
+                registry_read,
+                get(format!("/v1/cache/{UPSTREAM}/providers/hashicorp/null/versions")),
+            ),
+            ReadEndpoint::CacheProviderDownload => probe(
+                "cache provider download",
+                g,
+                registry_read,
+                get(format!(
+                    "/v1/cache/{UPSTREAM}/providers/hashicorp/null/1.0.0/download/linux/amd64"
+                )),
+            ),
+            ReadEndpoint::CacheModuleVersions => probe(
+                "cache module versions",
+                g,
+                registry_read,
+                get(format!("/v1/cache/{UPSTREAM}/modules/hashicorp/consul/aws/versions")),
+            ),
+            ReadEndpoint::CacheModuleDownload => probe(
+                "cache module download",
+                g,
+                registry_read,
+                get(format!(
+                    "/v1/cache/{UPSTREAM}/modules/hashicorp/consul/aws/1.0.0/download"
+                )),
+            ),
+        }]
+        .into_iter()
+        .chain(match e {
+            // Other registries' providers: imported ones (the mirror) and
+            // an upstream's (the cache), both registry-wide.
+            ReadEndpoint::MirrorIndex => vec![
+                probe(
+                    "mirror index (imported)",
+                    g,
+                    registry_read,
+                    get(format!("/v1/mirror/{MIRRORED}/hashicorp/null/index.json")),
+                ),
+                probe(
+                    "mirror index (upstream)",
+                    g,
+                    registry_read,
+                    get(format!("/v1/mirror/{UPSTREAM}/hashicorp/null/index.json")),
+                ),
+            ],
+            ReadEndpoint::MirrorVersion => vec![probe(
+                "mirror version (upstream)",
+                g,
+                registry_read,
+                get(format!("/v1/mirror/{UPSTREAM}/hashicorp/null/1.0.0.json")),
+            )],
+            _ => vec![],
+        })
+        .collect(),
+        RouteKind::Blob => vec![probe(
+            "blob (signed URL)",
+            g,
+            Need::Nothing,
+            get(fx.blob.clone()),
+        )],
+        RouteKind::Publish(k, step) => {
+            let need = match k {
+                PublishKind::Provider | PublishKind::Module => {
+                    Need::Token(Scope::Publish, Some(A))
+                }
+                PublishKind::Mirror => Need::Token(Scope::Publish, None),
+            };
+            let make = match step {
+                PublishStep::Begin => Make::Begin(k),
+                PublishStep::Complete => Make::Complete(k),
+            };
+            vec![probe(&kind.name(), Method::POST, need, make)]
+        }
+        RouteKind::Admin(op) => admin_probes(op)
+            .into_iter()
+            .map(|(name, method, need, make)| probe(&name, method, need, make))
+            .collect(),
+        RouteKind::Ui(page) => vec![match page {
+            UiPage::Root => probe("ui root", g, Need::Nothing, get("/")),
+            // The home page lists what the token covers: any valid read
+            // token may see it (the matrix's limited tokens are all B's).
+            UiPage::Home => probe(
+                "ui home",
+                g,
+                Need::Token(Scope::Read, Some(B)),
+                get("/ui/home"),
+            ),
+            UiPage::Search => probe(
+                "ui search",
+                g,
+                Need::Token(Scope::Read, Some(B)),
+                get("/ui/search?q=null"),
+            ),
+            UiPage::Namespace => probe(
+                "ui namespace A",
+                g,
+                read_a,
+                get(format!("/ui/namespaces/{A}")),
+            ),
+            UiPage::Module => probe(
+                "ui module page in A",
+                g,
+                read_a,
+                get(format!("/ui/modules/{A}/m/aws")),
+            ),
+            UiPage::Provider => probe(
+                "ui provider page in A",
+                g,
+                read_a,
+                get(format!("/ui/providers/{A}/null")),
+            ),
+            // What the pull-through cache holds: what `GET /v1/admin/cache`
+            // lists, so what it needs (admin, registry-wide).
+            UiPage::Cache => probe("ui cache page", g, admin, get("/ui/cache")),
+            UiPage::SignIn => probe("ui sign-in page", g, Need::Nothing, get("/ui/sign-in")),
+            // Sign-out refuses no one: whatever the credential, the cookie
+            // is cleared and the browser sent to sign in.
+            UiPage::SignOut => probe(
+                "ui sign-out",
+                Method::POST,
+                Need::Nothing,
+                fixed("/ui/sign-out", Value::Null),
+            ),
+            UiPage::Asset => probe(
+                "ui asset",
+                g,
+                Need::Nothing,
+                get(format!(
+                    "/ui/static/{}",
+                    tfreg_ui::assets::Asset::Css.file_name()
+                )),
+            ),
+        }],
+        // Sign-in is public and answered only where an identity provider
+        // or CI issuers are configured: its own matrices (see
+        // [`sign_in_matrix`]).
+        RouteKind::Auth(_) => vec![],
+    }
+}
+
+/// The admin API's probes: every form of each operation.
+fn admin_probes(op: AdminOp) -> Vec<(String, Method, Need, Make)> {
+    let admin = Need::Token(Scope::Admin, None);
+    // Keys, trust and releases are a namespace's: A's (or one made for the
+    // request, which no limited token of the matrix covers either).
+    let admin_a = Need::Token(Scope::Admin, Some(A));
+    let name = |s: &str| format!("admin {s}");
+    let (g, p, d) = (Method::GET, Method::POST, Method::DELETE);
+    match op {
+        AdminOp::ListTokens => vec![(name("list tokens"), g, admin, get("/v1/admin/tokens"))],
+        AdminOp::CreateToken => vec![(
+            name("create token"),
+            p,
+            admin,
+            fixed(
+                "/v1/admin/tokens",
+                json!({"name": "made-by-matrix", "scopes": ["read"]}),
+            ),
+        )],
+        AdminOp::RevokeToken => vec![(name("revoke token"), d, admin, Make::RevokeToken)],
+        AdminOp::ListKeys => vec![(
+            name("list keys of A"),
+            g,
+            admin_a,
+            get(format!("/v1/admin/keys/{A}")),
+        )],
+        AdminOp::AddKeys => vec![(name("add keys"), p, admin_a, Make::AddKey)],
+        AdminOp::RemoveKey => vec![(name("remove key"), d, admin_a, Make::RemoveKey)],
+        // Idempotent: each answers 200 whether it changed anything or not
+        // (on a module version no read probe lists: it stays as it was).
+        AdminOp::Lifecycle => LifecycleAction::VARIANTS
+            .iter()
+            .map(|action| {
+                (
+                    name(&format!("{} in A", action.name())),
+                    p.clone(),
+                    admin_a,
+                    fixed(
+                        format!("/v1/admin/modules/{A}/m/aws/2.0.0/{}", action.name()),
+                        json!({"message": "from the matrix"}),
+                    ),
+                )
+            })
+            .collect(),
+        AdminOp::Delete => vec![(name("delete module in A"), d, admin_a, Make::DeleteRelease)],
+        AdminOp::Audit => vec![(name("audit"), g, admin, get("/v1/admin/audit"))],
+        AdminOp::ListMappings => vec![(name("list group mappings"), g, admin, get("/v1/admin/sso"))],
+        AdminOp::MapGroup => vec![(
+            name("map group"),
+            p,
+            admin,
+            fixed(
+                "/v1/admin/sso/map",
+                json!({"group": "matrix-readers", "scope": "read", "namespaces": [A]}),
+            ),
+        )],
+        AdminOp::UnmapGroup => vec![(name("unmap group"), p, admin, Make::UnmapGroup)],
+        AdminOp::ListTrust => vec![
+            (name("list every trust policy"), g.clone(), admin, get("/v1/admin/trust")),
+            (
+                name("list trust of A"),
+                g,
+                admin_a,
+                get(format!("/v1/admin/trust/{A}")),
+            ),
+        ],
+        AdminOp::AddTrust => vec![(
+            name("add trust to A"),
+            p,
+            admin_a,
+            fixed(format!("/v1/admin/trust/{A}"), trust_policy("release")),
+        )],
+        AdminOp::RemoveTrust => vec![(name("remove trust of A"), d, admin_a, Make::RemoveTrust)],
+        AdminOp::ListUpstreams => vec![(name("list upstreams"), g, admin, get("/v1/admin/upstreams"))],
+        AdminOp::ShowUpstream => vec![(
+            name("show upstream"),
+            g,
+            admin,
+            get(format!("/v1/admin/upstreams/{UPSTREAM}")),
+        )],
+        AdminOp::SetUpstream => vec![(
+            name("set upstream"),
+            Method::PUT,
+            admin,
+            fixed(format!("/v1/admin/upstreams/{UPSTREAM}"), upstream_settings()),
+        )],
+        AdminOp::RemoveUpstream => vec![(name("remove upstream"), d, admin, Make::RemoveUpstream)],
+        AdminOp::ListCached => vec![
+            (name("list the cache"), g.clone(), admin, get("/v1/admin/cache")),
+            (
+                name("list the cache of one upstream"),
+                g,
+                admin,
+                get(format!("/v1/admin/cache/{UPSTREAM}")),
+            ),
+        ],
+    }
+}
+
+/// The sign-in kinds the matrix leaves to the sign-in tests, each with the
+/// test that runs every credential against it.
+pub(super) fn sign_in_matrix(step: AuthRoute) -> &'static str {
+    match step {
+        AuthRoute::Exchange => "access::ci_exchange_is_for_whoever_holds_a_trusted_ci_token",
+        AuthRoute::Authorize | AuthRoute::Callback | AuthRoute::Token | AuthRoute::SsoStart => {
+            "login::terraform_login_s_protocol_through_the_identity_provider"
+        }
+    }
+}
+
+/// The settings the upstream is set with: it serves both, fetching on a
+/// miss (nothing here misses: the cache holds what the probes read).
+fn upstream_settings() -> Value {
+    json!({"serves": {"providers": true, "modules": true}})
+}
+
+/// A CI trust policy (GitHub Actions' issuer), for `environment`.
+fn trust_policy(environment: &str) -> Value {
+    json!({
+        "issuer": "https://token.actions.githubusercontent.com",
+        "claims": {"repository": "acme/app", "environment": environment},
+    })
+}
+
+/// A publish target of `kind` at `version` (in A, or the mirrored host's).
+fn publish_target(kind: PublishKind, version: &str) -> PublishTarget {
+    target(&match kind {
+        PublishKind::Provider => format!("providers/{A}/null/{version}"),
+        PublishKind::Module => format!("modules/{A}/m/aws/{version}"),
+        PublishKind::Mirror => format!("mirror/{MIRRORED}/hashicorp/null/{version}"),
+    })
+}
+
+/// The files of a publish of `kind` at `version`, and its request.
+fn publish_files(
+    kind: PublishKind,
+    version: &str,
+    signer: &TestSigner,
+) -> (Vec<(String, Vec<u8>)>, PublishRequest) {
+    let mut request = PublishRequest::default();
+    let files = match kind {
+        PublishKind::Provider => {
+            request.signing_key = Some(signer.public_armor.to_string());
+            provider_release("null", version, &["linux_amd64"], signer)
+        }
+        PublishKind::Module => vec![(
+            "m.tar.gz".to_string(),
+            module_archive(&[("main.tf", &format!("# {version}\n"))]),
+        )],
+        // A mirror import carries the zips only.
+        PublishKind::Mirror => provider_release("null", version, &["linux_amd64"], signer)
+            .into_iter()
+            .filter(|(name, _)| name.ends_with(".zip"))
+            .collect(),
+    };
+    request.files = files.iter().map(|(n, b)| decl(n, b)).collect();
+    (files, request)
+}
+
+/// Begin a publish and upload its files (as the admin): the request that
+/// completes it.
+async fn begun(r: &TestRegistry, fx: &Fixtures, kind: PublishKind, version: &str) -> PublishRequest {
+    let (files, mut request) = publish_files(kind, version, &fx.signer);
+    let target = publish_target(kind, version);
+    let begin = r
+        .publish_step(&target, PublishStep::Begin, &fx.admin, &request)
+        .await;
+    begin.expect(StatusCode::OK, "begin, for a complete");
+    let answer: PublishBegin = serde_json::from_slice(&begin.body).unwrap();
+    for upload in &answer.uploads {
+        let bytes = &files.iter().find(|(n, _)| *n == upload.name).unwrap().1;
+        r.send_url(Method::PUT, &upload.url, &upload.headers, bytes.clone())
+            .await
+            .expect(StatusCode::OK, "upload");
+    }
+    request.upload_id = answer.upload_id;
+    request
+}
+
+impl Probe {
+    /// This probe's request for one credential: path and body, with what it
+    /// changes made for it (as the admin).
+    pub(super) async fn request(&self, r: &TestRegistry, fx: &Fixtures) -> (String, Bytes) {
+        let json = |v: Value| Bytes::from(v.to_string());
+        let admin = fx.admin.as_str();
+        let n = fresh();
+        match &self.make {
+            Make::Fixed { path, body } if body.is_null() => (path.clone(), Bytes::new()),
+            Make::Fixed { path, body } => (path.clone(), json(body.clone())),
+            Make::RevokeToken => {
+                let token = named(r, &format!("to-revoke-{n}"), Scope::Read, None).await;
+                (format!("/v1/admin/tokens/{}", id_of(&token)), Bytes::new())
+            }
+            Make::AddKey => (
+                format!("/v1/admin/keys/keys-{n}"),
+                json(json!({"keys": [fx.signer.public_armor]})),
+            ),
+            Make::RemoveKey => {
+                let ns = format!("keys-{n}");
+                let added = send(
+                    r,
+                    Method::POST,
+                    &format!("/v1/admin/keys/{ns}"),
+                    admin,
+                    json!({"keys": [fx.signer.public_armor]}),
+                )
+                .await;
+                added.expect(StatusCode::CREATED, "add a key to remove");
+                let id = added.json()["keys"][0]["key_id"].as_str().unwrap().to_string();
+                (format!("/v1/admin/keys/{ns}/{id}"), Bytes::new())
+            }
+            Make::DeleteRelease => {
+                let version = format!("5.0.{n}");
+                super::publish_module(r, admin, A, &version)
+                    .await
+                    .expect(StatusCode::CREATED, "a module version to delete");
+                (format!("/v1/admin/modules/{A}/m/aws/{version}"), Bytes::new())
+            }
+            Make::UnmapGroup => {
+                let group = format!("to-unmap-{n}");
+                send(
+                    r,
+                    Method::POST,
+                    "/v1/admin/sso/map",
+                    admin,
+                    json!({"group": group, "scope": "read", "namespaces": [A]}),
+                )
+                .await
+                .expect(StatusCode::OK, "map a group to unmap");
+                ("/v1/admin/sso/unmap".into(), json(json!({"group": group})))
+            }
+            Make::RemoveTrust => {
+                let added = send(
+                    r,
+                    Method::POST,
+                    &format!("/v1/admin/trust/{A}"),
+                    admin,
+                    trust_policy(&format!("env-{n}")),
+                )
+                .await;
+                added.expect(StatusCode::CREATED, "a trust policy to remove");
+                let id = added.json()["policy"]["id"].as_str().unwrap().to_string();
+                (format!("/v1/admin/trust/{A}/{id}"), Bytes::new())
+            }
+            Make::RemoveUpstream => {
+                let path = format!("/v1/admin/upstreams/u{n}.example.test");
+                send(r, Method::PUT, &path, admin, upstream_settings())
+                    .await
+                    .expect(StatusCode::CREATED, "an upstream to remove");
+                (path, Bytes::new())
+            }
+            Make::Begin(kind) => {
+                let version = format!("7.0.{n}");
+                let (_, request) = publish_files(*kind, &version, &fx.signer);
+                let path = tfreg_model::router::PublishRoute {
+                    target: publish_target(*kind, &version),
+                    step: PublishStep::Begin,
+                }
+                .path();
+                (path, Bytes::from(serde_json::to_vec(&request).unwrap()))
+            }
+            Make::Complete(kind) => {
+                let version = format!("8.0.{n}");
+                let request = begun(r, fx, *kind, &version).await;
+                let path = tfreg_model::router::PublishRoute {
+                    target: publish_target(*kind, &version),
+                    step: PublishStep::Complete,
+                }
+                .path();
+                (path, Bytes::from(serde_json::to_vec(&request).unwrap()))
+            }
+        }
+    }
+}
+
+/// What every probe reads, besides the provider and module in A that the
+/// matrix publishes first: the module version the lifecycle probes change,
+/// an imported provider of another registry, and an upstream whose provider
+/// and module the cache holds (list and release, the archive stored).
+pub(super) async fn setup(r: &TestRegistry, fx: &Fixtures) {
+    let admin = fx.admin.as_str();
+    super::publish_module(r, admin, A, "2.0.0")
+        .await
+        .expect(StatusCode::CREATED, "module 2.0.0");
+    let (files, request) = publish_files(PublishKind::Mirror, "1.0.0", &fx.signer);
+    r.publish(&publish_target(PublishKind::Mirror, "1.0.0"), admin, &files, request)
+        .await
+        .expect(StatusCode::CREATED, "mirror import");
+    send(
+        r,
+        Method::PUT,
+        &format!("/v1/admin/upstreams/{UPSTREAM}"),
+        admin,
+        upstream_settings(),
+    )
+    .await
+    .expect(StatusCode::CREATED, "the upstream");
+    let items = r.registry.items.as_ref();
+    let now = unix_now();
+    let list = |platforms: Vec<String>| OriginList {
+        versions: vec![OriginVersion {
+            version: "1.0.0".into(),
+            protocols: vec!["5.0".into()],
+            platforms,
+        }],
+        warnings: vec![],
+        fetched_at: now,
+        failed_at: None,
+    };
+    let provider = CachedProvider::new(UPSTREAM, "hashicorp", "null");
+    provider
+        .put_origin_list(items, &list(vec!["linux_amd64".into()]))
+        .await
+        .unwrap();
+    let release = CachedRelease {
+        version: "1.0.0".into(),
+        protocols: vec!["5.0".into()],
+        shasums_sha256: "ab".repeat(32),
+        signature_sha256: Some("ef".repeat(32)),
+        signed_by: Some("34365D9472D7468F".into()),
+        key_expired: false,
+        signing_keys: r#"{"gpg_public_keys":[]}"#.into(),
+        platforms: BTreeMap::from([(
+            "linux_amd64".to_string(),
+            CachedArchive {
+                filename: "terraform-provider-null_1.0.0_linux_amd64.zip".into(),
+                sha256: "cd".repeat(32),
+                stored: Some(StoredArchive {
+                    size: 1,
+                    h1: None,
+                    stored_at: now,
+                }),
+            },
+        )]),
+        verified_at: now,
+    };
+    provider.keep_release(items, &release).await.unwrap();
+    let module = CachedModule::new(UPSTREAM, "hashicorp", "consul", "aws");
+    module.put_origin_list(items, &list(vec![])).await.unwrap();
+    let source = "git::https://example.test/consul.git?ref=v1.0.0";
+    module
+        .keep_release(
+            items,
+            &CachedModuleRelease {
+                version: "1.0.0".into(),
+                origin_source: source.into(),
+                source: ModuleOrigin::PassThrough {
+                    why: "the matrix's: never fetched".into(),
+                },
+                resolved_at: now,
+                stored: None,
+            },
+        )
+        .await
+        .unwrap();
+}
