@@ -561,13 +561,19 @@ fn every_kind_of_route_is_in_the_matrix() {
                 let (module, name) = test.split_once("::").unwrap();
                 let file = format!("{}/tests/suite/{module}.rs", env!("CARGO_MANIFEST_DIR"));
                 let source = std::fs::read_to_string(&file).unwrap();
-                assert!(source.contains(&format!("fn {name}(")), "{test}: no such test");
+                assert!(
+                    source.contains(&format!("fn {name}(")),
+                    "{test}: no such test"
+                );
             }
             _ if !probed.contains(&kind) => missing.push(kind.name()),
             _ => {}
         }
     }
-    assert!(missing.is_empty(), "kinds the matrix does not probe: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "kinds the matrix does not probe: {missing:?}"
+    );
 }
 
 /// Private registry (no anonymous reads, token cache 0): every endpoint ×

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
-use http::{Method, StatusCode};
+use http::Method;
 use serde_json::{Value, json};
 use tfreg_http::registry::unix_now;
 use tfreg_model::cache::module::{CachedModuleRelease, ModuleOrigin};
@@ -24,7 +24,9 @@ use tfreg_model::router::{
 use tfreg_model::token::Scope;
 use tfreg_store::catalog::cache::CachedProvider;
 use tfreg_store::catalog::cached_module::CachedModule;
-use tfreg_testkit::{TestRegistry, TestSigner, decl, module_archive, provider_release};
+use tfreg_testkit::{
+    TestRegistry, TestResponse, TestSigner, decl, module_archive, provider_release,
+};
 
 use super::{A, B, Need, id_of, named, send, target};
 
@@ -38,6 +40,17 @@ static FRESH: AtomicUsize = AtomicUsize::new(0);
 
 fn fresh() -> usize {
     FRESH.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A set-up request's answer, which must be a success.
+fn done(resp: TestResponse, what: &str) -> TestResponse {
+    assert!(
+        resp.status.is_success(),
+        "{what}: {} {}",
+        resp.status,
+        resp.text()
+    );
+    resp
 }
 
 /// What the probes need: an admin token to set things up with, the signer
@@ -116,48 +129,47 @@ fn of_kind(kind: RouteKind, fx: &Fixtures) -> Vec<Probe> {
     let registry_read = Need::Token(Scope::Read, None);
     let admin = Need::Token(Scope::Admin, None);
     let own = &fx.own_host;
-    let g = Method::GET;
     match kind {
         RouteKind::Discovery => vec![probe(
             "discovery",
-            g,
+            Method::GET,
             Need::Nothing,
             get("/.well-known/terraform.json"),
         )],
         RouteKind::Read(e) => vec![match e {
             ReadEndpoint::ProviderVersions => probe(
                 "provider versions",
-                g,
+                Method::GET,
                 read_a,
                 get(format!("/v1/providers/{A}/null/versions")),
             ),
             ReadEndpoint::ProviderDownload => probe(
                 "provider download",
-                g,
+                Method::GET,
                 read_a,
                 get(format!("/v1/providers/{A}/null/1.0.0/download/linux/amd64")),
             ),
             ReadEndpoint::ModuleVersions => probe(
                 "module versions",
-                g,
+                Method::GET,
                 read_a,
                 get(format!("/v1/modules/{A}/m/aws/versions")),
             ),
             ReadEndpoint::ModuleDownload => probe(
                 "module download",
-                g,
+                Method::GET,
                 read_a,
                 get(format!("/v1/modules/{A}/m/aws/1.0.0/download")),
             ),
             ReadEndpoint::MirrorIndex => probe(
                 "mirror index (own host)",
-                g,
+                Method::GET,
                 read_a,
                 get(format!("/v1/mirror/{own}/{A}/null/index.json")),
             ),
             ReadEndpoint::MirrorVersion => probe(
                 "mirror version (own host)",
-                g,
+                Method::GET,
                 read_a,
                 get(format!("/v1/mirror/{own}/{A}/null/1.0.0.json")),
             ),
@@ -165,13 +177,15 @@ fn of_kind(kind: RouteKind, fx: &Fixtures) -> Vec<Probe> {
             // from what the cache holds of the upstream.
             ReadEndpoint::CacheProviderVersions => probe(
                 "cache provider versions",
-                g,
+                Method::GET,
                 registry_read,
-                get(format!("/v1/cache/{UPSTREAM}/providers/hashicorp/null/versions")),
+                get(format!(
+                    "/v1/cache/{UPSTREAM}/providers/hashicorp/null/versions"
+                )),
             ),
             ReadEndpoint::CacheProviderDownload => probe(
                 "cache provider download",
-                g,
+                Method::GET,
                 registry_read,
                 get(format!(
                     "/v1/cache/{UPSTREAM}/providers/hashicorp/null/1.0.0/download/linux/amd64"
@@ -179,13 +193,15 @@ fn of_kind(kind: RouteKind, fx: &Fixtures) -> Vec<Probe> {
             ),
             ReadEndpoint::CacheModuleVersions => probe(
                 "cache module versions",
-                g,
+                Method::GET,
                 registry_read,
-                get(format!("/v1/cache/{UPSTREAM}/modules/hashicorp/consul/aws/versions")),
+                get(format!(
+                    "/v1/cache/{UPSTREAM}/modules/hashicorp/consul/aws/versions"
+                )),
             ),
             ReadEndpoint::CacheModuleDownload => probe(
                 "cache module download",
-                g,
+                Method::GET,
                 registry_read,
                 get(format!(
                     "/v1/cache/{UPSTREAM}/modules/hashicorp/consul/aws/1.0.0/download"
@@ -199,20 +215,20 @@ fn of_kind(kind: RouteKind, fx: &Fixtures) -> Vec<Probe> {
             ReadEndpoint::MirrorIndex => vec![
                 probe(
                     "mirror index (imported)",
-                    g,
+                    Method::GET,
                     registry_read,
                     get(format!("/v1/mirror/{MIRRORED}/hashicorp/null/index.json")),
                 ),
                 probe(
                     "mirror index (upstream)",
-                    g,
+                    Method::GET,
                     registry_read,
                     get(format!("/v1/mirror/{UPSTREAM}/hashicorp/null/index.json")),
                 ),
             ],
             ReadEndpoint::MirrorVersion => vec![probe(
                 "mirror version (upstream)",
-                g,
+                Method::GET,
                 registry_read,
                 get(format!("/v1/mirror/{UPSTREAM}/hashicorp/null/1.0.0.json")),
             )],
@@ -221,15 +237,13 @@ fn of_kind(kind: RouteKind, fx: &Fixtures) -> Vec<Probe> {
         .collect(),
         RouteKind::Blob => vec![probe(
             "blob (signed URL)",
-            g,
+            Method::GET,
             Need::Nothing,
             get(fx.blob.clone()),
         )],
         RouteKind::Publish(k, step) => {
             let need = match k {
-                PublishKind::Provider | PublishKind::Module => {
-                    Need::Token(Scope::Publish, Some(A))
-                }
+                PublishKind::Provider | PublishKind::Module => Need::Token(Scope::Publish, Some(A)),
                 PublishKind::Mirror => Need::Token(Scope::Publish, None),
             };
             let make = match step {
@@ -243,43 +257,48 @@ fn of_kind(kind: RouteKind, fx: &Fixtures) -> Vec<Probe> {
             .map(|(name, method, need, make)| probe(&name, method, need, make))
             .collect(),
         RouteKind::Ui(page) => vec![match page {
-            UiPage::Root => probe("ui root", g, Need::Nothing, get("/")),
+            UiPage::Root => probe("ui root", Method::GET, Need::Nothing, get("/")),
             // The home page lists what the token covers: any valid read
             // token may see it (the matrix's limited tokens are all B's).
             UiPage::Home => probe(
                 "ui home",
-                g,
+                Method::GET,
                 Need::Token(Scope::Read, Some(B)),
                 get("/ui/home"),
             ),
             UiPage::Search => probe(
                 "ui search",
-                g,
+                Method::GET,
                 Need::Token(Scope::Read, Some(B)),
                 get("/ui/search?q=null"),
             ),
             UiPage::Namespace => probe(
                 "ui namespace A",
-                g,
+                Method::GET,
                 read_a,
                 get(format!("/ui/namespaces/{A}")),
             ),
             UiPage::Module => probe(
                 "ui module page in A",
-                g,
+                Method::GET,
                 read_a,
                 get(format!("/ui/modules/{A}/m/aws")),
             ),
             UiPage::Provider => probe(
                 "ui provider page in A",
-                g,
+                Method::GET,
                 read_a,
                 get(format!("/ui/providers/{A}/null")),
             ),
             // What the pull-through cache holds: what `GET /v1/admin/cache`
             // lists, so what it needs (admin, registry-wide).
-            UiPage::Cache => probe("ui cache page", g, admin, get("/ui/cache")),
-            UiPage::SignIn => probe("ui sign-in page", g, Need::Nothing, get("/ui/sign-in")),
+            UiPage::Cache => probe("ui cache page", Method::GET, admin, get("/ui/cache")),
+            UiPage::SignIn => probe(
+                "ui sign-in page",
+                Method::GET,
+                Need::Nothing,
+                get("/ui/sign-in"),
+            ),
             // Sign-out refuses no one: whatever the credential, the cookie
             // is cleared and the browser sent to sign in.
             UiPage::SignOut => probe(
@@ -290,7 +309,7 @@ fn of_kind(kind: RouteKind, fx: &Fixtures) -> Vec<Probe> {
             ),
             UiPage::Asset => probe(
                 "ui asset",
-                g,
+                Method::GET,
                 Need::Nothing,
                 get(format!(
                     "/ui/static/{}",
@@ -351,7 +370,9 @@ fn admin_probes(op: AdminOp) -> Vec<(String, Method, Need, Make)> {
             .collect(),
         AdminOp::Delete => vec![(name("delete module in A"), d, admin_a, Make::DeleteRelease)],
         AdminOp::Audit => vec![(name("audit"), g, admin, get("/v1/admin/audit"))],
-        AdminOp::ListMappings => vec![(name("list group mappings"), g, admin, get("/v1/admin/sso"))],
+        AdminOp::ListMappings => {
+            vec![(name("list group mappings"), g, admin, get("/v1/admin/sso"))]
+        }
         AdminOp::MapGroup => vec![(
             name("map group"),
             p,
@@ -363,7 +384,12 @@ fn admin_probes(op: AdminOp) -> Vec<(String, Method, Need, Make)> {
         )],
         AdminOp::UnmapGroup => vec![(name("unmap group"), p, admin, Make::UnmapGroup)],
         AdminOp::ListTrust => vec![
-            (name("list every trust policy"), g.clone(), admin, get("/v1/admin/trust")),
+            (
+                name("list every trust policy"),
+                g.clone(),
+                admin,
+                get("/v1/admin/trust"),
+            ),
             (
                 name("list trust of A"),
                 g,
@@ -378,7 +404,9 @@ fn admin_probes(op: AdminOp) -> Vec<(String, Method, Need, Make)> {
             fixed(format!("/v1/admin/trust/{A}"), trust_policy("release")),
         )],
         AdminOp::RemoveTrust => vec![(name("remove trust of A"), d, admin_a, Make::RemoveTrust)],
-        AdminOp::ListUpstreams => vec![(name("list upstreams"), g, admin, get("/v1/admin/upstreams"))],
+        AdminOp::ListUpstreams => {
+            vec![(name("list upstreams"), g, admin, get("/v1/admin/upstreams"))]
+        }
         AdminOp::ShowUpstream => vec![(
             name("show upstream"),
             g,
@@ -389,11 +417,19 @@ fn admin_probes(op: AdminOp) -> Vec<(String, Method, Need, Make)> {
             name("set upstream"),
             Method::PUT,
             admin,
-            fixed(format!("/v1/admin/upstreams/{UPSTREAM}"), upstream_settings()),
+            fixed(
+                format!("/v1/admin/upstreams/{UPSTREAM}"),
+                upstream_settings(),
+            ),
         )],
         AdminOp::RemoveUpstream => vec![(name("remove upstream"), d, admin, Make::RemoveUpstream)],
         AdminOp::ListCached => vec![
-            (name("list the cache"), g.clone(), admin, get("/v1/admin/cache")),
+            (
+                name("list the cache"),
+                g.clone(),
+                admin,
+                get("/v1/admin/cache"),
+            ),
             (
                 name("list the cache of one upstream"),
                 g,
@@ -466,19 +502,26 @@ fn publish_files(
 
 /// Begin a publish and upload its files (as the admin): the request that
 /// completes it.
-async fn begun(r: &TestRegistry, fx: &Fixtures, kind: PublishKind, version: &str) -> PublishRequest {
+async fn begun(
+    r: &TestRegistry,
+    fx: &Fixtures,
+    kind: PublishKind,
+    version: &str,
+) -> PublishRequest {
     let (files, mut request) = publish_files(kind, version, &fx.signer);
     let target = publish_target(kind, version);
     let begin = r
         .publish_step(&target, PublishStep::Begin, &fx.admin, &request)
         .await;
-    begin.expect(StatusCode::OK, "begin, for a complete");
+    let begin = done(begin, "begin, for a complete");
     let answer: PublishBegin = serde_json::from_slice(&begin.body).unwrap();
     for upload in &answer.uploads {
         let bytes = &files.iter().find(|(n, _)| *n == upload.name).unwrap().1;
-        r.send_url(Method::PUT, &upload.url, &upload.headers, bytes.clone())
-            .await
-            .expect(StatusCode::OK, "upload");
+        done(
+            r.send_url(Method::PUT, &upload.url, &upload.headers, bytes.clone())
+                .await,
+            "upload",
+        );
     }
     request.upload_id = answer.upload_id;
     request
@@ -512,28 +555,37 @@ impl Probe {
                     json!({"keys": [fx.signer.public_armor]}),
                 )
                 .await;
-                added.expect(StatusCode::CREATED, "add a key to remove");
-                let id = added.json()["keys"][0]["key_id"].as_str().unwrap().to_string();
+                let added = done(added, "add a key to remove");
+                let id = added.json()["keys"][0]["key_id"]
+                    .as_str()
+                    .unwrap()
+                    .to_string();
                 (format!("/v1/admin/keys/{ns}/{id}"), Bytes::new())
             }
             Make::DeleteRelease => {
                 let version = format!("5.0.{n}");
-                super::publish_module(r, admin, A, &version)
-                    .await
-                    .expect(StatusCode::CREATED, "a module version to delete");
-                (format!("/v1/admin/modules/{A}/m/aws/{version}"), Bytes::new())
+                done(
+                    super::publish_module(r, admin, A, &version).await,
+                    "a module version to delete",
+                );
+                (
+                    format!("/v1/admin/modules/{A}/m/aws/{version}"),
+                    Bytes::new(),
+                )
             }
             Make::UnmapGroup => {
                 let group = format!("to-unmap-{n}");
-                send(
-                    r,
-                    Method::POST,
-                    "/v1/admin/sso/map",
-                    admin,
-                    json!({"group": group, "scope": "read", "namespaces": [A]}),
-                )
-                .await
-                .expect(StatusCode::OK, "map a group to unmap");
+                done(
+                    send(
+                        r,
+                        Method::POST,
+                        "/v1/admin/sso/map",
+                        admin,
+                        json!({"group": group, "scope": "read", "namespaces": [A]}),
+                    )
+                    .await,
+                    "map a group to unmap",
+                );
                 ("/v1/admin/sso/unmap".into(), json(json!({"group": group})))
             }
             Make::RemoveTrust => {
@@ -545,15 +597,16 @@ impl Probe {
                     trust_policy(&format!("env-{n}")),
                 )
                 .await;
-                added.expect(StatusCode::CREATED, "a trust policy to remove");
+                let added = done(added, "a trust policy to remove");
                 let id = added.json()["policy"]["id"].as_str().unwrap().to_string();
                 (format!("/v1/admin/trust/{A}/{id}"), Bytes::new())
             }
             Make::RemoveUpstream => {
                 let path = format!("/v1/admin/upstreams/u{n}.example.test");
-                send(r, Method::PUT, &path, admin, upstream_settings())
-                    .await
-                    .expect(StatusCode::CREATED, "an upstream to remove");
+                done(
+                    send(r, Method::PUT, &path, admin, upstream_settings()).await,
+                    "an upstream to remove",
+                );
                 (path, Bytes::new())
             }
             Make::Begin(kind) => {
@@ -586,22 +639,32 @@ impl Probe {
 /// and module the cache holds (list and release, the archive stored).
 pub(super) async fn setup(r: &TestRegistry, fx: &Fixtures) {
     let admin = fx.admin.as_str();
-    super::publish_module(r, admin, A, "2.0.0")
-        .await
-        .expect(StatusCode::CREATED, "module 2.0.0");
+    done(
+        super::publish_module(r, admin, A, "2.0.0").await,
+        "module 2.0.0",
+    );
     let (files, request) = publish_files(PublishKind::Mirror, "1.0.0", &fx.signer);
-    r.publish(&publish_target(PublishKind::Mirror, "1.0.0"), admin, &files, request)
-        .await
-        .expect(StatusCode::CREATED, "mirror import");
-    send(
-        r,
-        Method::PUT,
-        &format!("/v1/admin/upstreams/{UPSTREAM}"),
-        admin,
-        upstream_settings(),
-    )
-    .await
-    .expect(StatusCode::CREATED, "the upstream");
+    done(
+        r.publish(
+            &publish_target(PublishKind::Mirror, "1.0.0"),
+            admin,
+            &files,
+            request,
+        )
+        .await,
+        "mirror import",
+    );
+    done(
+        send(
+            r,
+            Method::PUT,
+            &format!("/v1/admin/upstreams/{UPSTREAM}"),
+            admin,
+            upstream_settings(),
+        )
+        .await,
+        "the upstream",
+    );
     let items = r.registry.items.as_ref();
     let now = unix_now();
     let list = |platforms: Vec<String>| OriginList {

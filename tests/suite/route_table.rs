@@ -7,18 +7,21 @@
 //! checked here the moment it exists). Pure: the template and Cargo.toml are
 //! read, nothing runs.
 //!
-//! The template is read as CloudFormation holds it after the SAM transform
-//! would (the API's routes and integrations are plain ApiGatewayV2 resources,
-//! which the transform leaves as they are); intrinsics are read in either
-//! form, YAML's short tags (`!GetAtt X.Arn`) or JSON's long (`Fn::GetAtt`).
-
-use std::collections::BTreeMap;
+//! The template is read as CloudFormation is given it: transformed by
+//! aws-sam-translator as `sam deploy` would (infra/rehearsal's translator,
+//! the one the deploy rehearsal creates the stack from), with the resources
+//! of the configuration's conditions only: with every optional feature on,
+//! and as a first `sam deploy --guided` has it (no sign-in: its paths fall
+//! to the catch-all). The one process these tests start is that transform
+//! (about a second); the matcher and views are pure and also run on the
+//! untransformed template. Intrinsics are read in either form, YAML's short
+//! tags (`!GetAtt X.Arn`) or JSON's long (`Fn::GetAtt`).
 
 use http::Method;
 use serde_norway::Value;
 use tfreg_model::router::{Route, RouteKind, route};
 
-use super::{package_of, resources, template, watch_routes};
+use super::{of_type, package_of, resources, template, watch_routes};
 
 /// An intrinsic's argument in either form: `!Tag x` or `{"Fn::Tag": x}`.
 fn intrinsic<'a>(v: &'a Value, name: &str) -> Option<&'a Value> {
@@ -102,7 +105,11 @@ fn matches(pattern: &[Segment], path: &str) -> bool {
 
 /// The most specific of `table`'s patterns that `path` matches, else the
 /// catch-all (`None` when there is none).
-fn pick<'a, T>(table: &'a [(Vec<Segment>, T)], catch_all: Option<&'a T>, path: &str) -> Option<&'a T> {
+fn pick<'a, T>(
+    table: &'a [(Vec<Segment>, T)],
+    catch_all: Option<&'a T>,
+    path: &str,
+) -> Option<&'a T> {
     table
         .iter()
         .filter(|(p, _)| matches(p, path))
@@ -120,20 +127,12 @@ struct ApiTable {
 /// The HTTP API's route table: each route's key (method `ANY`) and the
 /// function its integration invokes.
 fn api_table(t: &Value) -> ApiTable {
-    let resources = resources(t);
-    let of_type = |ty: &str| {
-        resources
-            .iter()
-            .filter(move |(_, r)| r["Type"].as_str() == Some(ty))
-            .map(|(id, r)| (id.as_str().unwrap().to_string(), r))
-    };
-    let integrations: BTreeMap<String, &Value> =
-        of_type("AWS::ApiGatewayV2::Integration").collect();
+    let integrations = of_type(t, "AWS::ApiGatewayV2::Integration");
     let mut table = ApiTable {
         routes: vec![],
         default: None,
     };
-    for (id, r) in of_type("AWS::ApiGatewayV2::Route") {
+    for (id, r) in of_type(t, "AWS::ApiGatewayV2::Route") {
         let p = &r["Properties"];
         let target = intrinsic(&p["Target"], "Sub")
             .and_then(Value::as_str)
@@ -216,10 +215,94 @@ fn serve_view(method: &Method, path: &str) -> (Route, Served) {
     (r, served)
 }
 
+/// The parameters of the configuration with every optional feature on
+/// (sign-in, the CI exchange, a custom domain), as the rehearsal's `full`.
+const FULL: &[(&str, &str)] = &[
+    ("OidcIssuer", "https://login.example.com/realms/acme"),
+    ("OidcClientId", "tfreg"),
+    (
+        "OidcClientSecretArn",
+        "arn:aws:secretsmanager:eu-west-1:123456789012:secret:tfreg/oidc-client-secret-AbCdEf",
+    ),
+    ("CiIssuers", "https://token.actions.githubusercontent.com"),
+    ("CiAudience", "https://registry.example.com"),
+    ("DomainName", "registry.example.com"),
+    (
+        "CertificateArn",
+        "arn:aws:acm:us-east-1:123456789012:certificate/00000000-0000-0000-0000-000000000000",
+    ),
+    ("HostedZoneId", "Z0000000000000000000"),
+];
+
+/// template.yaml transformed under `parameters` by infra/rehearsal (as the
+/// rehearsal does before CreateStack), keeping the resources its
+/// conditions create.
+fn transformed(parameters: &[(&str, &str)]) -> Value {
+    const SCRIPT: &str = r#"
+import json, sys
+from rehearsal import template as t
+from rehearsal.intrinsics import Resolver
+from rehearsal.rehearse import PSEUDO_STATIC, parameter_values
+raw = t.load(sys.argv[1])
+given = json.loads(sys.argv[2])
+keys = {lid: binary + ".zip" for lid, (_, binary) in t.packages(raw).items()}
+out = t.translate(t.package(raw, "deploy-bucket", keys), given, "eu-west-1")
+pseudo = dict(PSEUDO_STATIC, **{"AWS::Region": "eu-west-1", "AWS::AccountId": "123456789012",
+    "AWS::StackName": "tfreg", "AWS::StackId": "arn:aws:cloudformation:eu-west-1:123456789012:stack/tfreg/x"})
+resolver = Resolver(out, parameter_values(out, given), pseudo)
+out["Resources"] = {k: r for k, r in out["Resources"].items() if resolver.active(r)}
+json.dump(out, sys.stdout)
+"#;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let python = crate::support::tools::Tools::get()
+        .path("TFREG_VENV_BIN")
+        .join("python");
+    let given: serde_json::Map<String, serde_json::Value> = parameters
+        .iter()
+        .map(|(k, v)| (k.to_string(), serde_json::Value::from(*v)))
+        .collect();
+    let out = std::process::Command::new(python)
+        .env("PYTHONPATH", root.join("infra"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .args(["-c", SCRIPT])
+        .arg(root.join("template.yaml"))
+        .arg(serde_json::Value::Object(given).to_string())
+        .output()
+        .expect("the venv's python");
+    assert!(
+        out.status.success(),
+        "the SAM transform: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the transformed template as JSON")
+}
+
 #[test]
 fn every_kind_of_route_is_served_by_one_function_in_the_api_cargo_lambda_watch_and_tfreg_serve() {
-    let t = template();
-    let api = api_table(&t);
+    let full = transformed(FULL);
+    three_views(&full, |_| true);
+    // The raw template names the same (its routes are the transform's).
+    three_views(&template(), |_| true);
+    // A first guided deploy has no sign-in: its paths reach the catch-all,
+    // the discovery function, which does not serve them (a JSON 404);
+    // every other path is routed as with every feature on.
+    let guided = transformed(&[]);
+    assert!(!resources(&guided).contains_key("AuthFunction"));
+    three_views(&guided, |kind| !matches!(kind, RouteKind::Auth(_)));
+    let api = api_table(&guided);
+    for kind in RouteKind::all() {
+        if let RouteKind::Auth(_) = kind {
+            let path = kind.example().path();
+            let id = pick(&api.routes, api.default.as_ref(), &path).unwrap();
+            assert_eq!(id, "DiscoveryFunction", "{path}");
+        }
+    }
+}
+
+/// The three views agree on every kind of route that `routed` says the
+/// template `t` routes.
+fn three_views(t: &Value, routed: impl Fn(RouteKind) -> bool) {
+    let api = api_table(t);
     let watch = watch_routes();
     let watch_catch_all = watch.get(super::CATCH_ALL);
     let watch_table: Vec<(Vec<Segment>, String)> = watch
@@ -235,9 +318,12 @@ fn every_kind_of_route_is_served_by_one_function_in_the_api_cargo_lambda_watch_a
         let id = pick(&api.routes, api.default.as_ref(), path)
             .unwrap_or_else(|| panic!("{path}: no API route and no $default"));
         let api_view = Served {
-            function: function_name(&t, id),
-            package: function_binary(&t, id),
+            function: function_name(t, id),
+            package: function_binary(t, id),
         };
+        if !routed(*kind) {
+            continue;
+        }
         let watch_package = pick(&watch_table, watch_catch_all, path).cloned();
         if api_view != serve {
             failures.push(format!(
@@ -258,6 +344,7 @@ fn every_kind_of_route_is_served_by_one_function_in_the_api_cargo_lambda_watch_a
     // of the template leads where no kind of route goes.
     let reached: std::collections::BTreeSet<String> = examples
         .iter()
+        .filter(|(kind, _, _)| routed(*kind))
         .filter_map(|(_, _, path)| pick(&api.routes, api.default.as_ref(), path).cloned())
         .collect();
     let routed: std::collections::BTreeSet<String> = api
