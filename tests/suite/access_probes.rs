@@ -461,7 +461,11 @@ fn upstream_settings() -> Value {
 fn trust_policy(environment: &str) -> Value {
     json!({
         "issuer": "https://token.actions.githubusercontent.com",
-        "claims": {"repository": "acme/app", "environment": environment},
+        "claims": {
+            "repository_owner_id": "1234",
+            "repository": "acme/app",
+            "environment": environment,
+        },
     })
 }
 
@@ -500,8 +504,9 @@ fn publish_files(
     (files, request)
 }
 
-/// Begin a publish and upload its files (as the admin): the request that
-/// completes it.
+/// Begin a publish and upload its files (with an admin token of its own: a
+/// token may have only so many publishes in progress, and those begun for
+/// a refused credential are never completed): the request that completes it.
 async fn begun(
     r: &TestRegistry,
     fx: &Fixtures,
@@ -510,8 +515,9 @@ async fn begun(
 ) -> PublishRequest {
     let (files, mut request) = publish_files(kind, version, &fx.signer);
     let target = publish_target(kind, version);
+    let admin = r.token(Scope::Admin, None).await;
     let begin = r
-        .publish_step(&target, PublishStep::Begin, &fx.admin, &request)
+        .publish_step(&target, PublishStep::Begin, &admin, &request)
         .await;
     let begin = done(begin, "begin, for a complete");
     let answer: PublishBegin = serde_json::from_slice(&begin.body).unwrap();
