@@ -280,7 +280,7 @@ fn rule(need: Need, cred: Cred, anonymous_reads: bool) -> Verdict {
 /// Publish the matrix's fixtures (provider and module 1.0.0 in A, and what
 /// [`probes::setup`] makes) with an admin token; the path of a signed
 /// archive URL from a download.
-async fn matrix_fixtures(r: &TestRegistry, own_host: &str) -> Fixtures {
+async fn matrix_fixtures(r: &TestRegistry, own_host: &str, sign_in: bool) -> Fixtures {
     let admin = r.token(Scope::Admin, None).await;
     let signer = TestSigner::rsa();
     publish_provider(r, &admin, A, "1.0.0", &signer)
@@ -308,6 +308,11 @@ async fn matrix_fixtures(r: &TestRegistry, own_host: &str) -> Fixtures {
             .expect("an archive URL of the registry")
             .to_string(),
         own_host: own_host.replace(':', "%3A"),
+        sign_in: if sign_in {
+            Some(probes::SignIn::start().await)
+        } else {
+            None
+        },
     };
     probes::setup(r, &fx).await;
     fx
@@ -362,31 +367,35 @@ enum Via<'a> {
     Https(&'a crate::support::Server),
 }
 
-/// One request of the matrix: status, headers, body.
+/// One request of the matrix: status, headers, body (in-process through
+/// every group and sign-in, as `tfreg serve` with an identity provider).
 async fn matrix_request(
     r: &TestRegistry,
+    fx: &Fixtures,
     via: &Via<'_>,
     method: Method,
     path: &str,
-    header: Option<&str>,
+    headers: &[(String, String)],
     body: Bytes,
 ) -> TestResponse {
     match via {
         Via::InProcess => {
-            let headers: Vec<(&str, &str)> =
-                header.map(|h| ("authorization", h)).into_iter().collect();
-            r.request(method, path, None, &headers, body).await
+            let app = match &fx.sign_in {
+                Some(sign_in) => sign_in.app(r),
+                None => r.app(),
+            };
+            probes::app_request(&app, method, path, headers, body).await
         }
         Via::Https(server) => {
             let (http, url) = (server.http.clone(), server.url(path));
-            let header = header.map(str::to_string);
+            let headers = headers.to_vec();
             tokio::task::spawn_blocking(move || {
                 let method = reqwest::Method::from_bytes(method.as_str().as_bytes()).unwrap();
                 let mut req = http.request(method, url).body(body.to_vec());
-                if let Some(h) = header {
-                    req = req.header("authorization", h);
+                for (k, v) in &headers {
+                    req = req.header(k, v);
                 }
-                if !body.is_empty() {
+                if !body.is_empty() && !headers.iter().any(|(k, _)| k == "content-type") {
                     req = req.header("content-type", "application/json");
                 }
                 let resp = req.send().unwrap();
@@ -419,7 +428,7 @@ async fn matrix(r: TestRegistry, anonymous_reads: bool) {
 
 /// [`matrix`], with requests sent `via` a registry at `own_host`.
 async fn matrix_via(r: TestRegistry, anonymous_reads: bool, via: Via<'_>, own_host: &str) {
-    let fx = matrix_fixtures(&r, own_host).await;
+    let fx = matrix_fixtures(&r, own_host, matches!(via, Via::InProcess)).await;
     let r = view(&r, anonymous_reads, Duration::ZERO);
     let mut tokens = Vec::new();
     for cred in CREDS {
@@ -440,7 +449,7 @@ async fn matrix_via(r: TestRegistry, anonymous_reads: bool, via: Via<'_>, own_ho
             .collect::<String>()
     );
     let mut failures = Vec::new();
-    for ep in probes::probes(&fx) {
+    for ep in probes::probes(&fx, fx.sign_in.is_some()) {
         let mut row = String::new();
         for (cred, token) in &tokens {
             let header = match cred {
@@ -448,12 +457,18 @@ async fn matrix_via(r: TestRegistry, anonymous_reads: bool, via: Via<'_>, own_ho
                 Cred::BearerEmpty => Some("Bearer".to_string()),
                 _ => token.as_ref().map(|t| format!("Bearer {t}")),
             };
-            let (path, body) = ep.request(&r, &fx).await;
+            let probes::Req {
+                path,
+                body,
+                headers,
+            } = ep.request(&r, &fx).await;
             let bare = path.split('?').next().unwrap_or_default();
             let routed = tfreg_model::router::route(&ep.method, bare).map(|r| r.kind());
             assert_eq!(routed, Ok(ep.kind), "{}: {} {path}", ep.name, ep.method);
+            let mut headers = headers;
+            headers.extend(header.map(|h| ("authorization".to_string(), h)));
             let resp =
-                matrix_request(&r, &via, ep.method.clone(), &path, header.as_deref(), body).await;
+                matrix_request(&r, &fx, &via, ep.method.clone(), &path, &headers, body).await;
             let status = resp.status.as_u16();
             let want = rule(ep.need, *cred, anonymous_reads);
             let page = tfreg_model::router::is_ui_path(&path);
@@ -539,9 +554,7 @@ async fn matrix_via(r: TestRegistry, anonymous_reads: bool, via: Via<'_>, own_ho
 }
 
 /// Every kind of route (derived from the router's enums) is probed by the
-/// matrix, but sign-in's, which are answered only where an identity
-/// provider or CI issuers are configured: each is named with the test that
-/// sends it every credential, and that test exists.
+/// matrix (sign-in's where it runs with an identity provider: in-process).
 #[test]
 fn every_kind_of_route_is_in_the_matrix() {
     use tfreg_model::router::RouteKind;
@@ -550,26 +563,14 @@ fn every_kind_of_route_is_in_the_matrix() {
         signer: TestSigner::rsa(),
         blob: "/v1/blobs/archives/ab/x.zip".into(),
         own_host: HOST.replace(':', "%3A"),
+        sign_in: None,
     };
-    let probed: BTreeSet<RouteKind> = probes::probes(&fx).iter().map(|p| p.kind).collect();
-    let mut missing = vec![];
-    for kind in RouteKind::all() {
-        match kind {
-            RouteKind::Auth(step) => {
-                assert!(!probed.contains(&kind), "{}", kind.name());
-                let test = probes::sign_in_matrix(step);
-                let (module, name) = test.split_once("::").unwrap();
-                let file = format!("{}/tests/suite/{module}.rs", env!("CARGO_MANIFEST_DIR"));
-                let source = std::fs::read_to_string(&file).unwrap();
-                assert!(
-                    source.contains(&format!("fn {name}(")),
-                    "{test}: no such test"
-                );
-            }
-            _ if !probed.contains(&kind) => missing.push(kind.name()),
-            _ => {}
-        }
-    }
+    let probed: BTreeSet<RouteKind> = probes::probes(&fx, true).iter().map(|p| p.kind).collect();
+    let missing: Vec<String> = RouteKind::all()
+        .into_iter()
+        .filter(|k| !probed.contains(k))
+        .map(RouteKind::name)
+        .collect();
     assert!(
         missing.is_empty(),
         "kinds the matrix does not probe: {missing:?}"

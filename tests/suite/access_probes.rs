@@ -13,20 +13,29 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use bytes::Bytes;
 use http::Method;
 use serde_json::{Value, json};
+use tfreg_auth::{Auth, CiSettings, Exchange, LoginSettings, OidcConfig, Secret, Upstream};
 use tfreg_http::registry::unix_now;
+use tfreg_http::{App, Served};
 use tfreg_model::cache::module::{CachedModuleRelease, ModuleOrigin};
 use tfreg_model::cache::{CachedArchive, CachedRelease, OriginList, OriginVersion, StoredArchive};
+use tfreg_model::login::{CLI_CLIENT_ID, pkce_challenge, random_value};
 use tfreg_model::protocol::{PublishBegin, PublishRequest};
 use tfreg_model::router::{
     AdminOp, AuthRoute, LifecycleAction, PublishKind, PublishStep, PublishTarget, ReadEndpoint,
     RouteKind, UiPage, VariantArray as _,
 };
+use tfreg_model::sso::GroupMapping;
 use tfreg_model::token::Scope;
 use tfreg_store::catalog::cache::CachedProvider;
 use tfreg_store::catalog::cached_module::CachedModule;
+use tfreg_store::catalog::sso;
+use tfreg_testkit::oidc::{Browser, Provider, query_param};
 use tfreg_testkit::{
-    TestRegistry, TestResponse, TestSigner, decl, module_archive, provider_release,
+    PUBLIC_URL, TestRegistry, TestResponse, TestSigner, decl, every_group, module_archive,
+    provider_release,
 };
+
+use crate::ci_exchange::{Issuer, github_claims, github_policy, trust};
 
 use super::{A, B, Need, id_of, named, send, target};
 
@@ -61,6 +70,9 @@ pub(super) struct Fixtures {
     pub blob: String,
     /// The registry's hostname as a path segment (`:` escaped).
     pub own_host: String,
+    /// Sign-in, where the matrix runs in-process (the Lambda functions'
+    /// run has no identity provider).
+    pub sign_in: Option<SignIn>,
 }
 
 /// How a probe's request is made.
@@ -86,6 +98,20 @@ pub(super) enum Make {
     Begin(PublishKind),
     /// Complete a publish begun (and uploaded) for it.
     Complete(PublishKind),
+    /// Come back from the identity provider, signed in there for it.
+    Callback,
+    /// Redeem a code issued for it.
+    RedeemCode,
+    /// Exchange a CI job's token minted for it.
+    Exchange,
+}
+
+/// A probe's request for one credential.
+pub(super) struct Req {
+    pub path: String,
+    pub body: Bytes,
+    /// Besides the credential's `authorization`.
+    pub headers: Vec<(String, String)>,
 }
 
 /// One row of the matrix.
@@ -108,16 +134,17 @@ fn get(path: impl Into<String>) -> Make {
     fixed(path, Value::Null)
 }
 
-/// Every probe: those of each kind of route, in the order of the kinds.
-pub(super) fn probes(fx: &Fixtures) -> Vec<Probe> {
+/// Every probe: those of each kind of route, in the order of the kinds;
+/// sign-in's with `sign_in` (where the matrix has an identity provider).
+pub(super) fn probes(fx: &Fixtures, sign_in: bool) -> Vec<Probe> {
     RouteKind::all()
         .into_iter()
-        .flat_map(|kind| of_kind(kind, fx))
+        .flat_map(|kind| of_kind(kind, fx, sign_in))
         .collect()
 }
 
 /// The probes of one kind of route.
-fn of_kind(kind: RouteKind, fx: &Fixtures) -> Vec<Probe> {
+fn of_kind(kind: RouteKind, fx: &Fixtures, sign_in: bool) -> Vec<Probe> {
     let probe = |name: &str, method: Method, need: Need, make: Make| Probe {
         kind,
         name: name.to_string(),
@@ -317,10 +344,21 @@ fn of_kind(kind: RouteKind, fx: &Fixtures) -> Vec<Probe> {
                 )),
             ),
         }],
-        // Sign-in is public and answered only where an identity provider
-        // or CI issuers are configured: its own matrices (see
-        // [`sign_in_matrix`]).
-        RouteKind::Auth(_) => vec![],
+        // Sign-in is public (a login must work whatever token a client
+        // holds) and answered where an identity provider and CI issuers are
+        // configured: in-process, where the matrix has them.
+        RouteKind::Auth(_) if !sign_in => vec![],
+        RouteKind::Auth(step) => {
+            let name = format!("sign-in {}", <&str>::from(step));
+            let (method, make) = match step {
+                AuthRoute::Authorize => (Method::GET, get(SignIn::authorize().0)),
+                AuthRoute::Callback => (Method::GET, Make::Callback),
+                AuthRoute::Token => (Method::POST, Make::RedeemCode),
+                AuthRoute::SsoStart => (Method::GET, get("/oauth/sso?next=/ui/home")),
+                AuthRoute::Exchange => (Method::POST, Make::Exchange),
+            };
+            vec![probe(&name, method, Need::Nothing, make)]
+        }
     }
 }
 
@@ -440,17 +478,6 @@ fn admin_probes(op: AdminOp) -> Vec<(String, Method, Need, Make)> {
     }
 }
 
-/// The sign-in kinds the matrix leaves to the sign-in tests, each with the
-/// test that runs every credential against it.
-pub(super) fn sign_in_matrix(step: AuthRoute) -> &'static str {
-    match step {
-        AuthRoute::Exchange => "access::ci_exchange_is_for_whoever_holds_a_trusted_ci_token",
-        AuthRoute::Authorize | AuthRoute::Callback | AuthRoute::Token | AuthRoute::SsoStart => {
-            "login::terraform_login_s_protocol_through_the_identity_provider"
-        }
-    }
-}
-
 /// The settings the upstream is set with: it serves both, fetching on a
 /// miss (nothing here misses: the cache holds what the probes read).
 fn upstream_settings() -> Value {
@@ -536,7 +563,58 @@ async fn begun(
 impl Probe {
     /// This probe's request for one credential: path and body, with what it
     /// changes made for it (as the admin).
-    pub(super) async fn request(&self, r: &TestRegistry, fx: &Fixtures) -> (String, Bytes) {
+    pub(super) async fn request(&self, r: &TestRegistry, fx: &Fixtures) -> Req {
+        let sign_in = || {
+            fx.sign_in
+                .as_ref()
+                .expect("sign-in's probes run with sign-in")
+        };
+        let (path, body, headers) = match &self.make {
+            Make::Callback => {
+                let (path, cookie, _) = sign_in().to_callback(r).await;
+                (path, Bytes::new(), vec![("cookie".to_string(), cookie)])
+            }
+            Make::RedeemCode => {
+                let si = sign_in();
+                let (path, cookie, verifier) = si.to_callback(r).await;
+                let cookie = [("cookie".to_string(), cookie)];
+                let back = app_request(&si.app(r), Method::GET, &path, &cookie, Bytes::new()).await;
+                let location = back.headers["location"].to_str().unwrap();
+                let code = query_param(location, "code").expect("a code for Terraform");
+                let form: String = url::form_urlencoded::Serializer::new(String::new())
+                    .append_pair("grant_type", "authorization_code")
+                    .append_pair("client_id", CLI_CLIENT_ID)
+                    .append_pair("code", &code)
+                    .append_pair("redirect_uri", LOOPBACK)
+                    .append_pair("code_verifier", &verifier)
+                    .finish();
+                let form_type = "application/x-www-form-urlencoded".to_string();
+                (
+                    tfreg_model::protocol::TOKEN_PATH.to_string(),
+                    Bytes::from(form),
+                    vec![("content-type".to_string(), form_type)],
+                )
+            }
+            Make::Exchange => {
+                let claims = github_claims(PUBLIC_URL, json!({}));
+                let token = sign_in().ci.sign(json!({"claims": claims})).await;
+                let body = Bytes::from(json!({"token": token}).to_string());
+                (tfreg_model::router::EXCHANGE_PATH.to_string(), body, vec![])
+            }
+            _ => {
+                let (path, body) = self.made(r, fx).await;
+                (path, body, vec![])
+            }
+        };
+        Req {
+            path,
+            body,
+            headers,
+        }
+    }
+
+    /// The request of a probe that needs no browser.
+    async fn made(&self, r: &TestRegistry, fx: &Fixtures) -> (String, Bytes) {
         let json = |v: Value| Bytes::from(v.to_string());
         let admin = fx.admin.as_str();
         let n = fresh();
@@ -635,6 +713,9 @@ impl Probe {
                 .path();
                 (path, Bytes::from(serde_json::to_vec(&request).unwrap()))
             }
+            Make::Callback | Make::RedeemCode | Make::Exchange => {
+                unreachable!("made with a browser")
+            }
         }
     }
 }
@@ -644,6 +725,9 @@ impl Probe {
 /// an imported provider of another registry, and an upstream whose provider
 /// and module the cache holds (list and release, the archive stored).
 pub(super) async fn setup(r: &TestRegistry, fx: &Fixtures) {
+    if let Some(sign_in) = &fx.sign_in {
+        sign_in.setup(r).await;
+    }
     let admin = fx.admin.as_str();
     done(
         super::publish_module(r, admin, A, "2.0.0").await,
@@ -729,4 +813,121 @@ pub(super) async fn setup(r: &TestRegistry, fx: &Fixtures) {
         )
         .await
         .unwrap();
+}
+
+/// Sign-in as `tfreg serve` serves it with an identity provider and CI
+/// issuers configured (both real: tests/oidc/provider.mjs), so the matrix
+/// sends sign-in's routes every credential too (they are public: none is
+/// looked at, each must succeed).
+pub(super) struct SignIn {
+    served: Served,
+    ci: Issuer,
+    _op: Provider,
+    _dir: tempfile::TempDir,
+}
+
+/// The identity provider's user, in the group mapped to reading A.
+const USER: &str = "matrix-user";
+const GROUP: &str = "matrix-sign-in";
+/// Where Terraform listens for the end of `terraform login`.
+const LOOPBACK: &str = "http://localhost:10000/login";
+
+impl SignIn {
+    pub(super) async fn start() -> SignIn {
+        let dir = tempfile::tempdir().unwrap();
+        let ci = Issuer::start(dir.path());
+        let op = Provider::start(json!({
+            "clients": [{"client_id": "tfreg", "client_secret": "matrix-secret",
+                         "redirect_uris": [format!("{PUBLIC_URL}/oauth/callback")]}],
+            "users": [{"sub": USER, "email": "user@example.com", "groups": [GROUP]}],
+            "skip_consent": true,
+        }));
+        let http = tfreg_auth::oidc::http_client(ci.tls()).unwrap();
+        let config = OidcConfig::new(&op.issuer, "tfreg", Secret::new("matrix-secret"))
+            .with_scopes(tfreg_auth::oidc::DEFAULT_SCOPES)
+            .with_groups_claim(tfreg_auth::oidc::DEFAULT_GROUPS_CLAIM);
+        let upstream = Upstream::discover(config, http.clone()).await.unwrap();
+        let settings = CiSettings::new(&[&ci.op.issuer]).unwrap();
+        let auth = Auth::new()
+            .with_login(upstream, LoginSettings::default())
+            .with_exchange(Exchange::new(settings, http));
+        SignIn {
+            served: every_group().auth(auth),
+            ci,
+            _op: op,
+            _dir: dir,
+        }
+    }
+
+    /// `r` served with every group and sign-in.
+    pub(super) fn app(&self, r: &TestRegistry) -> App {
+        App::new(r.registry.clone(), self.served.clone())
+    }
+
+    /// What sign-in's probes need: A trusts the CI issuer's jobs, the
+    /// user's group reads A.
+    async fn setup(&self, r: &TestRegistry) {
+        trust(&r.registry, A, github_policy(&self.ci.op.issuer)).await;
+        let mapping = GroupMapping::new(GROUP, Scope::Read, &[A]).unwrap();
+        sso::put_mapping(r.registry.items.as_ref(), &mapping)
+            .await
+            .unwrap();
+    }
+
+    /// Terraform's start of a sign-in: the authorize path, its verifier.
+    fn authorize() -> (String, String) {
+        let verifier = random_value();
+        let query: String = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("response_type", "code")
+            .append_pair("client_id", CLI_CLIENT_ID)
+            .append_pair("redirect_uri", LOOPBACK)
+            .append_pair("state", &random_value())
+            .append_pair("code_challenge", &pkce_challenge(&verifier))
+            .append_pair("code_challenge_method", "S256")
+            .finish();
+        (format!("/oauth/authorize?{query}"), verifier)
+    }
+
+    /// A sign-in up to the identity provider's way back: the callback's
+    /// path and the browser's sign-in cookie, and the PKCE verifier.
+    async fn to_callback(&self, r: &TestRegistry) -> (String, String, String) {
+        let (path, verifier) = Self::authorize();
+        let resp = app_request(&self.app(r), Method::GET, &path, &[], Bytes::new()).await;
+        assert!(resp.status.is_redirection(), "authorize: {}", resp.text());
+        let cookie = resp.headers["set-cookie"].to_str().unwrap();
+        let cookie = cookie.split(';').next().unwrap().to_string();
+        let to = resp.headers["location"].to_str().unwrap();
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let callback = format!("{PUBLIC_URL}/oauth/callback");
+        let hops = Browser::new(client).sign_in(to, USER, &[&callback]).await;
+        let back = hops.last().and_then(|h| h.location.clone()).unwrap();
+        let back = back.strip_prefix(PUBLIC_URL).unwrap().to_string();
+        (back, cookie, verifier)
+    }
+}
+
+/// One request to `app` (`path` may carry a query string).
+pub(super) async fn app_request(
+    app: &App,
+    method: Method,
+    path: &str,
+    headers: &[(String, String)],
+    body: Bytes,
+) -> TestResponse {
+    let mut req = http::Request::builder().method(method).uri(path);
+    for (k, v) in headers {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    let resp = app
+        .handle(req.body(tfreg_http::body::Body::from(body)).unwrap())
+        .await;
+    let (parts, body) = resp.into_parts();
+    TestResponse {
+        status: parts.status,
+        headers: parts.headers,
+        body: axum::body::to_bytes(body, usize::MAX).await.unwrap(),
+    }
 }
