@@ -8,12 +8,14 @@ from pathlib import Path
 from . import configs
 from .gapfill import GapError
 from .intrinsics import TemplateError
-from .rehearse import Failed, down, up
+from .checks import Failed
+from .properties import PropertyError
+from .rehearse import down, up
 
 HELP = """\
 Rehearses `sam deploy` of template.yaml on moto's server, without an AWS account.
 
-  infra/rehearse up --config guided|full --out DIR [--moto-url URL]
+  infra/rehearse up --config guided|full|full-ssm --out DIR [--moto-url URL] [--template FILE]
   infra/rehearse down --out DIR [--keep-moto]
 
 up: transforms template.yaml offline (aws-sam-translator, CodeUris pointed at
@@ -27,12 +29,17 @@ environments, and writes DIR/facts.json:
   moto {url, pid (when up started it)}, region, account, credentials (the deployer's),
   stack_name, stack_id, outputs, table, bucket, retained, types, routes
   (RouteKey -> function logical id), functions (logical id -> name, arn, binary,
-  role_arn, role_name, environment, timeout, memory), resources, gap_filled,
-  filled_properties, transformed {path, bytes}.
+  role_arn, role_name, environment, timeout, memory; from the template:
+  architectures, ephemeral_storage_mb, log_group), resources, gap_filled,
+  filled_properties {set, not_held_by_moto, policies_without_version}, limits,
+  policy_resources, lambda_stand_in (the ARN that may assume every function role,
+  standing in for lambda.amazonaws.com), transformed {path, bytes (compact JSON),
+  bytes_with_spaces, over_template_body_limit}.
   guided: the template's defaults, stack name and capabilities from samconfig.toml,
   region us-east-1 (or samconfig.toml's). full: sign-in (client secret in Secrets
   Manager), CI exchange, UpstreamConnectAllow, custom domain (certificate in
-  us-east-1, hosted zone), in eu-west-1.
+  us-east-1, hosted zone), in eu-west-1. full-ssm: full with the client secret in
+  SSM Parameter Store.
   Without --moto-url, up starts moto_server (TFREG_MOTO_SERVER) detached and `down`
   stops it; with --moto-url (a test that owns moto), moto is the caller's.
 down: deletes the gap filler's resources and the stack, then checks that exactly
@@ -50,6 +57,7 @@ def main():
     p_up.add_argument("--out", required=True, help="directory for facts.json, transformed.json, moto.log")
     p_up.add_argument("--moto-url", help="a running moto server (else one is started)")
     p_up.add_argument("--region", help="override the configuration's region")
+    p_up.add_argument("--template", help="another template than the repository's template.yaml (tests)")
     p_up.add_argument("--moto-server", default=os.environ.get("TFREG_MOTO_SERVER", "moto_server"))
     p_down = sub.add_parser("down", help="delete the stack in DIR/facts.json and check retention")
     p_down.add_argument("--out", required=True)
@@ -61,7 +69,7 @@ def main():
             up(args, repo)
         else:
             down(args)
-    except (Failed, GapError, TemplateError) as e:
+    except (Failed, GapError, PropertyError, TemplateError) as e:
         print(f"rehearse: FAILED: {e}", file=sys.stderr)
         sys.exit(1)
 

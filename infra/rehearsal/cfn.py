@@ -101,11 +101,13 @@ class Stacked:
     # -------------------------------------------------------------- DNS
     def record_exists(self, ref, props):
         c = self.clients("route53")
-        name = props["Name"].rstrip(".") + "."
-        sets = c.list_resource_record_sets(
-            HostedZoneId=props["HostedZoneId"], StartRecordName=name, StartRecordType=props["Type"]
-        )["ResourceRecordSets"]
-        return any(s["Name"] == name and s["Type"] == props["Type"] for s in sets)
+        name = props["Name"].rstrip(".")
+        try:
+            sets = c.list_resource_record_sets(HostedZoneId=props["HostedZoneId"])["ResourceRecordSets"]
+        except c.exceptions.NoSuchHostedZone:
+            return False
+        # moto keeps a record's name as given, without the final dot.
+        return any(s["Name"].rstrip(".") == name and s["Type"] == props["Type"] for s in sets)
 
 
 # type → (exists method, attrs method or None: no GetAtt expected)

@@ -41,7 +41,7 @@ def full(clients, region):
         Name="tfreg/oidc-client-secret", SecretString="rehearsal-client-secret"
     )["ARN"]
     cert = clients("acm", "us-east-1").request_certificate(DomainName="registry.example.com")["CertificateArn"]
-    zone = clients("route53").create_hosted_zone(Name="example.com", CallerReference="rehearsal")["HostedZone"]["Id"]
+    zone = _hosted_zone(clients("route53"), "example.com")
     return {
         "OidcIssuer": "https://login.example.com/realms/acme",
         "OidcClientId": "tfreg",
@@ -54,8 +54,34 @@ def full(clients, region):
         "UpstreamConnectAllow": "10.0.0.0/8, fd00::/8",
         "DomainName": "registry.example.com",
         "CertificateArn": cert,
-        "HostedZoneId": zone.rsplit("/", 1)[-1],
+        "HostedZoneId": zone,
     }
 
 
-CONFIGS = {"guided": (guided, GUIDED_REGION), "full": (full, FULL_REGION)}
+def _hosted_zone(route53, name):
+    """A hosted zone whose id looks like Route 53's (Z...: the template's
+    pattern); moto's ids are random letters, so it makes zones until one does."""
+    for attempt in range(1000):
+        made = route53.create_hosted_zone(Name=name, CallerReference=f"rehearsal-{attempt}")
+        zone = made["HostedZone"]["Id"].rsplit("/", 1)[-1]
+        if zone.startswith("Z"):
+            return zone
+        route53.delete_hosted_zone(Id=zone)
+    raise SystemExit("moto made no hosted zone id starting with Z")
+
+
+def full_ssm(clients, region):
+    """`full` with the client secret in SSM Parameter Store instead."""
+    params = full(clients, region)
+    del params["OidcClientSecretArn"]
+    name = "/tfreg/oidc-client-secret"
+    clients("ssm").put_parameter(Name=name, Value="rehearsal-client-secret", Type="SecureString")
+    params["OidcClientSecretParameter"] = name
+    return params
+
+
+CONFIGS = {
+    "guided": (guided, GUIDED_REGION),
+    "full": (full, FULL_REGION),
+    "full-ssm": (full_ssm, FULL_REGION),
+}

@@ -113,6 +113,7 @@ class Fillers:
     def __init__(self, clients, stack_name):
         self.clients = clients
         self.stack_name = stack_name
+        self.distributions = []  # their API configurations, for checks
 
     # ------------------------------------------------------------ API Gateway v2
     def create_api(self, logical_id, props):
@@ -126,38 +127,39 @@ class Fillers:
     def delete_api(self, ref, info):
         self.clients("apigatewayv2").delete_api(ApiId=ref)
 
-    def create_stage(self, logical_id, props):
-        made = call(self.clients("apigatewayv2"), "CreateStage", props)
-        return made["StageName"], {}, {"ApiId": props["ApiId"]}
+    # A stage, an integration, a route: parts of an API, each named by its
+    # id within it. type → (create, its id member, get, delete).
+    API_PARTS = {
+        "stage": ("CreateStage", "StageName", "get_stage", "delete_stage"),
+        "integration": ("CreateIntegration", "IntegrationId", "get_integration", "delete_integration"),
+        "route": ("CreateRoute", "RouteId", "get_route", "delete_route"),
+    }
 
-    def exists_stage(self, ref, info):
+    def _create_part(self, part, props):
+        create, member, _, _ = self.API_PARTS[part]
+        made = call(self.clients("apigatewayv2"), create, props)
+        return made[member], {}, {"ApiId": props["ApiId"], "part": part}
+
+    def _exists_part(self, ref, info):
+        _, member, get, _ = self.API_PARTS[info["part"]]
         c = self.clients("apigatewayv2")
-        return _probe(c, lambda: c.get_stage(ApiId=info["ApiId"], StageName=ref))
+        return _probe(c, lambda: getattr(c, get)(ApiId=info["ApiId"], **{member: ref}))
 
-    def delete_stage(self, ref, info):
-        self.clients("apigatewayv2").delete_stage(ApiId=info["ApiId"], StageName=ref)
+    def _delete_part(self, ref, info):
+        _, member, _, delete = self.API_PARTS[info["part"]]
+        getattr(self.clients("apigatewayv2"), delete)(ApiId=info["ApiId"], **{member: ref})
+
+    def create_stage(self, logical_id, props):
+        return self._create_part("stage", props)
 
     def create_integration(self, logical_id, props):
-        made = call(self.clients("apigatewayv2"), "CreateIntegration", props)
-        return made["IntegrationId"], {}, {"ApiId": props["ApiId"]}
-
-    def exists_integration(self, ref, info):
-        c = self.clients("apigatewayv2")
-        return _probe(c, lambda: c.get_integration(ApiId=info["ApiId"], IntegrationId=ref))
-
-    def delete_integration(self, ref, info):
-        self.clients("apigatewayv2").delete_integration(ApiId=info["ApiId"], IntegrationId=ref)
+        return self._create_part("integration", props)
 
     def create_route(self, logical_id, props):
-        made = call(self.clients("apigatewayv2"), "CreateRoute", props)
-        return made["RouteId"], {}, {"ApiId": props["ApiId"]}
+        return self._create_part("route", props)
 
-    def exists_route(self, ref, info):
-        c = self.clients("apigatewayv2")
-        return _probe(c, lambda: c.get_route(ApiId=info["ApiId"], RouteId=ref))
-
-    def delete_route(self, ref, info):
-        self.clients("apigatewayv2").delete_route(ApiId=info["ApiId"], RouteId=ref)
+    exists_stage = exists_integration = exists_route = _exists_part
+    delete_stage = delete_integration = delete_route = _delete_part
 
     # ------------------------------------------------------------ CloudFront
     def create_cf_function(self, logical_id, props):
@@ -191,12 +193,32 @@ class Fillers:
         if "CacheBehaviors" in config:
             config["CacheBehaviors"] = behaviours[1:]
         config["CallerReference"] = f"{self.stack_name}-{logical_id}"
+        self.check_certificate(config)
         # CloudFormation's defaults for what the API requires.
         defaults = {"CustomOriginConfig": {"HTTPPort": 80, "HTTPSPort": 443}}
         shape = c.meta.service_model.operation_model("CreateDistribution").input_shape
         api_config = shaped(config, shape.members["DistributionConfig"], "DistributionConfig", defaults)
         made = c.create_distribution(DistributionConfig=api_config)["Distribution"]
+        self.distributions.append(api_config)
         return made["Id"], {"DomainName": made["DomainName"], "Id": made["Id"]}, {}
+
+    def check_certificate(self, config):
+        """CloudFront's rules for a custom domain: the ACM certificate lives in
+        us-east-1, whatever the stack's region, and covers every alias."""
+        arn = config.get("ViewerCertificate", {}).get("AcmCertificateArn")
+        aliases = config.get("Aliases", [])
+        if not arn:
+            if aliases:
+                raise GapError(f"aliases {aliases} without a certificate")
+            return
+        if arn.split(":")[3] != "us-east-1":
+            raise GapError(f"certificate {arn} is not in us-east-1, where CloudFront takes them from")
+        cert = self.clients("acm", "us-east-1").describe_certificate(CertificateArn=arn)["Certificate"]
+        names = {cert["DomainName"], *cert.get("SubjectAlternativeNames", [])}
+        for alias in aliases:
+            wildcard = "*." + alias.split(".", 1)[-1]
+            if alias not in names and wildcard not in names:
+                raise GapError(f"certificate {arn} covers {sorted(names)}, not the alias {alias}")
 
     def exists_distribution(self, ref, info):
         c = self.clients("cloudfront")

@@ -6,26 +6,18 @@ import copy
 import io
 import json
 import random
-import re
-import sys
 import uuid
 import zipfile
 from pathlib import Path
 
-from . import configs, moto, template
+from . import configs, limits, moto, template
 from .cfn import CFN_TYPES, NO_PHYSICAL_ID, Stacked
+from .checks import (Failed, check_limits, check_origins, check_outputs, check_policy_resources, check_rules,
+                     check_types, fill_properties, functions, parameter_values, say, verify)
 from .gapfill import GAP_TYPES, Fillers
 from .intrinsics import Resolver, Unresolved, references, substitute
 
 PSEUDO_STATIC = {"AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com", "AWS::NotificationARNs": []}
-
-
-class Failed(SystemExit):
-    """The rehearsal found something wrong: the message says what."""
-
-
-def say(msg):
-    print(f"rehearse: {msg}", file=sys.stderr, flush=True)
 
 
 def placeholder_zip():
@@ -35,58 +27,6 @@ def placeholder_zip():
     with zipfile.ZipFile(buf, "w") as z:
         z.writestr("bootstrap", "#!/bin/sh\necho 'rehearsal placeholder: moto never runs this' >&2\nexit 1\n")
     return buf.getvalue()
-
-
-def check_types(transformed):
-    """Every resource type in the template (whatever the conditions) is one
-    moto's CloudFormation creates or one the gap filler creates."""
-    unknown = sorted(
-        f"{lid} ({r['Type']})" for lid, r in transformed["Resources"].items()
-        if r["Type"] not in CFN_TYPES and r["Type"] not in GAP_TYPES
-    )
-    if unknown:
-        raise Failed(
-            "resource types neither moto's CloudFormation nor the gap filler creates "
-            f"(add each to infra/rehearsal/cfn.py or gapfill.py, checked): {', '.join(unknown)}"
-        )
-
-
-def parameter_values(transformed, given):
-    """All parameters as CloudFormation passes them (strings), checked against
-    their constraints as CreateStack checks them."""
-    values = {}
-    for name, p in transformed.get("Parameters", {}).items():
-        if name in given:
-            v = str(given[name])
-        elif "Default" in p:
-            v = str(p["Default"])
-        else:
-            raise Failed(f"parameter {name} has no default and no value")
-        if "AllowedValues" in p and v not in [str(a) for a in p["AllowedValues"]]:
-            raise Failed(f"parameter {name}={v!r} is not one of {p['AllowedValues']}")
-        if "AllowedPattern" in p and not re.fullmatch(p["AllowedPattern"], v):
-            raise Failed(f"parameter {name}={v!r} does not match {p['AllowedPattern']}")
-        if "MaxLength" in p and len(v) > int(p["MaxLength"]):
-            raise Failed(f"parameter {name} is longer than {p['MaxLength']}")
-        if p.get("Type") == "Number":
-            n = float(v)
-            if "MinValue" in p and n < float(p["MinValue"]) or "MaxValue" in p and n > float(p["MaxValue"]):
-                raise Failed(f"parameter {name}={v} is out of range")
-        values[name] = v
-    unknown = set(given) - set(values)
-    if unknown:
-        raise Failed(f"parameters not in the template: {sorted(unknown)}")
-    return values
-
-
-def check_rules(transformed, resolver):
-    """The template's Rules, as CreateStack checks them (moto does not)."""
-    for name, rule in transformed.get("Rules", {}).items():
-        if "RuleCondition" in rule and not resolver.value(rule["RuleCondition"]):
-            continue
-        for a in rule["Assertions"]:
-            if not resolver.value(a["Assert"]):
-                raise Failed(f"rule {name}: {a.get('AssertDescription', 'assertion fails')}")
 
 
 def dependencies(resource, names):
@@ -157,271 +97,199 @@ def stack_template(transformed, gap_all, resolver, created):
     return out
 
 
-def unresolved(value):
-    text = json.dumps(value)
-    return value in ("", None) or "${" in text or "None" in text or '"Fn::' in text or '"Ref"' in text
+class Rehearsal:
+    """One `up`: its settings, the deployer's clients, and what it learns."""
 
+    def __init__(self, args, repo, url, region, conf):
+        self.args, self.repo, self.url, self.region, self.conf = args, repo, url, region, conf
+        self.out = Path(args.out)
+        self.stack_name = conf["stack_name"]
+        self.facts = {"config": args.config, "region": region, "stack_name": self.stack_name,
+                      "moto": {"url": url, "pid": None}}
+        self.creds = None
 
-def evaluated(resolver, node, what):
-    try:
-        return resolver.value(node)
-    except Unresolved as e:
-        raise Failed(f"{what}: {e} does not resolve")
+    def clients(self, service, region=None):
+        return moto.client(self.url, service, region or self.region, self.creds)
+
+    def save(self):
+        (self.out / "facts.json").write_text(json.dumps(self.facts, indent=2))
+
+    def run(self):
+        self.creds = moto.deployer(self.url, self.region, f"deployer-{self.stack_name}-{self.region}")
+        self.facts["credentials"] = self.creds
+        self.account = self.clients("sts").get_caller_identity()["Account"]
+        self.facts["account"] = self.account
+        make_params, _ = configs.CONFIGS[self.args.config]
+        self.given = make_params(self.clients, self.region)
+        self.translate()
+        self.plan()
+        self.create_stack()
+        self.read_back()
+        say(f"{len(self.stack_ids)} resources by moto's CloudFormation, {len(self.records)} by the gap filler, "
+            f"{len(self.facts['outputs'])} outputs resolved, {len(self.facts['routes'])} routes")
+
+    def translate(self):
+        """`sam package` (each package's zip in the deployment bucket), then
+        the SAM transform with the configuration's parameters."""
+        args, region = self.args, self.region
+        self.source = template.load(Path(args.template) if args.template else self.repo / "template.yaml")
+        self.deploy_bucket = f"tfreg-rehearsal-deployments-{region}"
+        s3 = self.clients("s3")
+        if region == "us-east-1":
+            s3.create_bucket(Bucket=self.deploy_bucket)
+        else:
+            s3.create_bucket(Bucket=self.deploy_bucket, CreateBucketConfiguration={"LocationConstraint": region})
+        keys, body = {}, placeholder_zip()
+        for lid, (code_uri, _) in template.packages(self.source).items():
+            keys[lid] = f"{self.stack_name}/{code_uri.strip('/').replace('/', '-')}.zip"
+            s3.put_object(Bucket=self.deploy_bucket, Key=keys[lid], Body=body)
+        packaged = template.package(self.source, self.deploy_bucket, keys)
+        self.transformed = template.translate(packaged, self.given, region)
+        path = self.out / "transformed.json"
+        path.write_text(json.dumps(self.transformed, indent=2))
+        self.size = template.size(self.transformed)
+        self.facts["transformed"] = {"path": str(path), "bytes": self.size,
+                                     "bytes_with_spaces": len(json.dumps(self.transformed).encode()),
+                                     "over_template_body_limit": self.size > template.TEMPLATE_BODY_LIMIT}
+        say(f"transformed template: {self.size} bytes compact, {self.facts['transformed']['bytes_with_spaces']}"
+            f" as json.dumps writes it (inline --template-body limit {template.TEMPLATE_BODY_LIMIT})")
+
+    def plan(self):
+        """Everything CreateStack would refuse, checked; the gap filler's order."""
+        transformed = self.transformed
+        check_types(transformed)
+        params = parameter_values(transformed, self.given)
+        # The stack's id, known before CreateStack: moto's next uuid4 once seeded.
+        self.seed = random.randrange(1, 2**31)
+        self.predicted_id = (f"arn:aws:cloudformation:{self.region}:{self.account}:stack/{self.stack_name}/"
+                             f"{uuid.UUID(int=random.Random(self.seed).getrandbits(128), version=4)}")
+        pseudo = dict(PSEUDO_STATIC, **{"AWS::Region": self.region, "AWS::AccountId": self.account,
+                                        "AWS::StackName": self.stack_name, "AWS::StackId": self.predicted_id})
+        self.resolver = resolver = Resolver(transformed, params, pseudo)
+        check_rules(transformed, resolver)
+        caps = self.conf["capabilities"]
+        named = [lid for lid, r in transformed["Resources"].items()
+                 if r["Type"] == "AWS::IAM::Role" and "RoleName" in r.get("Properties", {})]
+        if named and "CAPABILITY_NAMED_IAM" not in caps:
+            raise Failed(f"roles {named} are named: samconfig.toml's capabilities need CAPABILITY_NAMED_IAM")
+        self.resources = resources = transformed["Resources"]
+        self.active = {lid: r for lid, r in resources.items() if resolver.active(r)}
+        self.pre, self.post, deps = plan_gaps(self.active)
+        self.gap_all = {lid for lid, r in resources.items() if r["Type"] in GAP_TYPES}
+        self.stack_ids = sorted(set(self.active) - self.gap_all)
+        self.outputs = {k: o for k, o in transformed.get("Outputs", {}).items() if resolver.active(o)}
+        for lid in self.stack_ids:
+            late = deps[lid] & set(self.post)
+            if late:
+                raise Failed(f"{lid} needs {sorted(late)}, which the gap filler can only make after the stack")
+        for k, o in self.outputs.items():
+            late = references(o["Value"]) & set(self.post)
+            if late:
+                raise Failed(f"output {k} needs {sorted(late)}, made only after the stack")
+        problems = limits.template_limits(transformed, self.size)
+        if problems:
+            raise Failed("over AWS limits moto does not enforce: " + "; ".join(problems))
+
+    def create_stack(self):
+        """The gap resources the stack needs, then CreateStack with the
+        template through S3 (as sam deploy sends one over 51,200 bytes)."""
+        self.fillers = Fillers(self.clients, self.stack_name)
+        self.records = []
+        for lid in self.pre:
+            create_gap(self.fillers, self.resolver, self.resources, lid, self.records)
+        self.facts["gap_filled"] = self.records
+        self.save()
+        body = stack_template(self.transformed, self.gap_all, self.resolver, set(self.pre))
+        key = f"{self.stack_name}/{self.stack_name}.template.json"
+        self.clients("s3").put_object(Bucket=self.deploy_bucket, Key=key, Body=json.dumps(body).encode())
+        cfn = self.clients("cloudformation")
+        moto.post(self.url, f"/moto-api/seed?a={self.seed}")
+        made = cfn.create_stack(
+            StackName=self.stack_name,
+            TemplateURL=f"https://{self.deploy_bucket}.s3.amazonaws.com/{key}",
+            Parameters=[{"ParameterKey": k, "ParameterValue": str(v)} for k, v in self.given.items()],
+            Capabilities=self.conf["capabilities"],
+        )
+        stack = cfn.describe_stacks(StackName=self.stack_name)["Stacks"][0]
+        if stack["StackStatus"] != "CREATE_COMPLETE":
+            raise Failed(f"stack {self.stack_name}: {stack['StackStatus']} {stack.get('StackStatusReason', '')}")
+        if made["StackId"] != self.predicted_id:
+            raise Failed(f"StackId {made['StackId']} is not the one the gap filler used ({self.predicted_id})")
+        self.facts["stack_id"] = made["StackId"]
+        say(f"stack {self.stack_name} CREATE_COMPLETE in {self.region}; gap filler made {len(self.pre)} before it")
+
+    def read_back(self):
+        """The stack's resources known to the resolver, the rest of the gap
+        filled, everything checked, the facts written."""
+        facts, resources, resolver = self.facts, self.resources, self.resolver
+        cfn = self.clients("cloudformation")
+        # moto lists a resource whose condition is false as an entry without a
+        # logical id, and gives a Lambda permission no physical id.
+        listed = [r for r in cfn.describe_stack_resources(StackName=self.stack_name)["StackResources"]
+                  if "LogicalResourceId" in r]
+        nameless = sorted(f"{r['LogicalResourceId']} ({r['ResourceType']})" for r in listed
+                          if not r.get("PhysicalResourceId") and r["ResourceType"] not in NO_PHYSICAL_ID)
+        if nameless:
+            raise Failed(f"moto's CloudFormation lists without a physical id: {nameless}")
+        physical = {r["LogicalResourceId"]: r.get("PhysicalResourceId", "") for r in listed}
+        skipped = sorted(set(self.stack_ids) - set(physical))
+        if skipped:
+            types = sorted({resources[x]["Type"] for x in skipped})
+            raise Failed(f"moto's CloudFormation skipped {skipped} (types {types}): move their types to the gap filler")
+        stacked = Stacked(self.clients, self.region, self.account)
+        for lid in self.stack_ids:
+            resolver.refs[lid] = physical[lid]
+            attrs = CFN_TYPES[resources[lid]["Type"]][1]
+            if attrs:
+                for k, v in getattr(stacked, attrs)(physical[lid]).items():
+                    resolver.attrs[(lid, k)] = v
+        for lid in self.post:
+            create_gap(self.fillers, resolver, resources, lid, self.records)
+        self.save()
+
+        stand_in = self.clients("sts").get_caller_identity()["Arn"]
+        facts["lambda_stand_in"] = stand_in
+        facts["filled_properties"] = fill_properties(self.clients, resolver, resources, self.stack_ids, stand_in)
+        facts["limits"] = check_limits(resolver, self.active)
+        facts["resources"] = verify(resolver, resources, self.stack_ids, stacked, self.fillers, self.records)
+        facts["policy_resources"] = check_policy_resources(self.clients, resolver, resources, self.stack_ids,
+                                                           self.given)
+        facts["outputs"] = check_outputs(cfn, self.stack_name, self.outputs, resolver)
+        check_origins(self.fillers, facts["outputs"])
+        facts["functions"] = functions(self.clients, resolver, self.source, resources, self.stack_ids)
+        facts["routes"] = template.routes(self.transformed, resolver)
+        by_type = {t: [lid for lid in self.stack_ids if resources[lid]["Type"] == t]
+                   for t in ("AWS::DynamoDB::Table", "AWS::S3::Bucket")}
+        facts["table"] = physical[by_type["AWS::DynamoDB::Table"][0]]
+        facts["bucket"] = physical[by_type["AWS::S3::Bucket"][0]]
+        facts["retained"] = sorted(lid for lid in self.active if resources[lid].get("DeletionPolicy") == "Retain")
+        facts["types"] = {
+            "cloudformation": sorted({resources[lid]["Type"] for lid in self.stack_ids}),
+            "gap_filler": sorted({resources[lid]["Type"] for lid in self.pre + self.post}),
+        }
+        self.save()
 
 
 def up(args, repo):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     conf = configs.samconfig(repo / "samconfig.toml")
-    make_params, default_region = configs.CONFIGS[args.config]
+    _, default_region = configs.CONFIGS[args.config]
     region = args.region or (conf["region"] if args.config == "guided" else None) or default_region
-    stack_name = conf["stack_name"]
-    facts = {"config": args.config, "region": region, "stack_name": stack_name}
-
     if args.moto_url:
         url, pid = args.moto_url.rstrip("/"), None
     else:
         url, pid = moto.start(args.moto_server, out / "moto.log")
-    facts["moto"] = {"url": url, "pid": pid}
-    (out / "facts.json").write_text(json.dumps(facts, indent=2))
+    run = Rehearsal(args, repo, url, region, conf)
+    run.facts["moto"]["pid"] = pid
+    run.save()
     try:
-        create(facts, out, url, region, stack_name, conf, make_params, repo)
+        run.run()
     except BaseException:
         if pid:
             moto.stop(pid)
         raise
-
-
-def create(facts, out, url, region, stack_name, conf, make_params, repo):
-
-    creds = moto.deployer(url, region, f"deployer-{stack_name}-{region}")
-    facts["credentials"] = creds
-
-    def clients(service, r=region):
-        return moto.client(url, service, r, creds)
-
-    account = clients("sts").get_caller_identity()["Account"]
-    facts["account"] = account
-    given = make_params(clients, region)
-
-    # `sam package`: each package's zip in the deployment bucket.
-    source = template.load(repo / "template.yaml")
-    deploy_bucket = f"tfreg-rehearsal-deployments-{region}"
-    s3 = clients("s3")
-    if region == "us-east-1":
-        s3.create_bucket(Bucket=deploy_bucket)
-    else:
-        s3.create_bucket(Bucket=deploy_bucket, CreateBucketConfiguration={"LocationConstraint": region})
-    keys, body = {}, placeholder_zip()
-    for lid, (code_uri, _) in template.packages(source).items():
-        keys[lid] = f"{stack_name}/{code_uri.strip('/').replace('/', '-')}.zip"
-        s3.put_object(Bucket=deploy_bucket, Key=keys[lid], Body=body)
-
-    transformed = template.translate(template.package(source, deploy_bucket, keys), given, region)
-    (out / "transformed.json").write_text(json.dumps(transformed, indent=2))
-    size = template.size(transformed)
-    facts["transformed"] = {"path": str(out / "transformed.json"), "bytes": size,
-                            "over_template_body_limit": size > template.TEMPLATE_BODY_LIMIT}
-    say(f"transformed template: {size} bytes (inline --template-body limit {template.TEMPLATE_BODY_LIMIT})")
-
-    check_types(transformed)
-    params = parameter_values(transformed, given)
-    seed = random.randrange(1, 2**31)
-    predicted_id = (f"arn:aws:cloudformation:{region}:{account}:stack/{stack_name}/"
-                    f"{uuid.UUID(int=random.Random(seed).getrandbits(128), version=4)}")
-    pseudo = dict(PSEUDO_STATIC, **{"AWS::Region": region, "AWS::AccountId": account,
-                                    "AWS::StackName": stack_name, "AWS::StackId": predicted_id})
-    resolver = Resolver(transformed, params, pseudo)
-    check_rules(transformed, resolver)
-    caps = conf["capabilities"]
-    named = [lid for lid, r in transformed["Resources"].items()
-             if r["Type"] == "AWS::IAM::Role" and "RoleName" in r.get("Properties", {})]
-    if named and "CAPABILITY_NAMED_IAM" not in caps:
-        raise Failed(f"roles {named} are named: samconfig.toml's capabilities need CAPABILITY_NAMED_IAM")
-
-    resources = transformed["Resources"]
-    active = {lid: r for lid, r in resources.items() if resolver.active(r)}
-    pre, post, deps = plan_gaps(active)
-    gap_all = {lid for lid, r in resources.items() if r["Type"] in GAP_TYPES}
-    stack_ids = sorted(set(active) - gap_all)
-    outputs = {k: o for k, o in transformed.get("Outputs", {}).items() if resolver.active(o)}
-    for lid in stack_ids:
-        late = deps[lid] & set(post)
-        if late:
-            raise Failed(f"{lid} needs {sorted(late)}, which the gap filler can only make after the stack")
-    for k, o in outputs.items():
-        late = references(o["Value"]) & set(post)
-        if late:
-            raise Failed(f"output {k} needs {sorted(late)}, made only after the stack")
-
-    fillers = Fillers(clients, stack_name)
-    records = []
-    for lid in pre:
-        create_gap(fillers, resolver, resources, lid, records)
-    facts["gap_filled"] = records
-    (out / "facts.json").write_text(json.dumps(facts, indent=2))
-
-    body = stack_template(transformed, gap_all, resolver, set(pre))
-    key = f"{stack_name}/{stack_name}.template.json"
-    s3.put_object(Bucket=deploy_bucket, Key=key, Body=json.dumps(body).encode())
-    cfn = clients("cloudformation")
-    moto.post(url, f"/moto-api/seed?a={seed}")
-    made = cfn.create_stack(
-        StackName=stack_name,
-        TemplateURL=f"https://{deploy_bucket}.s3.amazonaws.com/{key}",
-        Parameters=[{"ParameterKey": k, "ParameterValue": str(v)} for k, v in given.items()],
-        Capabilities=caps,
-    )
-    stack = cfn.describe_stacks(StackName=stack_name)["Stacks"][0]
-    if stack["StackStatus"] != "CREATE_COMPLETE":
-        raise Failed(f"stack {stack_name}: {stack['StackStatus']} {stack.get('StackStatusReason', '')}")
-    if made["StackId"] != predicted_id:
-        raise Failed(f"StackId {made['StackId']} is not the one the gap filler used ({predicted_id})")
-    facts["stack_id"] = made["StackId"]
-    say(f"stack {stack_name} CREATE_COMPLETE in {region}; gap filler made {len(pre)} before it")
-
-    # moto lists a resource whose condition is false as an entry without a
-    # logical id, and gives a Lambda permission no physical id.
-    listed = [r for r in cfn.describe_stack_resources(StackName=stack_name)["StackResources"]
-              if "LogicalResourceId" in r]
-    nameless = sorted(f"{r['LogicalResourceId']} ({r['ResourceType']})" for r in listed
-                      if not r.get("PhysicalResourceId") and r["ResourceType"] not in NO_PHYSICAL_ID)
-    if nameless:
-        raise Failed(f"moto's CloudFormation lists without a physical id: {nameless}")
-    physical = {r["LogicalResourceId"]: r.get("PhysicalResourceId", "") for r in listed}
-    skipped = sorted(set(stack_ids) - set(physical))
-    if skipped:
-        raise Failed(f"moto's CloudFormation skipped {skipped} (types {sorted({resources[x]['Type'] for x in skipped})}):"
-                     " move their types to the gap filler")
-    stacked = Stacked(clients, region, account)
-    for lid in stack_ids:
-        resolver.refs[lid] = physical[lid]
-        attrs = CFN_TYPES[resources[lid]["Type"]][1]
-        if attrs:
-            for k, v in getattr(stacked, attrs)(physical[lid]).items():
-                resolver.attrs[(lid, k)] = v
-
-    for lid in post:
-        create_gap(fillers, resolver, resources, lid, records)
-    (out / "facts.json").write_text(json.dumps(facts, indent=2))
-    facts["filled_properties"] = fill_properties(clients, resolver, resources, stack_ids)
-
-    facts["resources"] = verify(resolver, resources, stack_ids, stacked, fillers, records)
-    facts["outputs"] = check_outputs(cfn, stack_name, outputs, resolver)
-    facts["functions"] = functions(clients, resolver, source, resources, stack_ids)
-    facts["routes"] = template.routes(transformed, resolver)
-    table = [lid for lid in stack_ids if resources[lid]["Type"] == "AWS::DynamoDB::Table"]
-    bucket = [lid for lid in stack_ids if resources[lid]["Type"] == "AWS::S3::Bucket"]
-    facts["table"] = physical[table[0]]
-    facts["bucket"] = physical[bucket[0]]
-    facts["retained"] = sorted(lid for lid in active if resources[lid].get("DeletionPolicy") == "Retain")
-    facts["types"] = {
-        "cloudformation": sorted({resources[lid]["Type"] for lid in stack_ids}),
-        "gap_filler": sorted({resources[lid]["Type"] for lid in pre + post}),
-    }
-    (out / "facts.json").write_text(json.dumps(facts, indent=2))
-    say(f"{len(stack_ids)} resources by moto's CloudFormation, {len(records)} by the gap filler, "
-        f"{len(facts['outputs'])} outputs resolved, {len(facts['routes'])} routes")
     print(out / "facts.json")
-
-
-def fill_properties(clients, resolver, resources, stack_ids):
-    """Properties moto's CloudFormation accepts and ignores, set through the
-    service API: a table's TimeToLiveSpecification."""
-    filled = []
-    ddb = clients("dynamodb")
-    for lid in stack_ids:
-        r = resources[lid]
-        if r["Type"] != "AWS::DynamoDB::Table":
-            continue
-        ttl = resolver.value(r["Properties"].get("TimeToLiveSpecification", {}))
-        if not ttl or not ttl.get("Enabled") in (True, "true"):
-            continue
-        name = resolver.refs[lid]
-        got = ddb.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
-        if got.get("TimeToLiveStatus") != "ENABLED":
-            ddb.update_time_to_live(TableName=name, TimeToLiveSpecification={
-                "AttributeName": ttl["AttributeName"], "Enabled": True})
-            filled.append(f"{lid}.TimeToLiveSpecification")
-        got = ddb.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
-        if got.get("TimeToLiveStatus") != "ENABLED" or got.get("AttributeName") != ttl["AttributeName"]:
-            raise Failed(f"{lid}: TTL on {ttl['AttributeName']} is not enabled: {got}")
-    return filled
-
-
-def verify(resolver, resources, stack_ids, stacked, fillers, records):
-    """Every resource read back through its service API."""
-    out = {}
-    for lid in stack_ids:
-        r = resources[lid]
-        exists = CFN_TYPES[r["Type"]][0]
-        props = evaluated(resolver, r.get("Properties", {}), lid)
-        if not getattr(stacked, exists)(resolver.refs[lid], props):
-            raise Failed(f"{lid} ({r['Type']}) is in the stack but its service does not know it")
-        out[lid] = {"type": r["Type"], "physical": resolver.refs[lid], "by": "cloudformation", "props": props}
-    for rec in records:
-        if not getattr(fillers, f"exists_{GAP_TYPES[rec['type']]}")(rec["ref"], rec["info"]):
-            raise Failed(f"{rec['logical_id']} ({rec['type']}): the gap filler made it but its service does not know it")
-        out[rec["logical_id"]] = {"type": rec["type"], "physical": rec["ref"], "by": "gap_filler"}
-    return out
-
-
-def check_outputs(cfn, stack_name, outputs, resolver):
-    """Every output CloudFormation reports, concrete and equal to the
-    rehearsal's own evaluation of its Value."""
-    got = {o["OutputKey"]: o.get("OutputValue") for o in cfn.describe_stacks(StackName=stack_name)["Stacks"][0].get("Outputs", [])}
-    missing = sorted(set(outputs) - set(got))
-    if missing:
-        raise Failed(f"outputs missing from the stack: {missing}")
-    extra = sorted(set(got) - set(outputs))
-    if extra:
-        raise Failed(f"outputs whose conditions are false were reported: {extra}")
-    for k, o in outputs.items():
-        want = evaluated(resolver, o["Value"], f"output {k}")
-        if unresolved(got[k]) or unresolved(want):
-            raise Failed(f"output {k} does not resolve: {got[k]!r}")
-        if str(want) != got[k]:
-            raise Failed(f"output {k}: CloudFormation says {got[k]!r}, the template means {want!r}")
-    return got
-
-
-def functions(clients, resolver, source, resources, stack_ids):
-    """Each function as Lambda holds it, its environment checked against the template."""
-    lam = clients("lambda")
-    binaries = {lid: b for lid, (_, b) in template.packages(source).items()}
-    out = {}
-    for lid in stack_ids:
-        r = resources[lid]
-        if r["Type"] != "AWS::Lambda::Function":
-            continue
-        conf = lam.get_function_configuration(FunctionName=resolver.refs[lid])
-        # Lambda's variables are strings; moto keeps a Number parameter's int.
-        env = as_strings(conf.get("Environment", {}).get("Variables", {}))
-        want = as_strings(evaluated(resolver, r["Properties"].get("Environment", {}).get("Variables", {}),
-                                    f"{lid} environment"))
-        if env != want:
-            diff = {k: (env.get(k), want.get(k)) for k in set(env) | set(want) if env.get(k) != want.get(k)}
-            raise Failed(f"{lid}: environment (got, template) differs: {diff}")
-        for k, v in env.items():
-            if "${" in v or "None" in v:
-                raise Failed(f"{lid}: {k}={v!r} does not resolve")
-        role_arn = conf["Role"]
-        out[lid] = {
-            "name": conf["FunctionName"],
-            "arn": conf["FunctionArn"],
-            "binary": binaries[lid],
-            "role_arn": role_arn,
-            "role_name": role_arn.rsplit("/", 1)[1],
-            "environment": env,
-            "timeout": conf["Timeout"],
-            "memory": conf["MemorySize"],
-            "architectures": conf.get("Architectures", []),
-        }
-    return out
-
-
-def as_strings(variables):
-    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in variables.items()}
 
 
 def down(args):
