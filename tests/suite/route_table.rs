@@ -242,7 +242,8 @@ fn transformed(parameters: &[(&str, &str)]) -> Value {
 import json, sys
 from rehearsal import template as t
 from rehearsal.intrinsics import Resolver
-from rehearsal.rehearse import PSEUDO_STATIC, parameter_values
+from rehearsal.checks import parameter_values
+from rehearsal.rehearse import PSEUDO_STATIC
 raw = t.load(sys.argv[1])
 given = json.loads(sys.argv[2])
 keys = {lid: binary + ".zip" for lid, (_, binary) in t.packages(raw).items()}
