@@ -29,6 +29,10 @@ use tfreg_testkit::{
 
 use crate::backend_contract::contract;
 
+#[path = "access_probes.rs"]
+mod probes;
+use probes::Fixtures;
+
 // ---------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------
@@ -229,9 +233,9 @@ impl Cred {
 /// The verdict the rules give.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Verdict {
-    /// Not 401/403: the handler ran. 200, 201, 204, 307 (S3 redirect), 400
-    /// (a body that passes authorisation and then fails validation) and 404
-    /// all count as allowed; the point is 401/403 vs not.
+    /// The handler ran and succeeded: 2xx, or 3xx where the endpoint
+    /// answers with a redirect (an archive's signed URL, a page's). Every
+    /// probe is made over real data, so a 400 or 404 is never "allowed".
     Allowed,
     Unauthorized,
     Forbidden,
@@ -273,379 +277,13 @@ fn rule(need: Need, cred: Cred, anonymous_reads: bool) -> Verdict {
     }
 }
 
-/// One endpoint of the matrix.
-struct Endpoint {
-    name: &'static str,
-    method: Method,
-    /// Path and query.
-    path: String,
-    body: Value,
-    need: Need,
-}
-
-/// Every endpoint, over the fixtures [`matrix_fixtures`] published;
-/// `own_host` is the registry's hostname (its own providers in the mirror).
-fn endpoints(blob_path: &str, own_host: &str) -> Vec<Endpoint> {
-    let own_host = own_host.replace(':', "%3A");
-    let ep = |name, method, path: String, body, need| Endpoint {
-        name,
-        method,
-        path,
-        body,
-        need,
-    };
-    let read_a = Need::Token(Scope::Read, Some(A));
-    vec![
-        ep(
-            "discovery",
-            Method::GET,
-            "/.well-known/terraform.json".into(),
-            Value::Null,
-            Need::Nothing,
-        ),
-        ep(
-            "provider versions",
-            Method::GET,
-            format!("/v1/providers/{A}/null/versions"),
-            Value::Null,
-            read_a,
-        ),
-        ep(
-            "provider download",
-            Method::GET,
-            format!("/v1/providers/{A}/null/1.0.0/download/linux/amd64"),
-            Value::Null,
-            read_a,
-        ),
-        ep(
-            "module versions",
-            Method::GET,
-            format!("/v1/modules/{A}/m/aws/versions"),
-            Value::Null,
-            read_a,
-        ),
-        ep(
-            "module download",
-            Method::GET,
-            format!("/v1/modules/{A}/m/aws/1.0.0/download"),
-            Value::Null,
-            read_a,
-        ),
-        ep(
-            "mirror index (own host)",
-            Method::GET,
-            format!("/v1/mirror/{own_host}/{A}/null/index.json"),
-            Value::Null,
-            read_a,
-        ),
-        ep(
-            "mirror version (own host)",
-            Method::GET,
-            format!("/v1/mirror/{own_host}/{A}/null/1.0.0.json"),
-            Value::Null,
-            read_a,
-        ),
-        ep(
-            "mirror index (other host)",
-            Method::GET,
-            "/v1/mirror/registry.terraform.io/hashicorp/null/index.json".into(),
-            Value::Null,
-            Need::Token(Scope::Read, None),
-        ),
-        // The cache's provider and module protocols (issue 22): registry-wide reads;
-        // no upstream is configured here, so 404 once authorised.
-        ep(
-            "cache provider versions",
-            Method::GET,
-            "/v1/cache/registry.terraform.io/providers/hashicorp/null/versions".into(),
-            Value::Null,
-            Need::Token(Scope::Read, None),
-        ),
-        ep(
-            "cache provider download",
-            Method::GET,
-            "/v1/cache/registry.terraform.io/providers/hashicorp/null/1.0.0/download/linux/amd64"
-                .into(),
-            Value::Null,
-            Need::Token(Scope::Read, None),
-        ),
-        ep(
-            "cache module versions",
-            Method::GET,
-            "/v1/cache/registry.terraform.io/modules/hashicorp/consul/aws/versions".into(),
-            Value::Null,
-            Need::Token(Scope::Read, None),
-        ),
-        ep(
-            "cache module download",
-            Method::GET,
-            "/v1/cache/registry.terraform.io/modules/hashicorp/consul/aws/1.0.0/download".into(),
-            Value::Null,
-            Need::Token(Scope::Read, None),
-        ),
-        ep(
-            "ui module page in A",
-            Method::GET,
-            format!("/ui/modules/{A}/m/aws"),
-            Value::Null,
-            read_a,
-        ),
-        ep(
-            "ui provider page in A",
-            Method::GET,
-            format!("/ui/providers/{A}/null"),
-            Value::Null,
-            read_a,
-        ),
-        // The home page lists what the token covers: any valid read token
-        // may see it (the matrix's limited tokens are all limited to B).
-        ep(
-            "ui home",
-            Method::GET,
-            "/ui/home".into(),
-            Value::Null,
-            Need::Token(Scope::Read, Some(B)),
-        ),
-        // What the pull-through cache holds, by upstream: what `GET
-        // /v1/admin/cache` lists, so what it needs (admin, registry-wide).
-        ep(
-            "ui cache page",
-            Method::GET,
-            "/ui/cache".into(),
-            Value::Null,
-            Need::Token(Scope::Admin, None),
-        ),
-        ep(
-            "ui sign-in page",
-            Method::GET,
-            "/ui/sign-in".into(),
-            Value::Null,
-            Need::Nothing,
-        ),
-        ep(
-            "blob (signed URL)",
-            Method::GET,
-            blob_path.to_string(),
-            Value::Null,
-            Need::Nothing,
-        ),
-        ep(
-            "publish begin provider",
-            Method::POST,
-            format!("/v1/publish/providers/{A}/null/9.0.0/begin"),
-            json!({"files": []}),
-            Need::Token(Scope::Publish, Some(A)),
-        ),
-        ep(
-            "publish begin module",
-            Method::POST,
-            format!("/v1/publish/modules/{A}/m/aws/9.0.0/begin"),
-            json!({"files": []}),
-            Need::Token(Scope::Publish, Some(A)),
-        ),
-        ep(
-            "publish begin mirror",
-            Method::POST,
-            "/v1/publish/mirror/registry.terraform.io/hashicorp/null/9.0.0/begin".into(),
-            json!({"files": []}),
-            Need::Token(Scope::Publish, None),
-        ),
-        ep(
-            "admin list tokens",
-            Method::GET,
-            "/v1/admin/tokens".into(),
-            Value::Null,
-            Need::Token(Scope::Admin, None),
-        ),
-        ep(
-            "admin create token",
-            Method::POST,
-            "/v1/admin/tokens".into(),
-            json!({"name": "made-by-matrix", "scopes": ["read"]}),
-            Need::Token(Scope::Admin, None),
-        ),
-        ep(
-            "admin list keys of A",
-            Method::GET,
-            format!("/v1/admin/keys/{A}"),
-            Value::Null,
-            Need::Token(Scope::Admin, Some(A)),
-        ),
-        ep(
-            "admin deprecate in A",
-            Method::POST,
-            format!("/v1/admin/providers/{A}/null/1.0.0/deprecate"),
-            json!({"message": "use 2.x"}),
-            Need::Token(Scope::Admin, Some(A)),
-        ),
-        ep(
-            "admin audit",
-            Method::GET,
-            "/v1/admin/audit".into(),
-            Value::Null,
-            Need::Token(Scope::Admin, None),
-        ),
-        // The other admin operations, on things that do not exist (404 once
-        // authorised) or with a body refused after authorisation (400): the
-        // fixtures stay as they are for every credential.
-        ep(
-            "admin revoke token",
-            Method::DELETE,
-            "/v1/admin/tokens/000000000000".into(),
-            Value::Null,
-            Need::Token(Scope::Admin, None),
-        ),
-        ep(
-            "admin add keys to A",
-            Method::POST,
-            format!("/v1/admin/keys/{A}"),
-            json!({"keys": []}),
-            Need::Token(Scope::Admin, Some(A)),
-        ),
-        ep(
-            "admin remove key of A",
-            Method::DELETE,
-            format!("/v1/admin/keys/{A}/0123456789ABCDEF"),
-            Value::Null,
-            Need::Token(Scope::Admin, Some(A)),
-        ),
-        ep(
-            "admin yank in A",
-            Method::POST,
-            format!("/v1/admin/providers/{A}/null/9.9.9/yank"),
-            json!({}),
-            Need::Token(Scope::Admin, Some(A)),
-        ),
-        ep(
-            "admin unyank module in A",
-            Method::POST,
-            format!("/v1/admin/modules/{A}/m/aws/9.9.9/unyank"),
-            json!({}),
-            Need::Token(Scope::Admin, Some(A)),
-        ),
-        ep(
-            "admin undeprecate in A",
-            Method::POST,
-            format!("/v1/admin/providers/{A}/null/9.9.9/undeprecate"),
-            json!({}),
-            Need::Token(Scope::Admin, Some(A)),
-        ),
-        ep(
-            "admin delete module in A",
-            Method::DELETE,
-            format!("/v1/admin/modules/{A}/m/aws/9.9.9"),
-            Value::Null,
-            Need::Token(Scope::Admin, Some(A)),
-        ),
-        // Sign-in data (issue 21): group mappings are registry-wide, a
-        // namespace's trust policies in its namespace.
-        ep(
-            "admin list group mappings",
-            Method::GET,
-            "/v1/admin/sso".into(),
-            Value::Null,
-            Need::Token(Scope::Admin, None),
-        ),
-        ep(
-            "admin map group",
-            Method::POST,
-            "/v1/admin/sso/map".into(),
-            json!({"group": "g", "scope": "admin", "namespaces": []}),
-            Need::Token(Scope::Admin, None),
-        ),
-        ep(
-            "admin unmap group",
-            Method::POST,
-            "/v1/admin/sso/unmap".into(),
-            json!({"group": "nobody"}),
-            Need::Token(Scope::Admin, None),
-        ),
-        ep(
-            "admin list every trust policy",
-            Method::GET,
-            "/v1/admin/trust".into(),
-            Value::Null,
-            Need::Token(Scope::Admin, None),
-        ),
-        ep(
-            "admin list trust of A",
-            Method::GET,
-            format!("/v1/admin/trust/{A}"),
-            Value::Null,
-            Need::Token(Scope::Admin, Some(A)),
-        ),
-        ep(
-            "admin add trust to A",
-            Method::POST,
-            format!("/v1/admin/trust/{A}"),
-            json!({"issuer": "https://token.actions.githubusercontent.com", "claims": {}}),
-            Need::Token(Scope::Admin, Some(A)),
-        ),
-        ep(
-            "admin remove trust of A",
-            Method::DELETE,
-            format!("/v1/admin/trust/{A}/000000000000"),
-            Value::Null,
-            Need::Token(Scope::Admin, Some(A)),
-        ),
-        // The registries the cache reads from (issue 22): registry-wide.
-        ep(
-            "admin list upstreams",
-            Method::GET,
-            "/v1/admin/upstreams".into(),
-            Value::Null,
-            Need::Token(Scope::Admin, None),
-        ),
-        ep(
-            "admin show upstream",
-            Method::GET,
-            "/v1/admin/upstreams/registry.example.test".into(),
-            Value::Null,
-            Need::Token(Scope::Admin, None),
-        ),
-        ep(
-            "admin set upstream",
-            Method::PUT,
-            "/v1/admin/upstreams/registry.example.test".into(),
-            json!({"serves": {"providers": false, "modules": false}}),
-            Need::Token(Scope::Admin, None),
-        ),
-        ep(
-            "admin list the cache",
-            Method::GET,
-            "/v1/admin/cache".into(),
-            Value::Null,
-            Need::Token(Scope::Admin, None),
-        ),
-        ep(
-            "admin list the cache of one upstream",
-            Method::GET,
-            "/v1/admin/cache/registry.example.test".into(),
-            Value::Null,
-            Need::Token(Scope::Admin, None),
-        ),
-        ep(
-            "admin remove upstream",
-            Method::DELETE,
-            "/v1/admin/upstreams/registry.example.test".into(),
-            Value::Null,
-            Need::Token(Scope::Admin, None),
-        ),
-        ep(
-            "admin delete mirrored (other host)",
-            Method::DELETE,
-            "/v1/admin/mirror/registry.terraform.io/hashicorp/null/9.9.9".into(),
-            Value::Null,
-            Need::Token(Scope::Admin, None),
-        ),
-    ]
-}
-
-/// Publish the matrix's fixtures (provider and module 1.0.0 in A) with an
-/// admin token; the path of a signed archive URL from a download.
-async fn matrix_fixtures(r: &TestRegistry) -> String {
+/// Publish the matrix's fixtures (provider and module 1.0.0 in A, and what
+/// [`probes::setup`] makes) with an admin token; the path of a signed
+/// archive URL from a download.
+async fn matrix_fixtures(r: &TestRegistry, own_host: &str, sign_in: bool) -> Fixtures {
     let admin = r.token(Scope::Admin, None).await;
-    publish_provider(r, &admin, A, "1.0.0", &TestSigner::rsa())
+    let signer = TestSigner::rsa();
+    publish_provider(r, &admin, A, "1.0.0", &signer)
         .await
         .expect(StatusCode::CREATED, "publish provider");
     publish_module(r, &admin, A, "1.0.0")
@@ -662,9 +300,22 @@ async fn matrix_fixtures(r: &TestRegistry) -> String {
         .as_str()
         .unwrap()
         .to_string();
-    url.strip_prefix(tfreg_testkit::PUBLIC_URL)
-        .expect("an archive URL of the registry")
-        .to_string()
+    let fx = Fixtures {
+        admin,
+        signer,
+        blob: url
+            .strip_prefix(tfreg_testkit::PUBLIC_URL)
+            .expect("an archive URL of the registry")
+            .to_string(),
+        own_host: own_host.replace(':', "%3A"),
+        sign_in: if sign_in {
+            Some(probes::SignIn::start().await)
+        } else {
+            None
+        },
+    };
+    probes::setup(r, &fx).await;
+    fx
 }
 
 /// Make the token `cred` stands for (none for the header-only ones).
@@ -716,31 +367,35 @@ enum Via<'a> {
     Https(&'a crate::support::Server),
 }
 
-/// One request of the matrix: status, headers, body.
+/// One request of the matrix: status, headers, body (in-process through
+/// every group and sign-in, as `tfreg serve` with an identity provider).
 async fn matrix_request(
     r: &TestRegistry,
+    fx: &Fixtures,
     via: &Via<'_>,
     method: Method,
     path: &str,
-    header: Option<&str>,
+    headers: &[(String, String)],
     body: Bytes,
 ) -> TestResponse {
     match via {
         Via::InProcess => {
-            let headers: Vec<(&str, &str)> =
-                header.map(|h| ("authorization", h)).into_iter().collect();
-            r.request(method, path, None, &headers, body).await
+            let app = match &fx.sign_in {
+                Some(sign_in) => sign_in.app(r),
+                None => r.app(),
+            };
+            probes::app_request(&app, method, path, headers, body).await
         }
         Via::Https(server) => {
             let (http, url) = (server.http.clone(), server.url(path));
-            let header = header.map(str::to_string);
+            let headers = headers.to_vec();
             tokio::task::spawn_blocking(move || {
                 let method = reqwest::Method::from_bytes(method.as_str().as_bytes()).unwrap();
                 let mut req = http.request(method, url).body(body.to_vec());
-                if let Some(h) = header {
-                    req = req.header("authorization", h);
+                for (k, v) in &headers {
+                    req = req.header(k, v);
                 }
-                if !body.is_empty() {
+                if !body.is_empty() && !headers.iter().any(|(k, _)| k == "content-type") {
                     req = req.header("content-type", "application/json");
                 }
                 let resp = req.send().unwrap();
@@ -773,7 +428,7 @@ async fn matrix(r: TestRegistry, anonymous_reads: bool) {
 
 /// [`matrix`], with requests sent `via` a registry at `own_host`.
 async fn matrix_via(r: TestRegistry, anonymous_reads: bool, via: Via<'_>, own_host: &str) {
-    let blob = matrix_fixtures(&r).await;
+    let fx = matrix_fixtures(&r, own_host, matches!(via, Via::InProcess)).await;
     let r = view(&r, anonymous_reads, Duration::ZERO);
     let mut tokens = Vec::new();
     for cred in CREDS {
@@ -794,7 +449,7 @@ async fn matrix_via(r: TestRegistry, anonymous_reads: bool, via: Via<'_>, own_ho
             .collect::<String>()
     );
     let mut failures = Vec::new();
-    for ep in endpoints(&blob, own_host) {
+    for ep in probes::probes(&fx, fx.sign_in.is_some()) {
         let mut row = String::new();
         for (cred, token) in &tokens {
             let header = match cred {
@@ -802,23 +457,21 @@ async fn matrix_via(r: TestRegistry, anonymous_reads: bool, via: Via<'_>, own_ho
                 Cred::BearerEmpty => Some("Bearer".to_string()),
                 _ => token.as_ref().map(|t| format!("Bearer {t}")),
             };
-            let body = if ep.body.is_null() {
-                Bytes::new()
-            } else {
-                Bytes::from(ep.body.to_string())
-            };
-            let resp = matrix_request(
-                &r,
-                &via,
-                ep.method.clone(),
-                &ep.path,
-                header.as_deref(),
+            let probes::Req {
+                path,
                 body,
-            )
-            .await;
+                headers,
+            } = ep.request(&r, &fx).await;
+            let bare = path.split('?').next().unwrap_or_default();
+            let routed = tfreg_model::router::route(&ep.method, bare).map(|r| r.kind());
+            assert_eq!(routed, Ok(ep.kind), "{}: {} {path}", ep.name, ep.method);
+            let mut headers = headers;
+            headers.extend(header.map(|h| ("authorization".to_string(), h)));
+            let resp =
+                matrix_request(&r, &fx, &via, ep.method.clone(), &path, &headers, body).await;
             let status = resp.status.as_u16();
             let want = rule(ep.need, *cred, anonymous_reads);
-            let page = tfreg_model::router::is_ui_path(&ep.path);
+            let page = tfreg_model::router::is_ui_path(&path);
             // A web UI page refuses a GET without a valid credential by
             // sending the browser to sign in: its 401.
             let to_sign_in = status == 303
@@ -831,7 +484,7 @@ async fn matrix_via(r: TestRegistry, anonymous_reads: bool, via: Via<'_>, own_ho
                 _ if to_sign_in => Verdict::Unauthorized,
                 401 => Verdict::Unauthorized,
                 403 => Verdict::Forbidden,
-                200 | 201 | 204 | 307 | 400 | 404 => Verdict::Allowed,
+                200..=399 => Verdict::Allowed,
                 _ => {
                     failures.push(format!(
                         "{} / {}: unexpected {status}: {}",
@@ -898,6 +551,30 @@ async fn matrix_via(r: TestRegistry, anonymous_reads: bool, via: Via<'_>, own_ho
         );
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Every kind of route (derived from the router's enums) is probed by the
+/// matrix (sign-in's where it runs with an identity provider: in-process).
+#[test]
+fn every_kind_of_route_is_in_the_matrix() {
+    use tfreg_model::router::RouteKind;
+    let fx = Fixtures {
+        admin: String::new(),
+        signer: TestSigner::rsa(),
+        blob: "/v1/blobs/archives/ab/x.zip".into(),
+        own_host: HOST.replace(':', "%3A"),
+        sign_in: None,
+    };
+    let probed: BTreeSet<RouteKind> = probes::probes(&fx, true).iter().map(|p| p.kind).collect();
+    let missing: Vec<String> = RouteKind::all()
+        .into_iter()
+        .filter(|k| !probed.contains(k))
+        .map(RouteKind::name)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "kinds the matrix does not probe: {missing:?}"
+    );
 }
 
 /// Private registry (no anonymous reads, token cache 0): every endpoint ×

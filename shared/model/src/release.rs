@@ -8,9 +8,22 @@ use serde::{Deserialize, Serialize};
 use crate::address::Hostname;
 use crate::blob_key::BlobKey;
 
-/// A change of a release's status that keeps its files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// A change of a release's status that keeps its files (every one:
+/// [`strum::VariantArray::VARIANTS`]; its name and path segment: the
+/// variant's, lowercase).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    strum::VariantArray,
+    strum::IntoStaticStr,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum LifecycleAction {
     /// Still installable everywhere; clients are warned.
     Deprecate,
@@ -21,24 +34,15 @@ pub enum LifecycleAction {
 }
 
 impl LifecycleAction {
-    pub const ALL: [LifecycleAction; 4] = [
-        LifecycleAction::Deprecate,
-        LifecycleAction::Undeprecate,
-        LifecycleAction::Yank,
-        LifecycleAction::Unyank,
-    ];
-
     pub fn name(self) -> &'static str {
-        match self {
-            LifecycleAction::Deprecate => "deprecate",
-            LifecycleAction::Undeprecate => "undeprecate",
-            LifecycleAction::Yank => "yank",
-            LifecycleAction::Unyank => "unyank",
-        }
+        self.into()
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|a| a.name() == s)
+        <Self as strum::VariantArray>::VARIANTS
+            .iter()
+            .copied()
+            .find(|a| a.name() == s)
     }
 }
 

@@ -2,6 +2,7 @@
 //! it, and how `/v1/admin/...` maps to one.
 
 use http::Method;
+use strum::VariantArray as _;
 
 use crate::address::{Hostname, ModuleName, ProviderName};
 use crate::error::RouteError;
@@ -18,7 +19,14 @@ use crate::version::Version;
 
 /// What the admin API does: one variant per operation (the method is part
 /// of it: `GET /v1/admin/tokens` lists, `POST` creates).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, strum::EnumDiscriminants)]
+#[strum_discriminants(
+    name(AdminOp),
+    vis(pub),
+    doc = "The admin API's operations: one per [`AdminRoute`] variant, named in kebab case.",
+    derive(Hash, PartialOrd, Ord, strum::VariantArray, strum::IntoStaticStr),
+    strum(serialize_all = "kebab-case")
+)]
 pub enum AdminRoute {
     /// `GET /v1/admin/tokens`.
     ListTokens,
@@ -67,67 +75,14 @@ pub enum AdminRoute {
 }
 
 impl AdminRoute {
-    /// One of every admin operation, on these releases (for tests of the
-    /// routes and of who may use them).
+    /// One of every admin operation (each form of it: with and without
+    /// its optional part, every lifecycle action), on these releases (for
+    /// tests of the routes and of who may use them).
     pub fn examples(targets: &[PublishTarget]) -> Vec<AdminRoute> {
-        let mut all = vec![
-            AdminRoute::ListTokens,
-            AdminRoute::CreateToken,
-            AdminRoute::RevokeToken {
-                id: "0123456789ab".into(),
-            },
-            AdminRoute::ListKeys {
-                namespace: "team".into(),
-            },
-            AdminRoute::AddKeys {
-                namespace: "team".into(),
-            },
-            AdminRoute::RemoveKey {
-                namespace: "team".into(),
-                key_id: "0123456789ABCDEF".into(),
-            },
-            AdminRoute::Audit,
-            AdminRoute::ListMappings,
-            AdminRoute::MapGroup,
-            AdminRoute::UnmapGroup,
-            AdminRoute::ListTrust { namespace: None },
-            AdminRoute::ListTrust {
-                namespace: Some("team".into()),
-            },
-            AdminRoute::AddTrust {
-                namespace: "team".into(),
-            },
-            AdminRoute::RemoveTrust {
-                namespace: "team".into(),
-                id: "0123456789ab".into(),
-            },
-            AdminRoute::ListUpstreams,
-            AdminRoute::ShowUpstream {
-                host: example_upstream(),
-            },
-            AdminRoute::SetUpstream {
-                host: example_upstream(),
-            },
-            AdminRoute::RemoveUpstream {
-                host: example_upstream(),
-            },
-            AdminRoute::ListCached { host: None },
-            AdminRoute::ListCached {
-                host: Some(example_upstream()),
-            },
-        ];
-        for release in targets {
-            all.push(AdminRoute::Delete {
-                release: release.clone(),
-            });
-            for action in LifecycleAction::ALL {
-                all.push(AdminRoute::Lifecycle {
-                    release: release.clone(),
-                    action,
-                });
-            }
-        }
-        all
+        AdminOp::VARIANTS
+            .iter()
+            .flat_map(|op| op.examples(targets))
+            .collect()
     }
 
     /// The one method of this operation.
@@ -360,4 +315,74 @@ pub(crate) fn admin_route(
 /// The upstream the examples name.
 fn example_upstream() -> UpstreamHost {
     UpstreamHost::parse("registry.example.test").expect("a valid host")
+}
+
+impl AdminOp {
+    /// Its name: the variant's, in kebab case.
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
+
+    /// Every form of this operation (on each of `targets`, for those on a
+    /// release): an exhaustive match, so a new operation has examples, and
+    /// with them a route test, a template check and an access rule.
+    pub fn examples(self, targets: &[PublishTarget]) -> Vec<AdminRoute> {
+        let team = || "team".to_string();
+        let upstream = example_upstream;
+        match self {
+            AdminOp::ListTokens => vec![AdminRoute::ListTokens],
+            AdminOp::CreateToken => vec![AdminRoute::CreateToken],
+            AdminOp::RevokeToken => vec![AdminRoute::RevokeToken {
+                id: "0123456789ab".into(),
+            }],
+            AdminOp::ListKeys => vec![AdminRoute::ListKeys { namespace: team() }],
+            AdminOp::AddKeys => vec![AdminRoute::AddKeys { namespace: team() }],
+            AdminOp::RemoveKey => vec![AdminRoute::RemoveKey {
+                namespace: team(),
+                key_id: "0123456789ABCDEF".into(),
+            }],
+            AdminOp::Lifecycle => targets
+                .iter()
+                .flat_map(|release| {
+                    LifecycleAction::VARIANTS
+                        .iter()
+                        .map(|&action| AdminRoute::Lifecycle {
+                            release: release.clone(),
+                            action,
+                        })
+                })
+                .collect(),
+            AdminOp::Delete => targets
+                .iter()
+                .map(|release| AdminRoute::Delete {
+                    release: release.clone(),
+                })
+                .collect(),
+            AdminOp::Audit => vec![AdminRoute::Audit],
+            AdminOp::ListMappings => vec![AdminRoute::ListMappings],
+            AdminOp::MapGroup => vec![AdminRoute::MapGroup],
+            AdminOp::UnmapGroup => vec![AdminRoute::UnmapGroup],
+            AdminOp::ListTrust => vec![
+                AdminRoute::ListTrust { namespace: None },
+                AdminRoute::ListTrust {
+                    namespace: Some(team()),
+                },
+            ],
+            AdminOp::AddTrust => vec![AdminRoute::AddTrust { namespace: team() }],
+            AdminOp::RemoveTrust => vec![AdminRoute::RemoveTrust {
+                namespace: team(),
+                id: "0123456789ab".into(),
+            }],
+            AdminOp::ListUpstreams => vec![AdminRoute::ListUpstreams],
+            AdminOp::ShowUpstream => vec![AdminRoute::ShowUpstream { host: upstream() }],
+            AdminOp::SetUpstream => vec![AdminRoute::SetUpstream { host: upstream() }],
+            AdminOp::RemoveUpstream => vec![AdminRoute::RemoveUpstream { host: upstream() }],
+            AdminOp::ListCached => vec![
+                AdminRoute::ListCached { host: None },
+                AdminRoute::ListCached {
+                    host: Some(upstream()),
+                },
+            ],
+        }
+    }
 }

@@ -5,6 +5,7 @@
 //! job's OIDC token in its body, so these never look at a bearer token.
 
 use http::Method;
+use strum::VariantArray as _;
 
 use crate::router::segments::{GET, POST};
 
@@ -16,8 +17,20 @@ pub const SSO_PATH: &str = "/oauth/sso";
 /// Where a CI job exchanges its OIDC token for a short-lived publish token.
 pub const EXCHANGE_PATH: &str = "/v1/auth/exchange";
 
-/// A step of a sign-in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A step of a sign-in (every one: [`strum::VariantArray::VARIANTS`]).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    strum::VariantArray,
+    strum::IntoStaticStr,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum AuthRoute {
     /// `GET /oauth/authorize`: Terraform's browser starts here.
     Authorize,
@@ -32,14 +45,6 @@ pub enum AuthRoute {
 }
 
 impl AuthRoute {
-    pub const ALL: [AuthRoute; 5] = [
-        AuthRoute::Authorize,
-        AuthRoute::Callback,
-        AuthRoute::Token,
-        AuthRoute::SsoStart,
-        AuthRoute::Exchange,
-    ];
-
     pub fn method(self) -> &'static [Method] {
         match self {
             AuthRoute::Authorize | AuthRoute::Callback | AuthRoute::SsoStart => GET,
@@ -65,6 +70,9 @@ impl AuthRoute {
 
     /// The route of `path`, if it is one of these.
     pub fn of_path(path: &str) -> Option<AuthRoute> {
-        AuthRoute::ALL.into_iter().find(|r| r.path() == path)
+        AuthRoute::VARIANTS
+            .iter()
+            .copied()
+            .find(|r| r.path() == path)
     }
 }

@@ -1,11 +1,20 @@
 //! Which function serves a route: names the Lambda function, its log lines
 //! and its template entry.
 
+use strum::VariantArray as _;
+
 use crate::router::read::ReadEndpoint;
 
 /// Which function serves a route: names the Lambda function, its log lines
 /// and its template entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, strum::EnumDiscriminants)]
+#[strum_discriminants(
+    name(EndpointKind),
+    vis(pub),
+    doc = "The kinds of [`Endpoint`]: the read protocols as one.",
+    derive(strum::VariantArray, strum::IntoStaticStr),
+    strum(serialize_all = "kebab-case")
+)]
 pub enum Endpoint {
     Discovery,
     /// The read protocols, one function each.
@@ -19,30 +28,33 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
-    /// Every endpoint, for drift checks between the router, functions and template.
+    /// Every endpoint, derived from the variants (and every read
+    /// endpoint's), for drift checks between the router, functions and
+    /// template.
     pub fn all() -> Vec<Endpoint> {
-        let mut all = vec![Endpoint::Discovery];
-        all.extend(ReadEndpoint::ALL.map(Endpoint::Read));
-        all.extend([
-            Endpoint::Blob,
-            Endpoint::Publish,
-            Endpoint::Admin,
-            Endpoint::Ui,
-            Endpoint::Auth,
-        ]);
-        all
+        EndpointKind::VARIANTS
+            .iter()
+            .flat_map(|kind| match kind {
+                EndpointKind::Read => ReadEndpoint::VARIANTS
+                    .iter()
+                    .map(|r| Endpoint::Read(*r))
+                    .collect(),
+                EndpointKind::Discovery => vec![Endpoint::Discovery],
+                EndpointKind::Blob => vec![Endpoint::Blob],
+                EndpointKind::Publish => vec![Endpoint::Publish],
+                EndpointKind::Admin => vec![Endpoint::Admin],
+                EndpointKind::Ui => vec![Endpoint::Ui],
+                EndpointKind::Auth => vec![Endpoint::Auth],
+            })
+            .collect()
     }
 
-    /// A short stable name, used in logs and as the function name.
+    /// A short stable name, used in logs and as the function name: the
+    /// variant's (or the read endpoint's) in kebab case.
     pub fn name(self) -> &'static str {
         match self {
-            Endpoint::Discovery => "discovery",
             Endpoint::Read(read) => read.name(),
-            Endpoint::Blob => "blob",
-            Endpoint::Publish => "publish",
-            Endpoint::Admin => "admin",
-            Endpoint::Ui => "ui",
-            Endpoint::Auth => "auth",
+            other => EndpointKind::from(other).into(),
         }
     }
 }

@@ -11,6 +11,7 @@
 mod admin;
 mod auth;
 mod endpoint;
+mod kind;
 mod publish;
 mod read;
 mod segments;
@@ -19,13 +20,16 @@ mod ui;
 use http::Method;
 
 pub use crate::release::LifecycleAction;
-pub use admin::AdminRoute;
+pub use admin::{AdminOp, AdminRoute};
 pub use auth::{AUTHORIZE_PATH, AuthRoute, CALLBACK_PATH, EXCHANGE_PATH, SSO_PATH, TOKEN_PATH};
-pub use endpoint::Endpoint;
-pub use publish::{PublishRoute, PublishStep, PublishTarget};
+pub use endpoint::{Endpoint, EndpointKind};
+pub use kind::RouteKind;
+pub use publish::{PublishKind, PublishRoute, PublishStep, PublishTarget};
 pub use read::{ReadEndpoint, ReadRoute};
 pub use segments::MAX_PATH_LEN;
-pub use ui::{UI, UiRoute, is_ui_path, safe_next};
+/// The lists of variants (`AuthRoute::VARIANTS`, `ReadEndpoint::VARIANTS`...).
+pub use strum::VariantArray;
+pub use ui::{UI, UiPage, UiRoute, is_ui_path, safe_next};
 
 use crate::address::{Hostname, ModuleName, ProviderName};
 use crate::blob_key::BlobKey;
@@ -38,7 +42,13 @@ use segments::{BLOB_METHODS, PUBLISH_METHODS, READ_METHODS, decode_segment, not_
 use ui::ui_route;
 
 /// A request with its parameters, already validated.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, strum::EnumDiscriminants)]
+#[strum_discriminants(
+    name(RouteClass),
+    vis(pub),
+    doc = "The kinds of [`Route`], one level down (every leaf: [`RouteKind`]).",
+    derive(strum::VariantArray)
+)]
 pub enum Route {
     /// `/.well-known/terraform.json`.
     Discovery,

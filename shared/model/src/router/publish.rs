@@ -5,9 +5,23 @@ use crate::address::{Hostname, ModuleName, ProviderName};
 use crate::router::segments::host_segment;
 use crate::token::Realm;
 use crate::version::Version;
+use strum::VariantArray as _;
 
-/// The two calls of every publish: announce the files, then finish after uploading them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The two calls of every publish: announce the files, then finish after
+/// uploading them. The last path segment is the variant's name, lowercase.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    strum::VariantArray,
+    strum::IntoStaticStr,
+)]
+#[strum(serialize_all = "lowercase")]
 pub enum PublishStep {
     Begin,
     Complete,
@@ -15,24 +29,29 @@ pub enum PublishStep {
 
 impl PublishStep {
     pub(crate) fn segment(self) -> &'static str {
-        match self {
-            PublishStep::Begin => "begin",
-            PublishStep::Complete => "complete",
-        }
+        self.into()
     }
 
     pub(crate) fn parse(s: &str) -> Option<Self> {
-        match s {
-            "begin" => Some(PublishStep::Begin),
-            "complete" => Some(PublishStep::Complete),
-            _ => None,
-        }
+        Self::VARIANTS
+            .iter()
+            .copied()
+            .find(|step| step.segment() == s)
     }
 }
 
 /// What a publish is for.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, strum::EnumDiscriminants,
+)]
 #[serde(try_from = "String", into = "String")]
+#[strum_discriminants(
+    name(PublishKind),
+    vis(pub),
+    doc = "What kind of thing a [`PublishTarget`] is.",
+    derive(Hash, PartialOrd, Ord, strum::VariantArray, strum::IntoStaticStr),
+    strum(serialize_all = "kebab-case")
+)]
 pub enum PublishTarget {
     /// A signed provider release of this registry.
     Provider {

@@ -9,7 +9,17 @@ use crate::upstream::UpstreamHost;
 use crate::version::Version;
 
 /// The read endpoints of the provider, module and network mirror protocols.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Each variant is its own function ([`ReadEndpoint`], derived: one per
+/// variant, named in kebab case, `provider-versions`).
+#[derive(Debug, Clone, PartialEq, Eq, strum::EnumDiscriminants)]
+#[strum_discriminants(
+    name(ReadEndpoint),
+    vis(pub),
+    doc = "Which function serves a read route: one per [`ReadRoute`] variant, its name (kebab case) in logs and the template.",
+    derive(Hash, PartialOrd, Ord, strum::VariantArray, strum::IntoStaticStr),
+    strum(serialize_all = "kebab-case")
+)]
 pub enum ReadRoute {
     ProviderVersions {
         provider: ProviderName,
@@ -92,18 +102,7 @@ impl ReadRoute {
     }
 
     pub fn endpoint(&self) -> ReadEndpoint {
-        match self {
-            ReadRoute::ProviderVersions { .. } => ReadEndpoint::ProviderVersions,
-            ReadRoute::ProviderDownload { .. } => ReadEndpoint::ProviderDownload,
-            ReadRoute::ModuleVersions { .. } => ReadEndpoint::ModuleVersions,
-            ReadRoute::ModuleDownload { .. } => ReadEndpoint::ModuleDownload,
-            ReadRoute::MirrorIndex { .. } => ReadEndpoint::MirrorIndex,
-            ReadRoute::MirrorVersion { .. } => ReadEndpoint::MirrorVersion,
-            ReadRoute::CacheProviderVersions { .. } => ReadEndpoint::CacheProviderVersions,
-            ReadRoute::CacheProviderDownload { .. } => ReadEndpoint::CacheProviderDownload,
-            ReadRoute::CacheModuleVersions { .. } => ReadEndpoint::CacheModuleVersions,
-            ReadRoute::CacheModuleDownload { .. } => ReadEndpoint::CacheModuleDownload,
-        }
+        self.into()
     }
 
     /// The read route of a path's segments after `/v1/` (decoded), if it is
@@ -250,47 +249,9 @@ fn cache_host(segment: &str) -> Result<UpstreamHost, RouteError> {
         .map_err(|_| RouteError::NotFound(format!("{segment:?} is not an upstream registry here")))
 }
 
-/// Which function serves a read route: its name in logs and the template.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ReadEndpoint {
-    ProviderVersions,
-    ProviderDownload,
-    ModuleVersions,
-    ModuleDownload,
-    MirrorIndex,
-    MirrorVersion,
-    CacheProviderVersions,
-    CacheProviderDownload,
-    CacheModuleVersions,
-    CacheModuleDownload,
-}
-
 impl ReadEndpoint {
-    pub const ALL: [ReadEndpoint; 10] = [
-        ReadEndpoint::ProviderVersions,
-        ReadEndpoint::ProviderDownload,
-        ReadEndpoint::ModuleVersions,
-        ReadEndpoint::ModuleDownload,
-        ReadEndpoint::MirrorIndex,
-        ReadEndpoint::MirrorVersion,
-        ReadEndpoint::CacheProviderVersions,
-        ReadEndpoint::CacheProviderDownload,
-        ReadEndpoint::CacheModuleVersions,
-        ReadEndpoint::CacheModuleDownload,
-    ];
-
+    /// Its name in logs, the template and the function's log group.
     pub fn name(self) -> &'static str {
-        match self {
-            ReadEndpoint::ProviderVersions => "provider-versions",
-            ReadEndpoint::ProviderDownload => "provider-download",
-            ReadEndpoint::ModuleVersions => "module-versions",
-            ReadEndpoint::ModuleDownload => "module-download",
-            ReadEndpoint::MirrorIndex => "mirror-index",
-            ReadEndpoint::MirrorVersion => "mirror-version",
-            ReadEndpoint::CacheProviderVersions => "cache-provider-versions",
-            ReadEndpoint::CacheProviderDownload => "cache-provider-download",
-            ReadEndpoint::CacheModuleVersions => "cache-module-versions",
-            ReadEndpoint::CacheModuleDownload => "cache-module-download",
-        }
+        self.into()
     }
 }

@@ -1,3 +1,5 @@
+use strum::VariantArray as _;
+
 use super::*;
 use crate::address::Platform;
 use crate::token::Realm;
@@ -82,6 +84,52 @@ fn routes_every_protocol_endpoint() {
         route(&Method::HEAD, "/v1/providers/h/null/versions").unwrap(),
         Route::Read(ReadRoute::ProviderVersions { .. })
     ));
+}
+
+/// Every kind of route (derived from the enums): its example's path routes
+/// back to it, with each of its methods; the kinds are as many as their
+/// names; their endpoints are every endpoint, and every endpoint's name is
+/// its own.
+#[test]
+fn every_kind_of_route_has_an_example_that_routes_back_to_it() {
+    let kinds = RouteKind::all();
+    let mut names = std::collections::BTreeSet::new();
+    let mut endpoints = std::collections::BTreeSet::new();
+    for &kind in &kinds {
+        let example = kind.example();
+        assert_eq!(example.kind(), kind, "{kind:?}");
+        let path = example.path();
+        for method in example.methods() {
+            assert_eq!(
+                route(method, &path).as_ref(),
+                Ok(&example),
+                "{method} {path}"
+            );
+        }
+        assert!(names.insert(kind.name()), "{} named twice", kind.name());
+        endpoints.insert(example.endpoint());
+    }
+    assert_eq!(
+        endpoints,
+        Endpoint::all().into_iter().collect(),
+        "every endpoint has a route"
+    );
+    let endpoint_names: std::collections::BTreeSet<_> =
+        Endpoint::all().into_iter().map(Endpoint::name).collect();
+    assert_eq!(endpoint_names.len(), Endpoint::all().len());
+    assert!(endpoint_names.contains("provider-versions"));
+    assert!(endpoint_names.contains("cache-module-download"));
+    assert!(names.contains("admin/list-tokens") && names.contains("auth/sso-start"));
+    // One kind per leaf variant: 1 + 10 + 1 + 3×2 + admin + ui + auth.
+    assert_eq!(
+        kinds.len(),
+        1 + ReadEndpoint::VARIANTS.len()
+            + 1
+            + PublishKind::VARIANTS.len() * PublishStep::VARIANTS.len()
+            + AdminOp::VARIANTS.len()
+            + UiPage::VARIANTS.len()
+            + AuthRoute::VARIANTS.len()
+    );
 }
 
 #[test]
@@ -173,7 +221,7 @@ fn paths_built_from_routes_route_back_to_them() {
         },
     ];
     let publishes = targets.iter().flat_map(|t| {
-        [PublishStep::Begin, PublishStep::Complete].map(|step| {
+        PublishStep::VARIANTS.iter().map(|&step| {
             Route::Publish(PublishRoute {
                 target: t.clone(),
                 step,
@@ -181,7 +229,7 @@ fn paths_built_from_routes_route_back_to_them() {
         })
     });
     let admin = AdminRoute::examples(&targets).into_iter().map(Route::Admin);
-    let admin = admin.chain(AuthRoute::ALL.map(Route::Auth));
+    let admin = admin.chain(AuthRoute::VARIANTS.iter().map(|&a| Route::Auth(a)));
     let mut endpoints = std::collections::HashSet::new();
     for r in routes.into_iter().chain(publishes).chain(admin) {
         let path = r.path();
@@ -354,7 +402,7 @@ fn status_of(err: &RouteError) -> u16 {
 #[test]
 fn sign_in_routes_are_public_and_only_the_token_steps_are_audited() {
     let host = Hostname::parse("registry.test").unwrap();
-    for step in AuthRoute::ALL {
+    for &step in AuthRoute::VARIANTS {
         let r = route(&step.method()[0], step.path()).unwrap();
         assert_eq!(r, Route::Auth(step));
         assert_eq!(r.access(&host), Access::Public, "{step:?}");

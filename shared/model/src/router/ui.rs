@@ -9,7 +9,14 @@ use crate::token::{Realm, Scope};
 use crate::version::Version;
 
 /// The web UI's pages, each a GET (sign-in also a POST, sign-out only one).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, strum::EnumDiscriminants)]
+#[strum_discriminants(
+    name(UiPage),
+    vis(pub),
+    doc = "The web UI's pages: one per [`UiRoute`] variant, named in kebab case.",
+    derive(Hash, PartialOrd, Ord, strum::VariantArray, strum::IntoStaticStr),
+    strum(serialize_all = "kebab-case")
+)]
 pub enum UiRoute {
     /// `/`, `/ui` and `/ui/`: a redirect to the home page, which needs no
     /// store, so the discovery function (API Gateway's catch-all) answers it.
