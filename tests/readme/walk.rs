@@ -291,6 +291,8 @@ pub fn walk(readme: &Readme) {
     // Run by CI elsewhere, as pasted: the arm64 build needs the cross
     // toolchain and minutes of its own.
     walk.elsewhere("cargo-lambda-build", "infra/check-cargo-lambda");
+    // Against a stack on moto's server, beside the walk.
+    walk.elsewhere("cargo-lambda-deploy", "tests/readme/deploy.rs");
 
     let mut ran = walk.ran.clone();
     ran.sort();
