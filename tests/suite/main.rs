@@ -74,6 +74,12 @@
 //!   the real `terraform login` (each version) and `tfreg login` refused
 //!   end at once, saying why; the sign-in page names the provider.
 //!
+//! - `rehearsal`: the deploy rehearsal (`infra/rehearse`): template.yaml
+//!   transformed as `sam deploy` would and created on moto's server with IAM
+//!   enforcement, in the guided and full configurations: every resource made
+//!   (moto's CloudFormation or the gap filler), outputs resolved, TTL on,
+//!   routes, a read role refused a write, retention on delete.
+//!
 //! `support` is the harness, split by job.
 
 mod access;
@@ -108,6 +114,7 @@ mod login_cli;
 mod oidc_fixture;
 mod probes;
 mod publish_attacks;
+mod rehearsal;
 mod scale;
 mod shared_build;
 mod signin_lambda;
