@@ -17,6 +17,16 @@ use super::tools::Tools;
 /// each name.
 pub fn help_flags(text: &str) -> BTreeSet<String> {
     let mut flags = BTreeSet::new();
+    // clap's `[alias: --iam-role]`, `[aliases: --a, --b]` in a description.
+    for part in text.split("[alias").skip(1) {
+        let inside = part.split(']').next().unwrap_or("");
+        flags.extend(
+            inside
+                .split([' ', ',', ':'])
+                .filter(|w| w.starts_with("--") && w.len() > 2)
+                .map(str::to_string),
+        );
+    }
     for line in text.lines() {
         let indent = line.len() - line.trim_start().len();
         let trimmed = line.trim();
@@ -83,8 +93,7 @@ impl HelpCli {
                 // taken as a positional argument of the command above: the
                 // usage line must name the whole path.
                 let usage = format!("{} {}", prefix_name(program, prefix), path.join(" "));
-                (out.status.success() && text.contains(usage.trim_end()))
-                    .then(|| help_flags(&text))
+                (out.status.success() && text.contains(usage.trim_end())).then(|| help_flags(&text))
             })
             .as_ref()
     }
@@ -125,7 +134,9 @@ impl HelpCli {
 /// How a usage line names the program (`sam`, `cargo lambda`).
 fn prefix_name(program: &Path, prefix: &[String]) -> String {
     let stem = program.file_name().unwrap().to_string_lossy();
-    let base = stem.strip_prefix("cargo-").map_or(stem.to_string(), |_| "cargo".to_string());
+    let base = stem
+        .strip_prefix("cargo-")
+        .map_or(stem.to_string(), |_| "cargo".to_string());
     std::iter::once(base)
         .chain(prefix.iter().cloned())
         .collect::<Vec<_>>()
@@ -181,11 +192,13 @@ mod tests {
             assert!(flags.contains(f), "{f}: {flags:?}");
         }
         assert!(!flags.contains("--s3-bucket") && !flags.contains("--not-a-flag"));
-        let clap = "Usage: cargo lambda deploy [OPTIONS] [NAME]\n\nOptions:\n  -p, --profile <PROFILE>\n          AWS profile; see --region\n      --binary-name <BINARY_NAME>\n          Name\n";
+        let clap = "Usage: cargo lambda deploy [OPTIONS] [NAME]\n\nOptions:\n  -p, --profile <PROFILE>\n          AWS profile; see --region\n      --binary-name <BINARY_NAME>\n          Name\n      --role <ROLE>\n          IAM Role [alias: --iam-role]\n";
         let flags = help_flags(clap);
         assert_eq!(
             flags,
-            BTreeSet::from(["--profile".to_string(), "--binary-name".to_string()])
+            BTreeSet::from(
+                ["--profile", "--binary-name", "--role", "--iam-role"].map(String::from)
+            )
         );
     }
 }

@@ -244,9 +244,15 @@ fn the_readme_names_only_commands_flags_and_packages_that_exist() {
     }
     // The programs whose commands a code span may name.
     let named = |code: &str| {
-        ["tfreg ", "scripts/lambda-local", "sam ", "aws ", "cargo lambda "]
-            .iter()
-            .any(|p| code.starts_with(p))
+        [
+            "tfreg ",
+            "scripts/lambda-local",
+            "sam ",
+            "aws ",
+            "cargo lambda ",
+        ]
+        .iter()
+        .any(|p| code.starts_with(p))
     };
     for span in &readme.spans {
         let code = span.code.trim();
@@ -268,7 +274,7 @@ fn the_readme_names_only_commands_flags_and_packages_that_exist() {
                 .take_while(|w| w.contains('=') && !w.starts_with('-'))
                 .count();
             let command = w[start..].join(" ");
-            if named(&command) || command == "sam" {
+            if named(&command) {
                 check(span.line, &command, &mut errors);
             }
         }
@@ -400,5 +406,79 @@ fn the_item_table_is_the_schema() {
     assert_eq!(
         documented, code,
         "README.md's item table vs catalog::schema"
+    );
+}
+
+/// The README's table of crates (How it works) is the workspace's: each
+/// `shared/` crate's row names exactly the crates of ours it depends on
+/// (its normal dependencies, optional ones included), each of them in a row
+/// above it, and every `shared/` member but the test kit has a row.
+#[test]
+fn the_crate_table_is_the_workspace() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "cargo metadata");
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ours = |name: &str| name.starts_with("tfreg-") && name != "tfreg-workspace-hack";
+    let workspace: BTreeMap<String, BTreeSet<String>> = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["manifest_path"].as_str().unwrap().contains("/shared/"))
+        .map(|p| {
+            let deps = p["dependencies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|d| d["kind"].is_null())
+                .map(|d| d["name"].as_str().unwrap().to_string())
+                .filter(|d| ours(d))
+                .collect();
+            (p["name"].as_str().unwrap().to_string(), deps)
+        })
+        .filter(|(name, _)| name != "tfreg-testkit")
+        .collect();
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let section = readme
+        .split("## How it works")
+        .nth(1)
+        .expect("README.md has How it works");
+    let mut above: BTreeSet<String> = BTreeSet::new();
+    let mut documented = BTreeMap::new();
+    for row in section.lines().take_while(|l| !l.starts_with("## ")) {
+        let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+        let Some(krate) = cells
+            .get(1)
+            .and_then(|c| c.split('`').find(|w| w.starts_with("tfreg-")))
+        else {
+            continue;
+        };
+        let deps: BTreeSet<String> = cells[2]
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| workspace.contains_key(&format!("tfreg-{w}")))
+            .map(|w| format!("tfreg-{w}"))
+            .collect();
+        for d in &deps {
+            assert!(
+                above.contains(d),
+                "README.md's crate table: {krate} depends on {d}, which is not in a row above it"
+            );
+        }
+        above.insert(krate.to_string());
+        documented.insert(krate.to_string(), deps);
+    }
+    assert_eq!(
+        documented, workspace,
+        "README.md's crate table (How it works) vs the workspace's shared crates and their dependencies"
     );
 }
