@@ -132,6 +132,7 @@ fn the_deploy_reads_the_repositorys_samconfig() {
         "--stack_name=tfreg",
         "--capabilities=['CAPABILITY_IAM']",
         "--resolve_s3",
+        "--s3_prefix=tfreg",
         "--confirm_changeset",
     ] {
         assert!(
@@ -141,6 +142,13 @@ fn the_deploy_reads_the_repositorys_samconfig() {
             deploy.log
         );
     }
+    // A deploy with nothing to change succeeds (`sam build && sam deploy`
+    // run again).
+    assert!(
+        !deploy.expanded.contains("--fail_on_empty_changeset"),
+        "{}",
+        deploy.expanded
+    );
     let no_template = root().join("no-such-template.yaml").display().to_string();
     let build = sam_config("build", &["--template-file", &no_template]);
     assert_eq!(build.file, expected, "{}", build.log);
@@ -324,6 +332,17 @@ fn the_cargo_lambda_deploy_loop_updates_the_stacks_functions() {
         stack,
         "README.md:{}: the loop's functions and binaries vs the stack's",
         block.line
+    );
+    // The rehearsed stack is named as `sam deploy` names it from samconfig.toml.
+    let sam_deploy = sam_config("deploy", &[]);
+    assert!(
+        sam_deploy.expanded.contains(&format!(
+            "--stack_name={}",
+            facts["stack_name"].as_str().unwrap()
+        )),
+        "the rehearsed stack {} vs sam deploy's {}",
+        facts["stack_name"],
+        sam_deploy.expanded
     );
     assert!(
         block

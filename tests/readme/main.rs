@@ -138,6 +138,8 @@ fn the_readme_names_only_commands_flags_and_packages_that_exist() {
         assert!(out.status.success(), "scripts/lambda-local --help");
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
+    // infra/smoke-test's usage, its header comment (`[--token TOKEN]`).
+    let smoke_test = std::fs::read_to_string(root().join("infra/smoke-test")).unwrap();
     let packages = workspace_bins();
     let mut sam = HelpCli::sam();
     let mut cargo_lambda = HelpCli::cargo_lambda();
@@ -162,6 +164,14 @@ fn the_readme_names_only_commands_flags_and_packages_that_exist() {
                 checked += 1;
                 if let Err(e) = cli.check(&w[1..]) {
                     errors.push(format!("README.md:{line}: {command}: {e}"));
+                }
+            }
+            Some("infra/smoke-test") => {
+                checked += 1;
+                for flag in w.iter().filter(|w| w.starts_with("--")) {
+                    if !smoke_test.contains(&format!("[{flag} ")) {
+                        errors.push(format!("README.md:{line}: infra/smoke-test has no {flag}"));
+                    }
                 }
             }
             Some("scripts/lambda-local") => {
