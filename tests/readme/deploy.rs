@@ -360,26 +360,24 @@ fn the_cargo_lambda_deploy_loop_updates_the_stacks_functions() {
     let tools = Tools::get();
     let creds = &facts["credentials"];
     let region = facts["region"].as_str().unwrap();
-    let aws_dir = tools.path("TFREG_AWS").parent().unwrap().to_path_buf();
-    let venv = tools.path("TFREG_VENV_BIN");
-    let cargo_dir = PathBuf::from(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
+    // A reader's shell (tests/readme/walk.rs), with cargo-lambda and the
+    // AWS CLI on PATH, the zips' target directory and moto's endpoint.
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let real_home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
-    let mut env = vec![
-        ("HOME".to_string(), home.display().to_string()),
-        (
-            "PATH".to_string(),
-            format!(
-                "{}:{}:{}:/usr/local/bin:/usr/bin:/bin",
-                venv.display(),
-                aws_dir.display(),
-                cargo_dir.display()
-            ),
-        ),
+    let mut env: Vec<(String, String)> =
+        super::walk::user_env(&home, &tools.path("TFREG_VENV_BIN"))
+            .into_iter()
+            .filter(|(k, _)| k != "CARGO_TARGET_DIR")
+            .map(|(k, v)| {
+                if k == "PATH" {
+                    let aws = tools.path("TFREG_AWS");
+                    (k, format!("{}:{v}", aws.parent().unwrap().display()))
+                } else {
+                    (k, v)
+                }
+            })
+            .collect();
+    env.extend([
         ("CARGO_TARGET_DIR".to_string(), target.display().to_string()),
         ("CARGO_NET_OFFLINE".to_string(), "true".to_string()),
         (
@@ -397,11 +395,7 @@ fn the_cargo_lambda_deploy_loop_updates_the_stacks_functions() {
             facts["moto"]["url"].as_str().unwrap().to_string(),
         ),
         ("AWS_EC2_METADATA_DISABLED".to_string(), "true".to_string()),
-    ];
-    for (var, default) in [("CARGO_HOME", ".cargo"), ("RUSTUP_HOME", ".rustup")] {
-        let value = std::env::var(var).unwrap_or_else(|_| format!("{real_home}/{default}"));
-        env.push((var.to_string(), value));
-    }
+    ]);
     let shell = Session::new("deploy", dir.path(), root(), &env);
     // Two of moto's (5.2.5) own faults, which real AWS does not have, made
     // good before the loop. Under IAM enforcement it refuses every signed

@@ -89,8 +89,8 @@ fn segments(line: &str) -> Vec<String> {
         .collect()
 }
 
-/// The workspace's packages and their binaries, from `cargo metadata`.
-fn workspace_bins() -> BTreeMap<String, BTreeSet<String>> {
+/// `cargo metadata --no-deps` of the workspace.
+fn workspace_metadata() -> serde_json::Value {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .args([
@@ -108,7 +108,12 @@ fn workspace_bins() -> BTreeMap<String, BTreeSet<String>> {
         "cargo metadata: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The workspace's packages and their binaries, from `cargo metadata`.
+fn workspace_bins() -> BTreeMap<String, BTreeSet<String>> {
+    let meta = workspace_metadata();
     meta["packages"]
         .as_array()
         .unwrap()
@@ -425,20 +430,7 @@ fn the_item_table_is_the_schema() {
 /// above it, and every `shared/` member but the test kit has a row.
 #[test]
 fn the_crate_table_is_the_workspace() {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
-        .args([
-            "metadata",
-            "--no-deps",
-            "--format-version",
-            "1",
-            "--offline",
-        ])
-        .current_dir(root())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "cargo metadata");
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let meta = workspace_metadata();
     let ours = |name: &str| name.starts_with("tfreg-") && name != "tfreg-workspace-hack";
     let workspace: BTreeMap<String, BTreeSet<String>> = meta["packages"]
         .as_array()
