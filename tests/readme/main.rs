@@ -15,6 +15,8 @@
 //! fails the walk until it says how that block is run.
 
 mod blocks;
+mod clis;
+mod deploy;
 mod help;
 mod shell;
 mod walk;
@@ -30,6 +32,7 @@ mod dist;
 #[allow(dead_code)]
 #[path = "../suite/support/gpg.rs"]
 mod gpg;
+
 #[allow(dead_code, unused_imports)]
 #[path = "../suite/support/tools.rs"]
 mod tools;
@@ -41,6 +44,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use blocks::{Readme, commands, words};
+use clis::HelpCli;
 use help::Cli;
 use shell::{Background, Session};
 
@@ -85,8 +89,8 @@ fn segments(line: &str) -> Vec<String> {
         .collect()
 }
 
-/// The workspace's packages and their binaries, from `cargo metadata`.
-fn workspace_bins() -> BTreeMap<String, BTreeSet<String>> {
+/// `cargo metadata --no-deps` of the workspace.
+fn workspace_metadata() -> serde_json::Value {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .args([
@@ -104,7 +108,12 @@ fn workspace_bins() -> BTreeMap<String, BTreeSet<String>> {
         "cargo metadata: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The workspace's packages and their binaries, from `cargo metadata`.
+fn workspace_bins() -> BTreeMap<String, BTreeSet<String>> {
+    let meta = workspace_metadata();
     meta["packages"]
         .as_array()
         .unwrap()
@@ -134,16 +143,40 @@ fn the_readme_names_only_commands_flags_and_packages_that_exist() {
         assert!(out.status.success(), "scripts/lambda-local --help");
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
+    // infra/smoke-test's usage, its header comment (`[--token TOKEN]`).
+    let smoke_test = std::fs::read_to_string(root().join("infra/smoke-test")).unwrap();
     let packages = workspace_bins();
+    let mut sam = HelpCli::sam();
+    let mut cargo_lambda = HelpCli::cargo_lambda();
+    // The AWS CLI's checks run at once, at the end (one Python start).
+    let mut aws: Vec<(usize, String, Vec<String>)> = Vec::new();
     let mut errors = Vec::new();
     let mut checked = 0;
     let mut check = |line: usize, command: &str, errors: &mut Vec<String>| {
         let w = words(command);
         match w.first().map(String::as_str) {
+            Some("sam") => {
+                checked += 1;
+                if let Err(e) = sam.check(&w[1..]) {
+                    errors.push(format!("README.md:{line}: {command}: {e}"));
+                }
+            }
+            Some("aws") => {
+                checked += 1;
+                aws.push((line, command.to_string(), w[1..].to_vec()));
+            }
             Some("tfreg") => {
                 checked += 1;
                 if let Err(e) = cli.check(&w[1..]) {
                     errors.push(format!("README.md:{line}: {command}: {e}"));
+                }
+            }
+            Some("infra/smoke-test") => {
+                checked += 1;
+                for flag in w.iter().filter(|w| w.starts_with("--")) {
+                    if !smoke_test.contains(&format!("[{flag} ")) {
+                        errors.push(format!("README.md:{line}: infra/smoke-test has no {flag}"));
+                    }
                 }
             }
             Some("scripts/lambda-local") => {
@@ -158,27 +191,33 @@ fn the_readme_names_only_commands_flags_and_packages_that_exist() {
             }
             Some("cargo") => {
                 checked += 1;
-                let value = |flags: &[&str]| {
+                let values = |flags: &[&str]| -> Vec<String> {
                     w.windows(2)
-                        .find(|p| flags.contains(&p[0].as_str()))
+                        .filter(|p| flags.contains(&p[0].as_str()))
                         .map(|p| p[1].clone())
+                        .collect()
                 };
-                let package = value(&["-p", "--package"]);
-                if let Some(p) = &package
-                    && !packages.contains_key(p)
-                {
+                let named = values(&["-p", "--package"]);
+                for p in named.iter().filter(|p| !packages.contains_key(*p)) {
                     errors.push(format!("README.md:{line}: no package {p} in the workspace"));
                 }
-                if let Some(bin) = value(&["--bin"]) {
+                // `--bin` (build) and `--binary-name` (cargo lambda deploy):
+                // a binary of the packages named, or of the workspace.
+                for bin in values(&["--bin", "--binary-name"]) {
                     let owners: Vec<&String> = packages
                         .iter()
                         .filter(|(_, bins)| bins.contains(&bin))
                         .map(|(p, _)| p)
-                        .filter(|p| package.as_ref().is_none_or(|want| want == *p))
+                        .filter(|p| named.is_empty() || named.contains(p))
                         .collect();
-                    if owners.is_empty() {
-                        errors.push(format!("README.md:{line}: no binary {bin} in {package:?}"));
+                    if owners.is_empty() && !bin.contains('$') {
+                        errors.push(format!("README.md:{line}: no binary {bin} in {named:?}"));
                     }
+                }
+                if w.get(1).map(String::as_str) == Some("lambda")
+                    && let Err(e) = cargo_lambda.check(&w[2..])
+                {
+                    errors.push(format!("README.md:{line}: {command}: {e}"));
                 }
             }
             _ => {}
@@ -196,31 +235,69 @@ fn the_readme_names_only_commands_flags_and_packages_that_exist() {
                     .strip_prefix("export ")
                     .unwrap_or(&segment)
                     .to_string();
-                for assignment in words(&segment)
+                let w = words(&segment);
+                let assignments = w
                     .iter()
                     .take_while(|w| w.contains('=') && !w.starts_with('-'))
-                {
+                    .count();
+                for assignment in &w[..assignments] {
                     if let Some((k, v)) = assignment.split_once('=')
                         && k.chars().all(|c| c.is_ascii_uppercase() || c == '_')
                     {
                         vars.insert(k.to_string(), v.to_string());
                     }
                 }
-                check(block.line + 1 + i, &segment, &mut errors);
+                // `AWS_REGION=x tfreg ...`: the command after the assignments.
+                let command = if assignments > 0 && assignments < w.len() {
+                    w[assignments..].join(" ")
+                } else {
+                    segment
+                };
+                check(block.line + 1 + i, &command, &mut errors);
             }
         }
     }
+    // The programs whose commands a code span may name.
+    let named = |code: &str| {
+        [
+            "tfreg ",
+            "scripts/lambda-local",
+            "sam ",
+            "aws ",
+            "cargo lambda ",
+        ]
+        .iter()
+        .any(|p| code.starts_with(p))
+    };
     for span in &readme.spans {
         let code = span.code.trim();
-        if code.starts_with("tfreg ") || code.starts_with("scripts/lambda-local") {
-            check(span.line, code, &mut errors);
-        } else if code.starts_with("--")
+        if code.starts_with("--")
             && let Some(lead) = span.lead.as_deref()
-            && (lead.starts_with("tfreg ") || lead.starts_with("scripts/lambda-local"))
+            && named(lead)
         {
             // A flag named in a paragraph about a command: that command's.
             let flag = code.split_whitespace().next().unwrap();
             check(span.line, &format!("{lead} {flag}"), &mut errors);
+            continue;
+        }
+        // `export X=$(tfreg ...)`, `A=b tfreg ...`: the commands in it.
+        for segment in segments(code) {
+            let segment = segment.strip_prefix("export ").unwrap_or(&segment);
+            let w = words(segment);
+            let start = w
+                .iter()
+                .take_while(|w| w.contains('=') && !w.starts_with('-'))
+                .count();
+            let command = w[start..].join(" ");
+            if named(&command) {
+                check(span.line, &command, &mut errors);
+            }
+        }
+    }
+    let answers = clis::check_aws(&aws.iter().map(|(_, _, w)| w.clone()).collect::<Vec<_>>());
+    for ((line, command, _), answer) in aws.iter().zip(answers) {
+        if let Some(e) = answer {
+            errors.push(format!("README.md:{line}: {command}: {e}"));
         }
     }
     // The second of "the two commands" is what CI runs.
@@ -344,5 +421,66 @@ fn the_item_table_is_the_schema() {
     assert_eq!(
         documented, code,
         "README.md's item table vs catalog::schema"
+    );
+}
+
+/// The README's table of crates (How it works) is the workspace's: each
+/// `shared/` crate's row names exactly the crates of ours it depends on
+/// (its normal dependencies, optional ones included), each of them in a row
+/// above it, and every `shared/` member but the test kit has a row.
+#[test]
+fn the_crate_table_is_the_workspace() {
+    let meta = workspace_metadata();
+    let ours = |name: &str| name.starts_with("tfreg-") && name != "tfreg-workspace-hack";
+    let workspace: BTreeMap<String, BTreeSet<String>> = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["manifest_path"].as_str().unwrap().contains("/shared/"))
+        .map(|p| {
+            let deps = p["dependencies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|d| d["kind"].is_null())
+                .map(|d| d["name"].as_str().unwrap().to_string())
+                .filter(|d| ours(d))
+                .collect();
+            (p["name"].as_str().unwrap().to_string(), deps)
+        })
+        .filter(|(name, _)| name != "tfreg-testkit")
+        .collect();
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let section = readme
+        .split("## How it works")
+        .nth(1)
+        .expect("README.md has How it works");
+    let mut above: BTreeSet<String> = BTreeSet::new();
+    let mut documented = BTreeMap::new();
+    for row in section.lines().take_while(|l| !l.starts_with("## ")) {
+        let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+        let Some(krate) = cells
+            .get(1)
+            .and_then(|c| c.split('`').find(|w| w.starts_with("tfreg-")))
+        else {
+            continue;
+        };
+        let deps: BTreeSet<String> = cells[2]
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| workspace.contains_key(&format!("tfreg-{w}")))
+            .map(|w| format!("tfreg-{w}"))
+            .collect();
+        for d in &deps {
+            assert!(
+                above.contains(d),
+                "README.md's crate table: {krate} depends on {d}, which is not in a row above it"
+            );
+        }
+        above.insert(krate.to_string());
+        documented.insert(krate.to_string(), deps);
+    }
+    assert_eq!(
+        documented, workspace,
+        "README.md's crate table (How it works) vs the workspace's shared crates and their dependencies"
     );
 }

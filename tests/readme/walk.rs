@@ -291,6 +291,8 @@ pub fn walk(readme: &Readme) {
     // Run by CI elsewhere, as pasted: the arm64 build needs the cross
     // toolchain and minutes of its own.
     walk.elsewhere("cargo-lambda-build", "infra/check-cargo-lambda");
+    // Against a stack on moto's server, beside the walk.
+    walk.elsewhere("cargo-lambda-deploy", "tests/readme/deploy.rs");
 
     let mut ran = walk.ran.clone();
     ran.sort();
@@ -340,7 +342,7 @@ fn fresh_copy(root: &Path, dest: &Path) {
 
 /// A new user's environment: their own home, the system's programs, Rust's
 /// toolchain, Terraform.
-fn user_env(home: &Path, bin: &Path) -> Vec<(String, String)> {
+pub fn user_env(home: &Path, bin: &Path) -> Vec<(String, String)> {
     let real_home = PathBuf::from(std::env::var("HOME").unwrap_or_else(|_| "/root".into()));
     // Where rustup's installer puts cargo and rustup (a reader's PATH has
     // it), else the directory of the cargo running this test.
