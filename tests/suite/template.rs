@@ -527,7 +527,7 @@ Condition:
   ForAllValues:StringEquals:
     dynamodb:LeadingKeys: [{tokens}]
     dynamodb:Attributes: [{pk}, {sk}, {touched}]
-  StringEquals:
+  StringEqualsIfExists:
     dynamodb:ReturnValues: NONE
 "#,
         tokens = tfreg_store::catalog::schema::TOKENS_PK,
@@ -616,7 +616,7 @@ fn only_publish_and_admin_write_and_reads_are_read_only() {
         let conditioned = |s: &&&Value| {
             matches!(
                 s["Sid"].as_str(),
-                Some("RecordTokenUse") | Some("EndSessions")
+                Some("RecordTokenUse") | Some("EndSessions") | Some("FindCachedReleases")
             )
         };
         // Writes other than the last-use stamp and the ui's sign-out.
@@ -630,7 +630,7 @@ fn only_publish_and_admin_write_and_reads_are_read_only() {
             if !conditioned(&s) {
                 assert!(
                     s["Condition"].is_null(),
-                    "{binary}: only RecordTokenUse and EndSessions have conditions: {s:?}"
+                    "{binary}: only RecordTokenUse, EndSessions and FindCachedReleases have conditions: {s:?}"
                 );
             }
         }

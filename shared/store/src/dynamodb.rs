@@ -265,7 +265,11 @@ impl ItemStore for DynamoStore {
             )
             .expression_attribute_names("#t", TOUCHED_AT)
             .expression_attribute_values(":at", AttributeValue::N(at.to_string()))
-            .expression_attribute_values(":after", AttributeValue::N(unless_after.to_string()));
+            .expression_attribute_values(":after", AttributeValue::N(unless_after.to_string()))
+            // Said, not left to the default (also NONE): the roles allow this
+            // update only when it returns nothing (template.yaml,
+            // `dynamodb:ReturnValues` of RecordTokenUse).
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::None);
         match update.send().await {
             Ok(_) => Ok(true),
             Err(e)
