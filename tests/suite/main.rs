@@ -81,6 +81,11 @@
 //!   function's real binary under its own role (STS AssumeRole), and the
 //!   user path through them with the real Terraform; a read function's
 //!   writes refused; the calls each function made are the list's.
+//! - `rehearsal`: the deploy rehearsal (`infra/rehearse`): template.yaml
+//!   transformed as `sam deploy` would and created on moto's server with IAM
+//!   enforcement, in the guided and full configurations: every resource made
+//!   (moto's CloudFormation or the gap filler), outputs resolved, TTL on,
+//!   routes, a read role refused a write, retention on delete.
 //!
 //! `support` is the harness, split by job.
 
@@ -118,6 +123,7 @@ mod oidc_fixture;
 mod probes;
 mod publish_attacks;
 mod roles;
+mod rehearsal;
 mod scale;
 mod shared_build;
 mod signin_lambda;

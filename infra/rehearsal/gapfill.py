@@ -1,0 +1,272 @@
+"""The gap filler: the resource types moto's CloudFormation skips (it warns
+"No Moto CloudFormation support" and reports CREATE_COMPLETE without them),
+created through moto's own service APIs from the transformed template's
+evaluated properties, as CloudFormation would create them.
+
+Each filler's `create(logical_id, props)` returns (Ref value, {attribute: value},
+a function that deletes it) and `exists(ref)` asks the service whether it is
+there. Properties are mapped onto the API's input shape by botocore's service
+model (`shaped`): a property the API does not know fails loudly.
+"""
+
+import json
+
+from botocore.model import ListShape, StructureShape
+
+
+class GapError(Exception):
+    pass
+
+
+# CloudFormation property names that are not the API member's name in another case.
+RENAMES = {"IPV6Enabled": "IsIPV6Enabled"}
+
+
+def shaped(value, shape, path="", defaults=None):
+    """`value` (CloudFormation's form) in the API's form for `shape`: members
+    matched case-insensitively, lists of {Quantity, Items} wrappers made,
+    numbers and booleans from their string forms. Unknown members fail."""
+    defaults = defaults or {}
+    if isinstance(shape, StructureShape):
+        members = shape.members
+        if isinstance(value, list) and "Items" in members and "Quantity" in members:
+            items = [shaped(v, members["Items"].member, f"{path}[]", defaults) for v in value]
+            return {"Quantity": len(items), "Items": items}
+        if not isinstance(value, dict):
+            raise GapError(f"{path}: {value!r} is not a structure ({shape.name})")
+        by_lower = {name.lower(): name for name in members}
+        out = dict(defaults.get(shape.name, {}))
+        for key, v in value.items():
+            name = by_lower.get(RENAMES.get(key, key).lower())
+            if name is None:
+                raise GapError(f"{path}.{key}: not a member of {shape.name}")
+            out[name] = shaped(v, members[name], f"{path}.{key}", defaults)
+        if "Quantity" in members and "Items" in out and "Quantity" not in out:
+            out["Quantity"] = len(out["Items"])
+        missing = [m for m in shape.required_members if m not in out]
+        if missing:
+            raise GapError(f"{path}: {shape.name} lacks {missing}")
+        return out
+    if isinstance(shape, ListShape):
+        if not isinstance(value, list):
+            raise GapError(f"{path}: {value!r} is not a list")
+        return [shaped(v, shape.member, f"{path}[]", defaults) for v in value]
+    kind = shape.type_name
+    if kind in ("integer", "long"):
+        return int(value)
+    if kind in ("float", "double"):
+        return float(value)
+    if kind == "boolean":
+        if isinstance(value, str):
+            if value not in ("true", "false"):
+                raise GapError(f"{path}: {value!r} is not a boolean")
+            return value == "true"
+        return bool(value)
+    if kind == "blob":
+        return value.encode() if isinstance(value, str) else value
+    if kind == "map":
+        return {k: shaped(v, shape.value, f"{path}.{k}", defaults) for k, v in value.items()}
+    return value
+
+
+def call(client, operation, props, drop=(), defaults=None, **extra):
+    """client.operation with `props` shaped to its input (minus `drop`) plus `extra`."""
+    op = client.meta.service_model.operation_model(operation)
+    given = {k: v for k, v in props.items() if k not in drop}
+    kwargs = {}
+    for key, v in given.items():
+        name = {n.lower(): n for n in op.input_shape.members}.get(key.lower())
+        if name is None:
+            raise GapError(f"{operation}: property {key} has no API member")
+        kwargs[name] = shaped(v, op.input_shape.members[name], key, defaults)
+    kwargs.update(extra)
+    method = getattr(client, _snake(operation))
+    return method(**kwargs)
+
+
+def _snake(name):
+    out = ""
+    for i, c in enumerate(name):
+        if c.isupper() and i:
+            out += "_"
+        out += c.lower()
+    return out
+
+
+def _probe(client, fn):
+    try:
+        fn()
+        return True
+    except client.exceptions.ClientError as e:
+        code = e.response["Error"]["Code"]
+        if e.response["ResponseMetadata"]["HTTPStatusCode"] == 404 or "NotFound" in code or "NoSuch" in code:
+            return False
+        raise
+
+
+class Fillers:
+    """The gap filler for one stack: `clients(service)` gives a boto3 client
+    against moto, signed as the deployer. For each type: `create_X(logical_id,
+    props)` → (Ref value, {attribute: value}, info to find it again),
+    `exists_X(ref, info)`, `delete_X(ref, info)`."""
+
+    def __init__(self, clients, stack_name):
+        self.clients = clients
+        self.stack_name = stack_name
+        self.distributions = []  # their API configurations, for checks
+
+    # ------------------------------------------------------------ API Gateway v2
+    def create_api(self, logical_id, props):
+        made = call(self.clients("apigatewayv2"), "CreateApi", props)
+        return made["ApiId"], {"ApiEndpoint": made["ApiEndpoint"], "ApiId": made["ApiId"]}, {}
+
+    def exists_api(self, ref, info):
+        c = self.clients("apigatewayv2")
+        return _probe(c, lambda: c.get_api(ApiId=ref))
+
+    def delete_api(self, ref, info):
+        self.clients("apigatewayv2").delete_api(ApiId=ref)
+
+    # A stage, an integration, a route: parts of an API, each named by its
+    # id within it. type → (create, its id member, get, delete).
+    API_PARTS = {
+        "stage": ("CreateStage", "StageName", "get_stage", "delete_stage"),
+        "integration": ("CreateIntegration", "IntegrationId", "get_integration", "delete_integration"),
+        "route": ("CreateRoute", "RouteId", "get_route", "delete_route"),
+    }
+
+    def _create_part(self, part, props):
+        create, member, _, _ = self.API_PARTS[part]
+        made = call(self.clients("apigatewayv2"), create, props)
+        return made[member], {}, {"ApiId": props["ApiId"], "part": part}
+
+    def _exists_part(self, ref, info):
+        _, member, get, _ = self.API_PARTS[info["part"]]
+        c = self.clients("apigatewayv2")
+        return _probe(c, lambda: getattr(c, get)(ApiId=info["ApiId"], **{member: ref}))
+
+    def _delete_part(self, ref, info):
+        _, member, _, delete = self.API_PARTS[info["part"]]
+        getattr(self.clients("apigatewayv2"), delete)(ApiId=info["ApiId"], **{member: ref})
+
+    def create_stage(self, logical_id, props):
+        return self._create_part("stage", props)
+
+    def create_integration(self, logical_id, props):
+        return self._create_part("integration", props)
+
+    def create_route(self, logical_id, props):
+        return self._create_part("route", props)
+
+    exists_stage = exists_integration = exists_route = _exists_part
+    delete_stage = delete_integration = delete_route = _delete_part
+
+    # ------------------------------------------------------------ CloudFront
+    def create_cf_function(self, logical_id, props):
+        made = call(self.clients("cloudfront"), "CreateFunction", props, drop=("AutoPublish",))
+        meta = made["FunctionSummary"]["FunctionMetadata"]
+        arn = meta["FunctionARN"]
+        attrs = {"FunctionARN": arn, "FunctionMetadata.FunctionARN": arn, "Stage": meta.get("Stage", "")}
+        return arn, attrs, {"Name": props["Name"]}
+
+    def exists_cf_function(self, ref, info):
+        c = self.clients("cloudfront")
+        return _probe(c, lambda: c.describe_function(Name=info["Name"]))
+
+    def delete_cf_function(self, ref, info):
+        c = self.clients("cloudfront")
+        c.delete_function(Name=info["Name"], IfMatch=c.describe_function(Name=info["Name"])["ETag"])
+
+    def create_distribution(self, logical_id, props):
+        c = self.clients("cloudfront")
+        config = dict(props["DistributionConfig"])
+        # CloudFormation's behaviours carry CachedMethods beside AllowedMethods;
+        # the API nests them.
+        behaviours = []
+        for b in [config["DefaultCacheBehavior"]] + list(config.get("CacheBehaviors", [])):
+            b = dict(b)
+            cached = b.pop("CachedMethods", None)
+            if cached is not None:
+                b["AllowedMethods"] = {"Items": b["AllowedMethods"], "CachedMethods": cached}
+            behaviours.append(b)
+        config["DefaultCacheBehavior"] = behaviours[0]
+        if "CacheBehaviors" in config:
+            config["CacheBehaviors"] = behaviours[1:]
+        config["CallerReference"] = f"{self.stack_name}-{logical_id}"
+        self.check_certificate(config)
+        # CloudFormation's defaults for what the API requires.
+        defaults = {"CustomOriginConfig": {"HTTPPort": 80, "HTTPSPort": 443}}
+        shape = c.meta.service_model.operation_model("CreateDistribution").input_shape
+        api_config = shaped(config, shape.members["DistributionConfig"], "DistributionConfig", defaults)
+        made = c.create_distribution(DistributionConfig=api_config)["Distribution"]
+        self.distributions.append(api_config)
+        return made["Id"], {"DomainName": made["DomainName"], "Id": made["Id"]}, {}
+
+    def check_certificate(self, config):
+        """CloudFront's rules for a custom domain: the ACM certificate lives in
+        us-east-1, whatever the stack's region, and covers every alias."""
+        arn = config.get("ViewerCertificate", {}).get("AcmCertificateArn")
+        aliases = config.get("Aliases", [])
+        if not arn:
+            if aliases:
+                raise GapError(f"aliases {aliases} without a certificate")
+            return
+        if arn.split(":")[3] != "us-east-1":
+            raise GapError(f"certificate {arn} is not in us-east-1, where CloudFront takes them from")
+        cert = self.clients("acm", "us-east-1").describe_certificate(CertificateArn=arn)["Certificate"]
+        names = {cert["DomainName"], *cert.get("SubjectAlternativeNames", [])}
+        for alias in aliases:
+            wildcard = "*." + alias.split(".", 1)[-1]
+            if alias not in names and wildcard not in names:
+                raise GapError(f"certificate {arn} covers {sorted(names)}, not the alias {alias}")
+
+    def exists_distribution(self, ref, info):
+        c = self.clients("cloudfront")
+        return _probe(c, lambda: c.get_distribution(Id=ref))
+
+    def delete_distribution(self, ref, info):
+        c = self.clients("cloudfront")
+        got = c.get_distribution_config(Id=ref)
+        config = got["DistributionConfig"]
+        config["Enabled"] = False
+        etag = c.update_distribution(Id=ref, IfMatch=got["ETag"], DistributionConfig=config)["ETag"]
+        c.delete_distribution(Id=ref, IfMatch=etag)
+
+    # ------------------------------------------------------------ Lambda
+    def create_invoke_config(self, logical_id, props):
+        call(self.clients("lambda"), "PutFunctionEventInvokeConfig", props)
+        info = {"FunctionName": props["FunctionName"], "Qualifier": props.get("Qualifier", "$LATEST")}
+        return f"{info['FunctionName']}|{info['Qualifier']}", {}, info
+
+    def exists_invoke_config(self, ref, info):
+        c = self.clients("lambda")
+        return _probe(c, lambda: c.get_function_event_invoke_config(**info))
+
+    def delete_invoke_config(self, ref, info):
+        self.clients("lambda").delete_function_event_invoke_config(**info)
+
+    # ------------------------------------------------------------ S3
+    def create_bucket_policy(self, logical_id, props):
+        bucket = props["Bucket"]
+        self.clients("s3").put_bucket_policy(Bucket=bucket, Policy=json.dumps(props["PolicyDocument"]))
+        return bucket, {}, {}
+
+    def exists_bucket_policy(self, ref, info):
+        c = self.clients("s3")
+        return _probe(c, lambda: c.get_bucket_policy(Bucket=ref))
+
+    def delete_bucket_policy(self, ref, info):
+        self.clients("s3").delete_bucket_policy(Bucket=ref)
+
+
+# The types the gap filler creates, each with its filler's method name.
+GAP_TYPES = {
+    "AWS::ApiGatewayV2::Api": "api",
+    "AWS::ApiGatewayV2::Stage": "stage",
+    "AWS::ApiGatewayV2::Integration": "integration",
+    "AWS::ApiGatewayV2::Route": "route",
+    "AWS::CloudFront::Function": "cf_function",
+    "AWS::CloudFront::Distribution": "distribution",
+    "AWS::S3::BucketPolicy": "bucket_policy",
+    "AWS::Lambda::EventInvokeConfig": "invoke_config",
+}

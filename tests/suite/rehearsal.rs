@@ -1,0 +1,402 @@
+//! The deploy rehearsal (`infra/rehearse`, issue 36): template.yaml transformed
+//! as `sam deploy` would (aws-sam-translator) and created with CloudFormation
+//! `CreateStack` on moto's server with IAM enforcement on, in the `guided`
+//! (a first `sam deploy --guided`: the template's defaults) and `full` (sign-in,
+//! CI exchange, cache allowance, custom domain) configurations; what moto's
+//! CloudFormation skips made by its gap filler through the service APIs.
+//!
+//! Another test that needs the rehearsed stack (the functions under their own
+//! roles) calls [`Rehearsal::up`]: moto is the test's (stopped on drop), so it
+//! stays up while the real function binaries run against it with
+//! `facts["functions"][id]["role_arn"]` assumed by `facts["credentials"]`.
+//!
+//! Independent read-backs here go through boto3 (the venv's), not the
+//! rehearsal's own code.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::moto::Moto;
+use crate::support::tools::tfreg_bin;
+use crate::support::{Tools, fails, ok};
+
+/// A stack created by `infra/rehearse up` on a moto of this test's.
+pub struct Rehearsal {
+    /// The stack's moto (`moto.url`), up until dropped.
+    pub moto: Moto,
+    /// `--out`: facts.json, transformed.json.
+    pub dir: PathBuf,
+    /// facts.json (`infra/rehearse --help` lists its members).
+    pub facts: Value,
+}
+
+fn rehearse(args: &[&str]) -> Command {
+    let tools = Tools::get();
+    let mut cmd = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("infra/rehearse"));
+    cmd.args(args)
+        .env("TFREG_VENV_BIN", tools.path("TFREG_VENV_BIN"))
+        .env("TFREG_MOTO_SERVER", tools.path("TFREG_MOTO_SERVER"));
+    cmd
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+impl Rehearsal {
+    /// moto started, the stack created in `config` ("guided" or "full"), its
+    /// facts read; under `dir`.
+    pub fn up(config: &str, dir: &Path) -> Rehearsal {
+        std::fs::create_dir_all(dir).unwrap();
+        let moto = Moto::start(&dir.join("moto.log"));
+        let out = dir.join(config);
+        let said = ok(
+            rehearse(&[
+                "up",
+                "--config",
+                config,
+                "--out",
+                out.to_str().unwrap(),
+                "--moto-url",
+                &moto.url,
+            ])
+            .output()
+            .unwrap(),
+            "infra/rehearse up",
+        );
+        eprintln!("{said}");
+        let facts = read_json(&out.join("facts.json"));
+        Rehearsal {
+            moto,
+            dir: out,
+            facts,
+        }
+    }
+
+    /// `infra/rehearse down`: the stack deleted, retention checked; down.json.
+    pub fn down(&self) -> Value {
+        ok(
+            rehearse(&["down", "--out", self.dir.to_str().unwrap()])
+                .output()
+                .unwrap(),
+            "infra/rehearse down",
+        );
+        read_json(&self.dir.join("down.json"))
+    }
+
+    pub fn transformed(&self) -> Value {
+        read_json(&self.dir.join("transformed.json"))
+    }
+
+    /// A boto3 script against moto as the deployer (`c(service)` a client,
+    /// `facts` the facts); what it prints, as JSON.
+    pub fn boto(&self, script: &str) -> Value {
+        let prelude = r#"
+import json, os, boto3
+facts = json.load(open(os.environ["FACTS"]))
+def c(service, **kw):
+    creds = kw.pop("creds", facts["credentials"])
+    return boto3.client(service, endpoint_url=facts["moto"]["url"], region_name=facts["region"],
+        aws_access_key_id=creds["AccessKeyId"], aws_secret_access_key=creds["SecretAccessKey"],
+        aws_session_token=creds.get("SessionToken"))
+"#;
+        let python = Tools::get().path("TFREG_VENV_BIN").join("python");
+        let out = ok(
+            Command::new(python)
+                .args(["-c", &format!("{prelude}\n{script}")])
+                .env("FACTS", self.dir.join("facts.json"))
+                .output()
+                .unwrap(),
+            "boto3 check",
+        );
+        serde_json::from_str(out.lines().last().unwrap_or("null")).unwrap()
+    }
+}
+
+/// The logical ids of the transformed template created: in the full
+/// configurations every condition is true, in `guided` every resource's false.
+fn expected_resources(transformed: &Value, full: bool) -> BTreeSet<String> {
+    let resources = transformed["Resources"].as_object().unwrap();
+    resources
+        .iter()
+        .filter(|(_, r)| full || r.get("Condition").is_none())
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+fn strings(list: &Value) -> BTreeSet<&str> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect()
+}
+
+fn route_keys(transformed: &Value, full: bool) -> BTreeSet<String> {
+    let resources = transformed["Resources"].as_object().unwrap();
+    resources
+        .values()
+        .filter(|r| r["Type"] == "AWS::ApiGatewayV2::Route")
+        .filter(|r| full || r.get("Condition").is_none())
+        .map(|r| r["Properties"]["RouteKey"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn rehearse_config(config: &str) {
+    let started = std::time::Instant::now();
+    // full and full-ssm: every optional feature on.
+    let full = config.starts_with("full");
+    let tmp = tempfile::tempdir().unwrap();
+    let stack = Rehearsal::up(config, tmp.path());
+    let facts = &stack.facts;
+    let transformed = stack.transformed();
+    assert_eq!(facts["moto"]["url"], stack.moto.url.as_str());
+
+    // The transform's size: over the inline --template-body limit, so the
+    // rehearsal (like sam deploy) sends it through S3.
+    let bytes = facts["transformed"]["bytes"].as_u64().unwrap();
+    assert!(bytes > 51_200, "transformed template {bytes} bytes");
+
+    // Every resource the configuration creates is there, each made by moto's
+    // CloudFormation or by the gap filler, and the types are the two lists.
+    let resources = facts["resources"].as_object().unwrap();
+    let made: BTreeSet<String> = resources.keys().cloned().collect();
+    assert_eq!(
+        made,
+        expected_resources(&transformed, full),
+        "{config}: resources made"
+    );
+    let by_cfn = strings(&facts["types"]["cloudformation"]);
+    let by_gap = strings(&facts["types"]["gap_filler"]);
+    assert!(by_cfn.is_disjoint(&by_gap), "{by_cfn:?} {by_gap:?}");
+    for (id, r) in resources {
+        let t = r["type"].as_str().unwrap();
+        let list = if r["by"] == "cloudformation" {
+            &by_cfn
+        } else {
+            &by_gap
+        };
+        assert!(list.contains(t), "{id} ({t}) by {}", r["by"]);
+    }
+    for skipped in [
+        "AWS::ApiGatewayV2::Api",
+        "AWS::ApiGatewayV2::Stage",
+        "AWS::CloudFront::Distribution",
+        "AWS::CloudFront::Function",
+    ] {
+        assert!(by_gap.contains(skipped), "{skipped} is the gap filler's");
+    }
+
+    // Every output concrete, and CloudFormation's own answer.
+    let outputs = facts["outputs"].as_object().unwrap();
+    for (k, v) in outputs {
+        let v = v.as_str().unwrap();
+        assert!(
+            !v.is_empty() && !v.contains("${") && !v.contains("None"),
+            "output {k}={v:?}"
+        );
+    }
+    let from_cfn = stack.boto(
+        "print(json.dumps({o['OutputKey']: o['OutputValue'] for o in \
+         c('cloudformation').describe_stacks(StackName=facts['stack_name'])['Stacks'][0]['Outputs']}))",
+    );
+    assert_eq!(&from_cfn, &facts["outputs"]);
+    let host = match full {
+        true => "registry.example.com".to_string(),
+        false => outputs["DistributionDomain"].as_str().unwrap().to_string(),
+    };
+    assert_eq!(outputs["RegistryUrl"], format!("https://{host}"));
+    assert_eq!(outputs.contains_key("OidcRedirectUri"), full);
+    assert_eq!(outputs["TableName"], facts["table"]);
+    assert_eq!(outputs["BucketName"], facts["bucket"]);
+
+    // The first admin token, as the TokenCommand output says to make it (the
+    // deployer's credentials, AWS_ENDPOINT_URL pointing at moto).
+    let command = outputs["TokenCommand"].as_str().unwrap();
+    let mut words = command.split_whitespace();
+    let region = words
+        .next()
+        .unwrap()
+        .strip_prefix("AWS_REGION=")
+        .expect("AWS_REGION=...");
+    assert_eq!(words.next(), Some("tfreg"), "{command}");
+    let creds = &facts["credentials"];
+    let mut tfreg = Command::new(tfreg_bin());
+    // Nothing of the suite's own AWS settings (the emulators' endpoints).
+    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("AWS_")) {
+        tfreg.env_remove(k);
+    }
+    let token = ok(
+        tfreg
+            .args(words)
+            .env("AWS_REGION", region)
+            .env("AWS_ACCESS_KEY_ID", creds["AccessKeyId"].as_str().unwrap())
+            .env(
+                "AWS_SECRET_ACCESS_KEY",
+                creds["SecretAccessKey"].as_str().unwrap(),
+            )
+            .env("AWS_ENDPOINT_URL", &stack.moto.url)
+            .output()
+            .unwrap(),
+        "the TokenCommand output",
+    );
+    assert!(
+        token.contains("tfreg_") && token.contains("admin:*"),
+        "{token}"
+    );
+
+    // The table's TTL (moto's CloudFormation ignores it), read back.
+    let ttl = stack.boto(
+        "print(json.dumps(c('dynamodb').describe_time_to_live(TableName=facts['table'])['TimeToLiveDescription']))",
+    );
+    assert_eq!(ttl["TimeToLiveStatus"], "ENABLED", "{ttl}");
+    assert_eq!(ttl["AttributeName"], "expires_at");
+
+    // The HTTP API's routes: one per Route, each to a function of the stack.
+    let routes = facts["routes"].as_object().unwrap();
+    let keys: BTreeSet<String> = routes.keys().cloned().collect();
+    assert_eq!(keys, route_keys(&transformed, full));
+    for (key, function) in routes {
+        let f = &facts["functions"][function.as_str().unwrap()];
+        assert!(
+            f["name"].is_string(),
+            "{key} → {function}: no such function"
+        );
+    }
+    assert_eq!(
+        routes.get("ANY /v1/auth/exchange").and_then(|v| v.as_str()),
+        full.then_some("AuthFunction")
+    );
+
+    // Each function: its binary, role and environment for the role-scoped runs.
+    for (id, f) in facts["functions"].as_object().unwrap() {
+        assert!(
+            f["binary"].is_string() && f["role_name"].is_string(),
+            "{id}: {f}"
+        );
+        let env = &f["environment"];
+        assert_eq!(env["TFREG_TABLE"], facts["table"], "{id}");
+        assert_eq!(env["TFREG_HOSTNAME"].as_str(), Some(host.as_str()), "{id}");
+    }
+
+    // A read function's role may read and may not write (IAM enforcement on).
+    let role = stack.boto(
+        "r = facts['functions']['ProviderVersionsFunction']['role_arn']\n\
+         creds = c('sts').assume_role(RoleArn=r, RoleSessionName='rehearsal')['Credentials']\n\
+         d = c('dynamodb', creds=creds)\n\
+         key = {'pk': {'S': 'TOKENS'}, 'sk': {'S': 'none'}}\n\
+         d.get_item(TableName=facts['table'], Key=key)\n\
+         try:\n    d.put_item(TableName=facts['table'], Item=key); wrote = 'yes'\n\
+         except d.exceptions.ClientError as e:\n    \
+         wrote = [e.response['ResponseMetadata']['HTTPStatusCode'], 'AccessDenied' in str(e), \
+         'dynamodb:PutItem' in str(e)]\n\
+         print(json.dumps(wrote))",
+    );
+    assert_eq!(
+        role,
+        serde_json::json!([403, true, true]),
+        "PutItem with a read role"
+    );
+
+    // Deleted: the retained table and bucket stay, the rest goes.
+    let down = stack.down();
+    assert_eq!(down["kept"], serde_json::json!(["Bucket", "Table"]));
+    let deleted = down["deleted"].as_array().unwrap().len();
+    assert_eq!(deleted + 2, made.len());
+    let after = stack.boto(
+        "d = c('dynamodb').describe_table(TableName=facts['table'])['Table']['TableStatus']\n\
+         c('s3').head_bucket(Bucket=facts['bucket'])\n\
+         role = facts['functions']['ProviderVersionsFunction']['role_name']\n\
+         try:\n    c('iam').get_role(RoleName=role); r = 'kept'\n\
+         except c('iam').exceptions.NoSuchEntityException:\n    r = 'deleted'\n\
+         print(json.dumps([d, r]))",
+    );
+    assert_eq!(after, serde_json::json!(["ACTIVE", "deleted"]));
+    eprintln!(
+        "rehearsal {config}: {} resources, {} outputs, {} routes, {:.1} s",
+        made.len(),
+        outputs.len(),
+        routes.len(),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn the_guided_stack_creates_resolves_and_deletes_as_the_template_says() {
+    rehearse_config("guided");
+}
+
+#[test]
+fn the_full_stack_creates_resolves_and_deletes_as_the_template_says() {
+    rehearse_config("full");
+}
+
+#[test]
+fn the_full_stack_with_the_secret_in_ssm_creates_resolves_and_deletes() {
+    rehearse_config("full-ssm");
+}
+
+/// `infra/rehearse up --config guided` of template.yaml changed by `edit`:
+/// what it printed, which must be a failure.
+fn rehearse_changed(edit: impl Fn(&str) -> String) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let moto = Moto::start(&tmp.path().join("moto.log"));
+    let template = Path::new(env!("CARGO_MANIFEST_DIR")).join("template.yaml");
+    let text = edit(&std::fs::read_to_string(template).unwrap());
+    let changed = tmp.path().join("template.yaml");
+    std::fs::write(&changed, text).unwrap();
+    let out = tmp.path().join("out");
+    let args = [
+        "up",
+        "--config",
+        "guided",
+        "--out",
+        out.to_str().unwrap(),
+        "--moto-url",
+        &moto.url,
+        "--template",
+        changed.to_str().unwrap(),
+    ];
+    fails(
+        rehearse(&args).output().unwrap(),
+        "infra/rehearse up of a changed template",
+    )
+}
+
+/// A type neither moto's CloudFormation nor the gap filler creates fails the
+/// rehearsal before anything is created, naming it.
+#[test]
+fn a_resource_type_nothing_creates_fails_the_rehearsal() {
+    let alarm = "\n  ErrorsAlarm:\n    Type: AWS::CloudWatch::Alarm\n    Properties:\n      \
+                 MetricName: Errors\n      Namespace: AWS/Lambda\n      Statistic: Sum\n      \
+                 Period: 300\n      EvaluationPeriods: 1\n      Threshold: 1\n      \
+                 ComparisonOperator: GreaterThanOrEqualToThreshold\n";
+    let said =
+        rehearse_changed(|t| t.replacen("\nResources:\n", &format!("\nResources:{alarm}"), 1));
+    assert!(
+        said.contains("ErrorsAlarm (AWS::CloudWatch::Alarm)"),
+        "{said}"
+    );
+}
+
+/// A policy naming an ARN that is no resource of the stack (here a function
+/// ARN written with `function/`, not `function:`) fails the rehearsal: moto
+/// itself would not notice (it authorizes Lambda calls against "*").
+#[test]
+fn a_policy_naming_a_wrong_arn_fails_the_rehearsal() {
+    let right = "Resource: !GetAtt FillFunction.Arn";
+    let wrong = "Resource: !Sub \"arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function/${FillFunction}\"";
+    let said = rehearse_changed(|t| {
+        assert!(t.contains(right));
+        t.replacen(right, wrong, 1)
+    });
+    assert!(
+        said.contains(":function/tfreg-FillFunction-")
+            && said.contains("is no resource of the stack"),
+        "{said}"
+    );
+}
