@@ -67,6 +67,10 @@ fn every_role_grants_exactly_the_calls_its_function_makes() {
             findings.join("\n")
         );
     }
+    // The recorder is the tests': never deployed.
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/template.yaml")).unwrap();
+    assert!(!text.contains(tfreg_store::aws::record::RECORD_AWS_CALLS));
     let listed: std::collections::BTreeSet<String> = list.functions.keys().cloned().collect();
     assert_eq!(
         listed, seen,
@@ -165,7 +169,11 @@ fn the_checker_finds_shortfalls_and_excess() {
         "StringEquals dynamodb:ReturnValues",
     );
     // With IfExists, a stamp sending none passes (DynamoDB's default is NONE).
-    assert!(check("ProviderVersionsFunction", role, &refs, &stack).is_empty());
+    let lenient = check("ProviderVersionsFunction", role, &refs, &stack);
+    assert!(
+        !lenient.iter().any(|f| f.contains("is not granted")),
+        "{lenient:#?}"
+    );
 
     // Excess: an action no call uses, a wildcard, a resource beyond the
     // prefixes, a partition no call writes, a managed policy.

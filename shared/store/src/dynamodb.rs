@@ -178,9 +178,17 @@ impl ItemStore for DynamoStore {
             .client
             .query()
             .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .expression_attribute_values(":pk", AttributeValue::S(pk.into()))
-            .expression_attribute_values(":prefix", AttributeValue::S(sk_prefix.into()));
+            .expression_attribute_values(":pk", AttributeValue::S(pk.into()));
+        // DynamoDB refuses an empty string for a key attribute, a
+        // `begins_with` prefix included (ValidationException): the whole
+        // partition is asked for without one.
+        query = if sk_prefix.is_empty() {
+            query.key_condition_expression("pk = :pk")
+        } else {
+            query
+                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                .expression_attribute_values(":prefix", AttributeValue::S(sk_prefix.into()))
+        };
         if let Some(after) = start_after {
             query = query
                 .exclusive_start_key(PK, AttributeValue::S(pk.into()))

@@ -14,7 +14,9 @@
 //! Authorization header a presigned request has not): the proxy verifies a
 //! presigned URL itself and sends it on signed with the same role's
 //! credentials, so moto still decides what the role may do to which key;
-//! Lambda's Invoke goes to `cargo lambda watch` (moto's runs no code); the
+//! the bucket has no policy (moto applies DenyInsecureTransport to every
+//! request, its condition ignored); Lambda's Invoke goes to `cargo lambda
+//! watch` (moto's runs no code); the
 //! test origins and providers on loopback are allowed by the test-only
 //! settings named in `extra`.
 
@@ -141,6 +143,21 @@ impl Rehearsal {
     pub fn up(dir: &Path, config: &str) -> Rehearsal {
         let (moto, facts) = rehearse(dir, config);
         let facts_path = dir.join("stack/facts.json");
+        // moto evaluates the bucket policy's DenyInsecureTransport without
+        // its condition (aws:SecureTransport false), so it denies every
+        // object request, 403 with no body; the requests here are plain
+        // HTTP to moto anyway. Over HTTPS in AWS the statement never
+        // applies: it goes here.
+        python(
+            r#"
+import boto3, json, sys
+f = json.load(open(sys.argv[1])); c = f["credentials"]
+boto3.client("s3", endpoint_url=f["moto"]["url"], region_name=f["region"],
+             aws_access_key_id=c["AccessKeyId"], aws_secret_access_key=c["SecretAccessKey"]
+             ).delete_bucket_policy(Bucket=f["bucket"])
+"#,
+            &[facts_path.to_str().unwrap()],
+        );
         let credentials: BTreeMap<String, Value> =
             serde_json::from_str(&python(ASSUME_ROLES, &[facts_path.to_str().unwrap()]))
                 .expect("assumed roles");
