@@ -331,7 +331,6 @@ print(sm.get_secret_value(SecretId=arn)["SecretString"])"#,
                 ("SSL_CERT_FILE", ci_ca.display().to_string()),
             ]),
             "AdminFunction" => extra.push((c::CI_ISSUERS, ci_issuer.clone())),
-            "DiscoveryFunction" => extra.push((c::OIDC_ISSUER, issuer.clone())),
             _ => {}
         }
         extra.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
