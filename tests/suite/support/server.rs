@@ -102,6 +102,34 @@ struct Group {
     members: Vec<Child>,
 }
 
+impl Group {
+    /// `function` (a function binary) run as Lambda runs it: polling the
+    /// runtime API at `runtime_addr` under `name`, its output in `log`, in
+    /// this group.
+    fn start_function(
+        &mut self,
+        function: &mut Command,
+        runtime_addr: &str,
+        name: &str,
+        log: &std::fs::File,
+    ) {
+        let child = function
+            .env(
+                "AWS_LAMBDA_RUNTIME_API",
+                format!("http://{runtime_addr}/.rt/{name}"),
+            )
+            .env("AWS_LAMBDA_FUNCTION_NAME", name)
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
+            .stdout(log.try_clone().unwrap())
+            .stderr(log.try_clone().unwrap())
+            .process_group(self.leader.id() as i32)
+            .spawn()
+            .expect("start a function");
+        self.members.push(child);
+    }
+}
+
 impl Drop for Group {
     fn drop(&mut self) {
         let _ = Command::new("kill")
@@ -435,14 +463,8 @@ impl Server {
                 "{} is missing: cargo test --workspace builds it",
                 bin.display()
             );
-            let function = Command::new(&bin)
-                .env(
-                    "AWS_LAMBDA_RUNTIME_API",
-                    format!("http://{runtime_addr}/.rt/{name_of_fn}"),
-                )
-                .env("AWS_LAMBDA_FUNCTION_NAME", name_of_fn)
-                .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
-                .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
+            let mut function = Command::new(&bin);
+            function
                 .env("TFREG_TABLE", &name)
                 .env("TFREG_BUCKET", &name)
                 .env("TFREG_HOSTNAME", &host)
@@ -454,13 +476,8 @@ impl Server {
                 .env("TFREG_FILL_FUNCTION", "fill")
                 .env("AWS_ENDPOINT_URL_LAMBDA", format!("http://{runtime_addr}"))
                 .env("TFREG_ORIGIN_ALLOW_LOOPBACK", "true")
-                .envs(settings.iter().copied())
-                .stdout(function_log.try_clone().unwrap())
-                .stderr(function_log.try_clone().unwrap())
-                .process_group(group.leader.id() as i32)
-                .spawn()
-                .expect("start a function");
-            group.members.push(function);
+                .envs(settings.iter().copied());
+            group.start_function(&mut function, &runtime_addr, name_of_fn, &function_log);
         }
         let ca = dir.join("tls/ca.pem");
         let http = wait_for_discovery(
@@ -528,23 +545,12 @@ impl Server {
         let (mut group, runtime_addr) = watch(dir, port, &router);
         let function_log = std::fs::File::create(&log).unwrap();
         for f in functions {
-            let function = Command::new(functions_dir().join(&f.binary))
+            let mut function = Command::new(functions_dir().join(&f.binary));
+            function
                 .env_clear()
                 .envs(f.env.iter().map(|(k, v)| (k, v)))
-                .env(
-                    "AWS_LAMBDA_RUNTIME_API",
-                    format!("http://{runtime_addr}/.rt/{}", f.name),
-                )
-                .env("AWS_LAMBDA_FUNCTION_NAME", &f.name)
-                .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
-                .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
-                .env("AWS_ENDPOINT_URL_LAMBDA", format!("http://{runtime_addr}"))
-                .stdout(function_log.try_clone().unwrap())
-                .stderr(function_log.try_clone().unwrap())
-                .process_group(group.leader.id() as i32)
-                .spawn()
-                .expect("start a function");
-            group.members.push(function);
+                .env("AWS_ENDPOINT_URL_LAMBDA", format!("http://{runtime_addr}"));
+            group.start_function(&mut function, &runtime_addr, &f.name, &function_log);
         }
         let ca = dir.join("tls/ca.pem");
         let http = wait_for_discovery(
