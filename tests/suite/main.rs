@@ -74,6 +74,13 @@
 //!   the real `terraform login` (each version) and `tfreg login` refused
 //!   end at once, saying why; the sign-in page names the provider.
 //!
+//! - `least_privilege`: every function's role in template.yaml grants
+//!   exactly the AWS calls its code makes (infra/aws-calls.json), on
+//!   exactly their resources and partitions, and nothing else (issue 36).
+//! - `roles`: the rehearsed stack on moto with IAM enforcement, each
+//!   function's real binary under its own role (STS AssumeRole), and the
+//!   user path through them with the real Terraform; a read function's
+//!   writes refused; the calls each function made are the list's.
 //! - `rehearsal`: the deploy rehearsal (`infra/rehearse`): template.yaml
 //!   transformed as `sam deploy` would and created on moto's server with IAM
 //!   enforcement, in the guided and full configurations: every resource made
@@ -108,6 +115,7 @@ mod handlers;
 mod hardening;
 mod issuer_ca;
 mod layers;
+mod least_privilege;
 mod load;
 mod login;
 mod login_cli;
@@ -115,6 +123,7 @@ mod oidc_fixture;
 mod probes;
 mod publish_attacks;
 mod rehearsal;
+mod roles;
 mod scale;
 mod shared_build;
 mod signin_lambda;

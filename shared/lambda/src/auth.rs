@@ -11,6 +11,7 @@ use tfreg_auth::reach::{Reach, guarded_client, system_tls};
 use tfreg_auth::{
     Auth, AuthError, CiSettings, Exchange, LoginSettings, OidcConfig, Secret, Upstream,
 };
+use tfreg_store::aws::record::recorder;
 use tfreg_store::aws::{SdkConfig, endpoint_url};
 
 use crate::signin::{SecretRef, SignIn};
@@ -48,6 +49,9 @@ pub async fn read_secret(
             if let Some(url) = endpoint_url(&get, "SSM") {
                 config.set_endpoint_url(Some(url));
             }
+            if let Some(recorder) = recorder() {
+                config.push_interceptor(recorder);
+            }
             let out = aws_sdk_ssm::Client::from_conf(config.build())
                 .get_parameter()
                 .name(name)
@@ -63,6 +67,9 @@ pub async fn read_secret(
             let mut config = aws_sdk_secretsmanager::config::Builder::from(sdk);
             if let Some(url) = endpoint_url(&get, "SECRETS_MANAGER") {
                 config.set_endpoint_url(Some(url));
+            }
+            if let Some(recorder) = recorder() {
+                config.push_interceptor(recorder);
             }
             let out = aws_sdk_secretsmanager::Client::from_conf(config.build())
                 .get_secret_value()

@@ -20,6 +20,8 @@ use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
 use crate::StoreError;
 
+pub mod record;
+
 /// The roots AWS's endpoints chain to (Amazon Trust Services, the Starfield
 /// root that cross-signs them, DigiCert's global roots), compiled in.
 pub const AWS_ROOTS_PEM: &str = include_str!("aws-roots.pem");
@@ -169,6 +171,9 @@ pub fn dynamodb_client(sdk: &SdkConfig, endpoint: Option<&str>) -> aws_sdk_dynam
     if let Some(url) = endpoint {
         config.set_endpoint_url(Some(url.to_string()));
     }
+    if let Some(recorder) = record::recorder() {
+        config.push_interceptor(recorder);
+    }
     aws_sdk_dynamodb::Client::from_conf(config.build())
 }
 
@@ -191,6 +196,9 @@ pub fn s3_client(
         );
     if let Some(url) = endpoint {
         config.set_endpoint_url(Some(url.to_string()));
+    }
+    if let Some(recorder) = record::recorder() {
+        config.push_interceptor(recorder);
     }
     aws_sdk_s3::Client::from_conf(config.build())
 }

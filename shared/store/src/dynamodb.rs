@@ -178,9 +178,17 @@ impl ItemStore for DynamoStore {
             .client
             .query()
             .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .expression_attribute_values(":pk", AttributeValue::S(pk.into()))
-            .expression_attribute_values(":prefix", AttributeValue::S(sk_prefix.into()));
+            .expression_attribute_values(":pk", AttributeValue::S(pk.into()));
+        // DynamoDB refuses an empty string for a key attribute, a
+        // `begins_with` prefix included (ValidationException): the whole
+        // partition is asked for without one.
+        query = if sk_prefix.is_empty() {
+            query.key_condition_expression("pk = :pk")
+        } else {
+            query
+                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                .expression_attribute_values(":prefix", AttributeValue::S(sk_prefix.into()))
+        };
         if let Some(after) = start_after {
             query = query
                 .exclusive_start_key(PK, AttributeValue::S(pk.into()))
@@ -265,7 +273,11 @@ impl ItemStore for DynamoStore {
             )
             .expression_attribute_names("#t", TOUCHED_AT)
             .expression_attribute_values(":at", AttributeValue::N(at.to_string()))
-            .expression_attribute_values(":after", AttributeValue::N(unless_after.to_string()));
+            .expression_attribute_values(":after", AttributeValue::N(unless_after.to_string()))
+            // Said, not left to the default (also NONE): the roles allow this
+            // update only when it returns nothing (template.yaml,
+            // `dynamodb:ReturnValues` of RecordTokenUse).
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::None);
         match update.send().await {
             Ok(_) => Ok(true),
             Err(e)

@@ -3,12 +3,15 @@
 //! fixture the end-to-end tests publish.
 
 pub mod browser;
+pub mod cfn;
 pub mod command;
 pub mod dist;
 pub mod fixtures;
 pub mod gpg;
+pub mod iam;
 pub mod log;
 pub mod moto;
+pub mod rehearsed;
 pub mod server;
 pub mod terraform;
 pub mod tools;

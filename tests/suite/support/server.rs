@@ -67,6 +67,14 @@ fn watcher_still_running(watcher: &mut Child, log: &Path) {
     }
 }
 
+/// One function of a rehearsed stack: its name (Lambda's), the binary of
+/// its package, its whole environment.
+pub struct StackFunction {
+    pub name: String,
+    pub binary: String,
+    pub env: Vec<(String, String)>,
+}
+
 /// A running registry over HTTPS (`tfreg serve`, or the Lambda functions under
 /// `cargo lambda watch`), stopped on drop.
 pub struct Server {
@@ -75,6 +83,9 @@ pub struct Server {
     pub host: String,
     /// Arguments that point `tfreg token create` at this registry's store.
     pub(crate) store_args: Vec<String>,
+    /// The environment those commands run with beside the suite's own
+    /// (a rehearsed stack's: its endpoint and the deployer's credentials).
+    pub(crate) store_env: Vec<(String, String)>,
     pub ca: PathBuf,
     /// Its stderr. Read it with [`Server::server_log`]: `tfreg serve` writes
     /// its log from a thread, so a line may land after the response.
@@ -89,6 +100,40 @@ pub struct Server {
 struct Group {
     leader: Child,
     members: Vec<Child>,
+}
+
+impl Group {
+    /// `function` (a function binary) run as Lambda runs it: polling the
+    /// runtime API at `runtime_addr` under `name`, its output in `log`, in
+    /// this group.
+    fn start_function(
+        &mut self,
+        function: &mut Command,
+        runtime_addr: &str,
+        name: &str,
+        log: &std::fs::File,
+        tmp_root: &Path,
+    ) {
+        // A temporary directory of its own (`tmp_root/name`), as a Lambda
+        // sandbox's /tmp is: the fill function clears its part of it at init.
+        let tmp = tmp_root.join(name);
+        std::fs::create_dir_all(&tmp).unwrap();
+        let child = function
+            .env("TMPDIR", &tmp)
+            .env(
+                "AWS_LAMBDA_RUNTIME_API",
+                format!("http://{runtime_addr}/.rt/{name}"),
+            )
+            .env("AWS_LAMBDA_FUNCTION_NAME", name)
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
+            .stdout(log.try_clone().unwrap())
+            .stderr(log.try_clone().unwrap())
+            .process_group(self.leader.id() as i32)
+            .spawn()
+            .expect("start a function");
+        self.members.push(child);
+    }
 }
 
 impl Drop for Group {
@@ -158,6 +203,86 @@ fn wait_for_discovery(
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// `cargo lambda watch` on `port` (TLS with `dir`'s certificate), routing
+/// as the manifest in `manifest_dir` says, in a process group of its own;
+/// the address of its runtime API once that accepts connections.
+fn watch(dir: &Path, port: u16, manifest_dir: &Path) -> (Group, String) {
+    let tools = Tools::get();
+    let watch_log = dir.join("lambda-watch.log");
+    let path = format!(
+        "{}:{}",
+        tools.path("TFREG_VENV_BIN").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let watch_out = std::fs::File::create(&watch_log).unwrap();
+    let child = Command::new(tools.path("TFREG_CARGO_LAMBDA"))
+        .args([
+            "lambda",
+            "watch",
+            "--only-lambda-apis",
+            "--invoke-address",
+            "127.0.0.1",
+        ])
+        .args(["--invoke-port", &port.to_string()])
+        .arg("--tls-cert")
+        .arg(dir.join("tls/server.pem"))
+        .arg("--tls-key")
+        .arg(dir.join("tls/server.key"))
+        .current_dir(manifest_dir)
+        .env("PATH", path)
+        .stdout(watch_out.try_clone().unwrap())
+        .stderr(watch_out)
+        .process_group(0)
+        .spawn()
+        .expect("start cargo lambda watch");
+    let mut group = Group {
+        leader: child,
+        members: vec![],
+    };
+    // The runtime API listens beside the TLS front end; cargo lambda says where.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let runtime_addr = loop {
+        let text = std::fs::read_to_string(&watch_log).unwrap_or_default();
+        if let Some(addr) = text
+            .lines()
+            .find_map(|l| l.split("runtime_addr=").nth(1))
+            .map(|a| a.split_whitespace().next().unwrap_or("").to_string())
+        {
+            break addr;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "cargo lambda watch did not start:\n{text}"
+        );
+        watcher_still_running(&mut group.leader, &watch_log);
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // cargo lambda logs the address before its server accepts connections,
+    // and a function whose first poll of the runtime API is refused exits
+    // (seen under load: all nine exited, and discovery never came up).
+    while std::net::TcpStream::connect(&runtime_addr).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "cargo lambda watch's runtime API at {runtime_addr} never accepted a connection:\n{}",
+            std::fs::read_to_string(&watch_log).unwrap_or_default()
+        );
+        watcher_still_running(&mut group.leader, &watch_log);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (group, runtime_addr)
+}
+
+/// Where this `cargo test` built the function binaries.
+fn functions_dir() -> PathBuf {
+    std::env::current_exe()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 impl Server {
@@ -274,6 +399,7 @@ impl Server {
             _group: group,
             host,
             store_args,
+            store_env: vec![],
             ca: ca.to_path_buf(),
             log,
             http,
@@ -301,7 +427,6 @@ impl Server {
     /// registry's URL before it starts (an identity provider's redirect URI).
     pub fn start_lambda_on(dir: &Path, port: u16, settings: &[(&str, &str)]) -> Server {
         require_emulators();
-        let tools = Tools::get();
         let host = format!("127.0.0.1:{port}");
         // Unique in the emulators, which outlive a test: a port is free
         // again once a test ends, and another test (or run) may get it.
@@ -332,73 +457,8 @@ impl Server {
         );
         let log = dir.join("lambda.log");
         let watch_log = dir.join("lambda-watch.log");
-        let path = format!(
-            "{}:{}",
-            tools.path("TFREG_VENV_BIN").display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let watch_out = std::fs::File::create(&watch_log).unwrap();
-        let child = Command::new(tools.path("TFREG_CARGO_LAMBDA"))
-            .args([
-                "lambda",
-                "watch",
-                "--only-lambda-apis",
-                "--invoke-address",
-                "127.0.0.1",
-            ])
-            .args(["--invoke-port", &port.to_string()])
-            .arg("--tls-cert")
-            .arg(dir.join("tls/server.pem"))
-            .arg("--tls-key")
-            .arg(dir.join("tls/server.key"))
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .env("PATH", path)
-            .stdout(watch_out.try_clone().unwrap())
-            .stderr(watch_out)
-            .process_group(0)
-            .spawn()
-            .expect("start cargo lambda watch");
-        let mut group = Group {
-            leader: child,
-            members: vec![],
-        };
-        // The runtime API listens beside the TLS front end; cargo lambda says where.
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let runtime_addr = loop {
-            let text = std::fs::read_to_string(&watch_log).unwrap_or_default();
-            if let Some(addr) = text
-                .lines()
-                .find_map(|l| l.split("runtime_addr=").nth(1))
-                .map(|a| a.split_whitespace().next().unwrap_or("").to_string())
-            {
-                break addr;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "cargo lambda watch did not start:\n{text}"
-            );
-            watcher_still_running(&mut group.leader, &watch_log);
-            std::thread::sleep(Duration::from_millis(100));
-        };
-        // cargo lambda logs the address before its server accepts connections,
-        // and a function whose first poll of the runtime API is refused exits
-        // (seen under load: all nine exited, and discovery never came up).
-        while std::net::TcpStream::connect(&runtime_addr).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "cargo lambda watch's runtime API at {runtime_addr} never accepted a connection:\n{}",
-                std::fs::read_to_string(&watch_log).unwrap_or_default()
-            );
-            watcher_still_running(&mut group.leader, &watch_log);
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let functions_dir = std::env::current_exe()
-            .unwrap()
-            .parent()
-            .unwrap()
-            .parent()
-            .unwrap()
-            .to_path_buf();
+        let (mut group, runtime_addr) = watch(dir, port, Path::new(env!("CARGO_MANIFEST_DIR")));
+        let functions_dir = functions_dir();
         let function_log = std::fs::File::create(&log).unwrap();
         // What template.yaml deploys: one binary per function package, each
         // named as cargo lambda watch's router names it.
@@ -409,19 +469,8 @@ impl Server {
                 "{} is missing: cargo test --workspace builds it",
                 bin.display()
             );
-            // A temporary directory of its own, as a Lambda sandbox's /tmp
-            // is: the fill function clears its part of it at init.
-            let tmp = dir.join("tmp").join(name_of_fn);
-            std::fs::create_dir_all(&tmp).unwrap();
-            let function = Command::new(&bin)
-                .env("TMPDIR", &tmp)
-                .env(
-                    "AWS_LAMBDA_RUNTIME_API",
-                    format!("http://{runtime_addr}/.rt/{name_of_fn}"),
-                )
-                .env("AWS_LAMBDA_FUNCTION_NAME", name_of_fn)
-                .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
-                .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
+            let mut function = Command::new(&bin);
+            function
                 .env("TFREG_TABLE", &name)
                 .env("TFREG_BUCKET", &name)
                 .env("TFREG_HOSTNAME", &host)
@@ -433,13 +482,14 @@ impl Server {
                 .env("TFREG_FILL_FUNCTION", "fill")
                 .env("AWS_ENDPOINT_URL_LAMBDA", format!("http://{runtime_addr}"))
                 .env("TFREG_ORIGIN_ALLOW_LOOPBACK", "true")
-                .envs(settings.iter().copied())
-                .stdout(function_log.try_clone().unwrap())
-                .stderr(function_log.try_clone().unwrap())
-                .process_group(group.leader.id() as i32)
-                .spawn()
-                .expect("start a function");
-            group.members.push(function);
+                .envs(settings.iter().copied());
+            group.start_function(
+                &mut function,
+                &runtime_addr,
+                name_of_fn,
+                &function_log,
+                &dir.join("tmp"),
+            );
         }
         let ca = dir.join("tls/ca.pem");
         let http = wait_for_discovery(
@@ -456,6 +506,83 @@ impl Server {
             _group: group,
             host,
             store_args,
+            store_env: vec![],
+            ca,
+            log,
+            http,
+            log_thread: false,
+        }
+    }
+
+    /// The functions of a rehearsed stack (issue 36), each under its own
+    /// name as Lambda runs it: one process of its binary per function,
+    /// started with `env` and nothing else (no variable of the suite's),
+    /// polling `cargo lambda watch`'s runtime API at its name, which
+    /// `routes` (a `cargo lambda watch` path, a function's name) and
+    /// Lambda's Invoke (`AWS_ENDPOINT_URL_LAMBDA`, added) lead to. The
+    /// store's commands run with `store_env`.
+    pub fn start_stack_functions(
+        dir: &Path,
+        port: u16,
+        functions: &[StackFunction],
+        routes: &[(String, String)],
+        store: (Vec<String>, Vec<(String, String)>),
+    ) -> Server {
+        let host = format!("127.0.0.1:{port}");
+        let router = dir.join("router");
+        std::fs::create_dir_all(&router).unwrap();
+        ok(
+            Command::new(tfreg_bin())
+                .args(["dev-cert", "--hostname", "127.0.0.1", "--dir"])
+                .arg(dir)
+                .output()
+                .unwrap(),
+            "tfreg dev-cert",
+        );
+        // cargo lambda watch routes to binaries of the manifest it reads:
+        // one (never built) per function name.
+        let mut manifest = String::from(
+            "[package]\nname = \"rehearsed-router\"\nversion = \"0.0.0\"\nedition = \"2021\"\n",
+        );
+        for f in functions {
+            manifest += &format!("\n[[bin]]\nname = \"{}\"\npath = \"main.rs\"\n", f.name);
+        }
+        manifest += "\n[package.metadata.lambda.watch.router]\n";
+        for (path, name) in routes {
+            manifest += &format!("\"{path}\" = \"{name}\"\n");
+        }
+        std::fs::write(router.join("Cargo.toml"), manifest).unwrap();
+        std::fs::write(router.join("main.rs"), "fn main() {}\n").unwrap();
+        let log = dir.join("lambda.log");
+        let (mut group, runtime_addr) = watch(dir, port, &router);
+        let function_log = std::fs::File::create(&log).unwrap();
+        for f in functions {
+            let mut function = Command::new(functions_dir().join(&f.binary));
+            function
+                .env_clear()
+                .envs(f.env.iter().map(|(k, v)| (k, v)))
+                .env("AWS_ENDPOINT_URL_LAMBDA", format!("http://{runtime_addr}"));
+            group.start_function(
+                &mut function,
+                &runtime_addr,
+                &f.name,
+                &function_log,
+                &dir.join("tmp"),
+            );
+        }
+        let ca = dir.join("tls/ca.pem");
+        let http = wait_for_discovery(
+            &host,
+            &|| client_trusting(&ca),
+            &[&log, &dir.join("lambda-watch.log")],
+            Duration::from_secs(60),
+            "the rehearsed stack's functions",
+        );
+        Server {
+            _group: group,
+            host,
+            store_args: store.0,
+            store_env: store.1,
             ca,
             log,
             http,
@@ -477,6 +604,7 @@ impl Server {
         let mut cmd = Command::new(tfreg_bin());
         cmd.args(["token", "create", "--name", &format!("test-{scope}")])
             .args(&self.store_args)
+            .envs(self.store_env.iter().map(|(k, v)| (k, v)))
             .args(["--scope", scope]);
         if let Some(ns) = namespace {
             cmd.args(["--namespace", ns]);
@@ -502,6 +630,7 @@ impl Server {
         let out = Command::new(tfreg_bin())
             .args(args)
             .args(&self.store_args)
+            .envs(self.store_env.iter().map(|(k, v)| (k, v)))
             .output()
             .unwrap();
         assert!(

@@ -228,7 +228,11 @@ impl InvokeFiller {
             .with_identity_cache(sdk.identity_cache())
             .with_sleep_impl(sdk.sleep_impl())
             .with_time_source(sdk.time_source());
-        for interceptor in extra {
+        // Recorded like every other SDK call (TFREG_RECORD_AWS_CALLS).
+        for interceptor in tfreg_store::aws::record::recorder()
+            .into_iter()
+            .chain(extra)
+        {
             components.push_interceptor(interceptor);
         }
 
