@@ -115,7 +115,9 @@ def fill_properties(clients, resolver, resources, stack_ids, stand_in):
             except PropertyError as e:
                 raise Failed(f"{lid}: {e}")
     if props.unversioned:
-        say(f"{len(props.unversioned)} inline policies have no Version (IAM reads them as 2008-10-17)")
+        # IAM reads a policy without Version as 2008-10-17's language (no
+        # policy variables); SAM adds none. The template names it in each.
+        raise Failed("inline policies without Version \"2012-10-17\": " + ", ".join(props.unversioned))
     return {"set": filled, "not_held_by_moto": props.unheld, "policies_without_version": props.unversioned}
 
 

@@ -1499,7 +1499,8 @@ fn the_auth_function_writes_only_sign_in_items_and_reads_one_secret() {
     let auth = &resources(&t)[functions["auth"].as_str()]["Properties"];
     let yaml = format!(
         r#"
-- Statement:
+- Version: "2012-10-17"
+  Statement:
     - Sid: SignInState
       Effect: Allow
       Action: [dynamodb:PutItem, dynamodb:DeleteItem]
