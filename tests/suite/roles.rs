@@ -198,6 +198,39 @@ fn guided_stack_serves_the_user_path_under_each_functions_role() {
         let lock = lock_file(&work);
         assert!(lock.contains(&h1(&published.zips_2_1_2[0])), "{lock}");
     }
+    // infra/smoke-test, the check the README tells an operator to run after
+    // `sam deploy`, at the address that stands in for the stack's registry
+    // URL (its RegistryUrl output is the CloudFront domain), with a read
+    // token: every check passes under the functions' own roles.
+    assert!(
+        r.facts["outputs"]["RegistryUrl"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("https://")),
+        "{}",
+        r.facts["outputs"]
+    );
+    let smoke =
+        std::process::Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/infra/smoke-test"))
+            .arg(format!("https://{host}"))
+            .args(["--cacert", r.server.ca.to_str().unwrap(), "--token", &read])
+            .args(["--provider", &format!("{NS}/null")])
+            .args(["--module", &format!("{NS}/greeting/null")])
+            .output()
+            .unwrap();
+    let said = String::from_utf8_lossy(&smoke.stdout);
+    assert!(
+        smoke.status.success(),
+        "infra/smoke-test on the rehearsed stack:\n{said}\n{}",
+        String::from_utf8_lossy(&smoke.stderr)
+    );
+    for check in [
+        "provider archive: HEAD 200",
+        "sha256 matches",
+        "mirror archive",
+        "module archive is a tar.gz",
+    ] {
+        assert!(said.contains(check), "{check}:\n{said}");
+    }
 
     // Deprecate and yank through the admin function.
     admin(

@@ -86,7 +86,10 @@ class Proxy(BaseHTTPRequestHandler):
         for k, v in resp.getheaders():
             if k.lower() not in ("content-length", "transfer-encoding", "connection", "server", "date"):
                 self.send_header(k, v)
-        self.send_header("Content-Length", str(len(data)))
+        # A HEAD's answer has no body: its Content-Length is the object's,
+        # as moto sent it (the SDK reads a HeadObject's size there).
+        length = resp.getheader("Content-Length") if method == "HEAD" else None
+        self.send_header("Content-Length", length if length is not None else str(len(data)))
         self.end_headers()
         if method != "HEAD":
             self.wfile.write(data)
