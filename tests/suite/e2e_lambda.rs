@@ -27,35 +27,19 @@ fn lambda_functions_serve_terraform_through_registry_and_mirror() {
 
     // infra/smoke-test, the check an operator runs against a deployed stack,
     // passes against the functions, and fails when asked for what is not there.
-    let smoke = |extra: &[&str]| {
-        let mut cmd =
-            std::process::Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/infra/smoke-test"));
-        cmd.arg(format!("https://{host}"))
-            .args(["--cacert", server.ca.to_str().unwrap(), "--token", &token])
-            .args(extra);
-        cmd.output().unwrap()
-    };
-    let out = smoke(&[
-        "--provider",
+    smoke_test_passes(
+        &host,
+        &server.ca,
+        &token,
         &format!("{NS}/null"),
-        "--module",
         &format!("{NS}/greeting/null"),
-    ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "smoke test:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
     );
-    for check in [
-        "provider archive: HEAD 200",
-        "sha256 matches",
-        "mirror archive",
-        "module archive is a tar.gz",
-    ] {
-        assert!(stdout.contains(check), "{check}:\n{stdout}");
-    }
-    let out = smoke(&["--provider", &format!("{NS}/absent")]);
+    let out = smoke_test(
+        &host,
+        &server.ca,
+        &token,
+        &["--provider", &format!("{NS}/absent")],
+    );
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("FAIL provider versions: HTTP 404"));
 

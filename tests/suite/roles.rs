@@ -209,28 +209,13 @@ fn guided_stack_serves_the_user_path_under_each_functions_role() {
         "{}",
         r.facts["outputs"]
     );
-    let smoke =
-        std::process::Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/infra/smoke-test"))
-            .arg(format!("https://{host}"))
-            .args(["--cacert", r.server.ca.to_str().unwrap(), "--token", &read])
-            .args(["--provider", &format!("{NS}/null")])
-            .args(["--module", &format!("{NS}/greeting/null")])
-            .output()
-            .unwrap();
-    let said = String::from_utf8_lossy(&smoke.stdout);
-    assert!(
-        smoke.status.success(),
-        "infra/smoke-test on the rehearsed stack:\n{said}\n{}",
-        String::from_utf8_lossy(&smoke.stderr)
+    smoke_test_passes(
+        &host,
+        &r.server.ca,
+        &read,
+        &format!("{NS}/null"),
+        &format!("{NS}/greeting/null"),
     );
-    for check in [
-        "provider archive: HEAD 200",
-        "sha256 matches",
-        "mirror archive",
-        "module archive is a tar.gz",
-    ] {
-        assert!(said.contains(check), "{check}:\n{said}");
-    }
 
     // Deprecate and yank through the admin function.
     admin(

@@ -33,3 +33,50 @@ pub fn said(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// `infra/smoke-test`, the check an operator runs against a deployed
+/// registry, at `https://host` trusting `ca`, with `token` and `args`.
+pub fn smoke_test(
+    host: &str,
+    ca: &std::path::Path,
+    token: &str,
+    args: &[&str],
+) -> std::process::Output {
+    std::process::Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/infra/smoke-test"))
+        .arg(format!("https://{host}"))
+        .args(["--cacert", ca.to_str().unwrap(), "--token", token])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// [`smoke_test`] of `provider` and `module` passes every check: the
+/// archive's HEAD and GET, its sha256, the mirror and the module's tar.gz.
+pub fn smoke_test_passes(
+    host: &str,
+    ca: &std::path::Path,
+    token: &str,
+    provider: &str,
+    module: &str,
+) {
+    let out = smoke_test(
+        host,
+        ca,
+        token,
+        &["--provider", provider, "--module", module],
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "infra/smoke-test at {host}:\n{said}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for check in [
+        "provider archive: HEAD 200",
+        "sha256 matches",
+        "mirror archive",
+        "module archive is a tar.gz",
+    ] {
+        assert!(said.contains(check), "{check}:\n{said}");
+    }
+}

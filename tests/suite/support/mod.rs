@@ -16,7 +16,7 @@ pub mod server;
 pub mod terraform;
 pub mod tools;
 
-pub use command::{fails, ok};
+pub use command::{fails, ok, smoke_test, smoke_test_passes};
 pub use dist::{provider_dist, provider_dist_of, provider_zip, write_tree};
 pub use gpg::Gpg;
 pub use server::Server;
