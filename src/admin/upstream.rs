@@ -89,13 +89,15 @@ pub struct SetArgs {
     #[arg(long, value_parser = seconds)]
     negative_ttl: Option<u32>,
     /// A bearer token for its API, read by `tfreg serve` (or the fill
-    /// function) from this variable: only names starting
-    /// TFREG_UPSTREAM_CREDENTIAL_ are accepted, so no other secret of the
-    /// server can be sent to an upstream.
+    /// function) from this variable: only the upstream's own is accepted,
+    /// TFREG_UPSTREAM_CREDENTIAL_ and the host in capitals with `.` as `_`
+    /// and `-` as `__` (TFREG_UPSTREAM_CREDENTIAL_APP_TERRAFORM_IO), so no
+    /// other secret of the server, and no other upstream's, can be sent to it.
     #[arg(long, value_name = "NAME")]
     credentials_env: Option<String>,
-    /// ... or from this file of the directory `tfreg serve
-    /// --upstream-credentials-dir` names (a file name, not a path).
+    /// ... or from the upstream's own file (named as the host,
+    /// `app.terraform.io`) of the directory `tfreg serve
+    /// --upstream-credentials-dir` names.
     #[arg(long, value_name = "NAME")]
     credentials_file: Option<String>,
     /// Send no credentials any more.
@@ -560,7 +562,7 @@ mod tests {
             "--providers",
             "--modules",
             "--credentials-env",
-            "TFREG_UPSTREAM_CREDENTIAL_X",
+            "TFREG_UPSTREAM_CREDENTIAL_REGISTRY_EXAMPLE_TEST",
             "--module-host",
             "git.example.test",
             "--connect-to",

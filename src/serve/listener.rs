@@ -5,7 +5,8 @@
 //! client address, so idle connections from one client cannot starve the
 //! others), connections per client address ([`super::per_address`] too), the
 //! wait from the handshake to the first request byte ([`super::first_byte`]),
-//! the request head (time and size) and each wait for request body data.
+//! a connection with no request in flight ([`super::idle`]), the request head
+//! (time and size) and each wait for request body data.
 //! TCP_NODELAY is set: a small response on a reused connection must not
 //! wait for Nagle and a delayed ACK. A closing connection lingers
 //! ([`super::linger`]) so that a refusal reaches a client still sending.
@@ -20,7 +21,6 @@ use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tfreg_http::body::with_idle_timeout;
 use tokio::net::TcpListener;
@@ -28,6 +28,7 @@ use tokio::sync::Semaphore;
 use tower::ServiceExt as _;
 
 use super::first_byte::FirstByte;
+use super::idle::Activity;
 use super::linger::Lingering;
 use super::per_address::PerAddress;
 
@@ -40,6 +41,10 @@ pub const MAX_HEAD_BYTES: usize = 128 * 1024;
 /// Header lines hyper parses before answering 431 itself (above the
 /// registry's own [`tfreg_http::app::MAX_HEADERS`], so that limit answers first).
 const MAX_HEADER_LINES: usize = 2 * tfreg_http::app::MAX_HEADERS;
+
+/// How long a connection closed for idling may take to close (HTTP/2:
+/// the client's answer to the PING after GOAWAY) before it is dropped.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
 /// HTTP/2 streams one connection may have open at once.
 const MAX_STREAMS_PER_CONNECTION: u32 = 128;
@@ -64,6 +69,9 @@ pub struct Limits {
     /// From the end of the TLS handshake to the first request byte (or the
     /// HTTP/2 preface).
     pub first_byte_timeout: Duration,
+    /// A connection with no request in flight this long is closed
+    /// gracefully (an HTTP/2 client answering pings held one for ever).
+    pub idle_timeout: Duration,
     /// From a connection's start (or its previous response) to a whole request head.
     pub header_read_timeout: Duration,
     /// Longest wait for the next piece of a request body.
@@ -80,6 +88,7 @@ impl Default for Limits {
             max_handshakes_per_address: super::per_address::DEFAULT_HANDSHAKES,
             max_connections_per_address: super::per_address::DEFAULT_CONNECTIONS,
             first_byte_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
             header_read_timeout: Duration::from_secs(10),
             body_idle_timeout: Duration::from_secs(30),
             drain_timeout: Duration::from_secs(10),
@@ -128,7 +137,9 @@ pub async fn serve(
     let handshake_slots = Arc::new(Semaphore::new(handshake_budget(limits.max_connections)));
     let handshakes = PerAddress::new(limits.max_handshakes_per_address);
     let connections = PerAddress::new(limits.max_connections_per_address);
-    let graceful = GracefulShutdown::new();
+    // Told to every connection at the stop: each closes gracefully, and the
+    // stop waits until every connection slot is free again.
+    let (stopping, _) = tokio::sync::watch::channel(false);
     let mut warned_full = false;
     tokio::pin!(stop);
     loop {
@@ -206,17 +217,39 @@ pub async fn serve(
         let acceptor = acceptor.clone();
         let builder = builder.clone();
         let idle = limits.body_idle_timeout;
-        let service = TowerToHyperService::new(app.clone().map_request(
-            move |req: http::Request<hyper::body::Incoming>| {
-                req.map(|body| with_idle_timeout(axum::body::Body::new(body), idle))
-            },
-        ));
-        let watcher = graceful.watcher();
+        let activity = Activity::new();
+        let requests = activity.clone();
+        let service = TowerToHyperService::new(
+            app.clone()
+                .map_request(move |req: http::Request<hyper::body::Incoming>| {
+                    req.map(|body| with_idle_timeout(axum::body::Body::new(body), idle))
+                })
+                .map_future(move |response| {
+                    let busy = requests.begin();
+                    async move {
+                        // In flight until the response body is sent (or dropped).
+                        response.await.map(|response| {
+                            response.map(|body| {
+                                use http_body_util::BodyExt as _;
+                                axum::body::Body::new(body.map_frame(move |frame| {
+                                    let _in_flight = &busy;
+                                    frame
+                                }))
+                            })
+                        })
+                    }
+                }),
+        );
+        let mut stop_seen = stopping.subscribe();
         let handshake_timeout = limits.handshake_timeout;
         let first_byte_timeout = limits.first_byte_timeout;
+        let idle_timeout = limits.idle_timeout;
         tokio::spawn(async move {
             let _held = (permit, connection);
-            let tls = tokio::time::timeout(handshake_timeout, acceptor.accept(tcp)).await;
+            let tls = tokio::select! {
+                tls = tokio::time::timeout(handshake_timeout, acceptor.accept(tcp)) => tls,
+                _ = stop_seen.wait_for(|stop| *stop) => return,
+            };
             drop((handshake, handshake_slot));
             let tls = match tls {
                 Ok(Ok(tls)) => tls,
@@ -235,13 +268,38 @@ pub async fn serve(
                     service,
                 )
                 .into_owned();
-            if let Err(e) = watcher.watch(conn).await {
+            tokio::pin!(conn);
+            let mut closing = false;
+            let ended = loop {
+                tokio::select! {
+                    ended = conn.as_mut() => break ended,
+                    _ = stop_seen.wait_for(|stop| *stop), if !closing => {
+                        conn.as_mut().graceful_shutdown();
+                        closing = true;
+                    }
+                    () = activity.idle_for(idle_timeout), if !closing => {
+                        tracing::debug!(%peer, "closing a connection idle for {idle_timeout:?}");
+                        conn.as_mut().graceful_shutdown();
+                        closing = true;
+                    }
+                    // HTTP/2's graceful close waits for the client to answer
+                    // a PING: one that never does is dropped once still
+                    // idle a while later.
+                    () = activity.idle_for(idle_timeout + CLOSE_GRACE), if closing => {
+                        tracing::debug!(%peer, "dropping a connection that did not close");
+                        break Ok(());
+                    }
+                }
+            };
+            if let Err(e) = ended {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
         });
     }
     drop(listener);
-    if tokio::time::timeout(limits.drain_timeout, graceful.shutdown())
+    stopping.send_replace(true);
+    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
+    if tokio::time::timeout(limits.drain_timeout, permits.acquire_many(all))
         .await
         .is_err()
     {

@@ -6,6 +6,7 @@
 
 mod first_byte;
 mod housekeeping;
+mod idle;
 mod linger;
 pub mod listener;
 mod per_address;
@@ -78,6 +79,10 @@ pub struct ServeArgs {
     /// byte of a request (or of the HTTP/2 preface); then it is closed.
     #[arg(long, default_value_t = listener::Limits::default().first_byte_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
     first_byte_timeout: u64,
+    /// Seconds a connection may stay open with no request in flight (an
+    /// HTTP/2 connection is sent GOAWAY, then closed; HTTP/1 is closed).
+    #[arg(long, default_value_t = listener::Limits::default().idle_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
+    idle_timeout: u64,
     /// Seconds a client has to send a whole request head (also after the
     /// previous response on a kept-alive connection).
     #[arg(long, default_value_t = listener::Limits::default().header_read_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
@@ -121,6 +126,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         max_handshakes_per_address: args.max_handshakes_per_address.get(),
         max_connections_per_address: args.max_connections_per_address.get(),
         first_byte_timeout: std::time::Duration::from_secs(args.first_byte_timeout),
+        idle_timeout: std::time::Duration::from_secs(args.idle_timeout),
         header_read_timeout: std::time::Duration::from_secs(args.header_read_timeout),
         body_idle_timeout: std::time::Duration::from_secs(args.body_idle_timeout),
         ..listener::Limits::default()

@@ -16,9 +16,10 @@ pub struct UpstreamArgs {
     /// inside your network, or a test origin on loopback.
     #[arg(long = "upstream-connect-allow", value_name = "CIDR", env = CONNECT_ALLOW_ENV, value_delimiter = ',', value_parser = net)]
     connect_allow: Vec<Net>,
-    /// A directory of upstream credential files: `tfreg upstream set
-    /// --credentials-file NAME` names a file in it (default none: no
-    /// files; variables named TFREG_UPSTREAM_CREDENTIAL_* always work).
+    /// A directory of upstream credential files, one per upstream named as
+    /// its host (`app.terraform.io`): `tfreg upstream set HOST
+    /// --credentials-file HOST` (default none: no files; each upstream's own
+    /// TFREG_UPSTREAM_CREDENTIAL_<HOST> variable always works).
     #[arg(long, value_name = "DIR", env = "TFREG_UPSTREAM_CREDENTIALS_DIR")]
     upstream_credentials_dir: Option<PathBuf>,
 }

@@ -525,8 +525,8 @@ fn a_sealed_upstream_serves_the_cache_and_never_fetches() {
 }
 
 /// An origin whose API needs a token: without credentials the cache is
-/// refused (502 naming the 401); with `--credentials-env` naming a
-/// `TFREG_UPSTREAM_CREDENTIAL_*` variable of `tfreg serve`, it fills (the
+/// refused (502 naming the 401); with `--credentials-env` naming the
+/// origin's own `TFREG_UPSTREAM_CREDENTIAL_<HOST>` variable of `tfreg serve`, it fills (the
 /// token sent to the origin's API only).
 #[test]
 fn a_private_origin_is_reached_with_the_credentials_reference() {
@@ -534,6 +534,7 @@ fn a_private_origin_is_reached_with_the_credentials_reference() {
     let origin = Origin::start_private(tmp.path(), "127.0.0.103", "origin-private.example.test");
     let origin_token = origin.server.token("read", None);
     let base = format!("/v1/mirror/{}/hashicorp/null", origin.host);
+    const VARIABLE: &str = "TFREG_UPSTREAM_CREDENTIAL_ORIGIN__PRIVATE_EXAMPLE_TEST";
     let without = Rig::start(&tmp.path().join("without"), &origin, &[]);
     let (status, body) = without.get(&format!("{base}/index.json"));
     assert_eq!(status, 502, "{body}");
@@ -546,8 +547,8 @@ fn a_private_origin_is_reached_with_the_credentials_reference() {
     let with = Rig::start_with_env(
         &tmp.path().join("with"),
         &origin,
-        &["--credentials-env", "TFREG_UPSTREAM_CREDENTIAL_ORIGIN"],
-        &[("TFREG_UPSTREAM_CREDENTIAL_ORIGIN", Path::new(&origin_token))],
+        &["--credentials-env", VARIABLE],
+        &[(VARIABLE, Path::new(&origin_token))],
     );
     let (status, version) = with.get(&format!("{base}/1.0.0.json"));
     assert_eq!(status, 200, "{version}");
@@ -561,7 +562,7 @@ fn a_private_origin_is_reached_with_the_credentials_reference() {
         .tfreg(&with.admin, &["upstream", "show", &origin.host, "--json"]);
     let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
     assert!(
-        shown.contains("TFREG_UPSTREAM_CREDENTIAL_ORIGIN") && !shown.contains(&origin_token),
+        shown.contains(VARIABLE) && !shown.contains(&origin_token),
         "{shown}"
     );
     assert!(!with.server.server_log().contains(&origin_token));

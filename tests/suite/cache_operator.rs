@@ -1,11 +1,12 @@
 //! Issue 35: an admin token must not become the server's principal. An
 //! upstream's credentials and `connect` settings may name only what the
-//! operator allows (`TFREG_UPSTREAM_CREDENTIAL_*` variables, a file of
-//! `--upstream-credentials-dir`, addresses in `--upstream-connect-allow` /
+//! operator allows (the upstream's own `TFREG_UPSTREAM_CREDENTIAL_<HOST>`
+//! variable or its own file of `--upstream-credentials-dir`, addresses in `--upstream-connect-allow` /
 //! `TFREG_UPSTREAM_CONNECT_ALLOW`): the server's own secrets (a variable,
 //! a 0600 file, the AWS role's keys), a missing file and a present one, an
 //! open port and a closed one are all refused when saved, with the same
-//! answer, and nothing reaches the origin. A fill's failure tells the
+//! answer, and nothing reaches the origin; so is another upstream's
+//! credential. A fill's failure tells the
 //! client its kind only; the detail is in the audit trail. On `tfreg serve`
 //! and on the Lambda functions (the admin and fill functions).
 
@@ -20,11 +21,22 @@ use crate::support::server::Server;
 
 const SERVER_SECRET: &str = "env-secret-value-35";
 const FILE_SECRET: &str = "file-secret-value-35";
+/// The credential the operator set for another upstream.
+const OTHER_UPSTREAM: &str = "app.terraform.io";
+const OTHER_SECRET: &str = "other-upstream-secret-35";
+const OTHER_VARIABLE: &str = "TFREG_UPSTREAM_CREDENTIAL_APP_TERRAFORM_IO";
+
+/// The variable of `host`'s own credential.
+fn own_variable(host: &str) -> String {
+    let host = tfreg_model::upstream::UpstreamHost::parse(host).unwrap();
+    tfreg_model::upstream::credential_env_name(&host)
+}
 
 /// The one answer to every refused credentials or connect value.
 fn refused(host: &str) -> String {
     format!(
-        "upstream {host}: credentials and connect settings must be among those the operator allows (credentials: a TFREG_UPSTREAM_CREDENTIAL_* variable or a file name in the server's credentials directory; connect: addresses in the networks the server allows)"
+        "upstream {host}: credentials and connect settings must be among those the operator allows (credentials: the variable {} or the file {host} in the server's credentials directory; connect: addresses in the networks the server allows)",
+        own_variable(host)
     )
 }
 
@@ -42,7 +54,9 @@ fn operator_cannot_be_impersonated(lambda: bool, ip: &str, name: &str) {
     );
     let creds = tmp.path().join("upstream-credentials");
     std::fs::create_dir_all(&creds).unwrap();
-    std::fs::write(creds.join("origin"), &origin_token).unwrap();
+    std::fs::write(creds.join(&host), &origin_token).unwrap();
+    std::fs::write(creds.join(OTHER_UPSTREAM), OTHER_SECRET).unwrap();
+    let own = own_variable(&host);
     // Only the origin's own address may be named in `connect`.
     let allow = format!("{ip}/32");
     let server = if lambda {
@@ -51,7 +65,8 @@ fn operator_cannot_be_impersonated(lambda: bool, ip: &str, name: &str) {
             &[
                 ("TFREG_UPSTREAM_CONNECT_ALLOW", allow.as_str()),
                 ("SERVER_SECRET", SERVER_SECRET),
-                ("TFREG_UPSTREAM_CREDENTIAL_ORIGIN", origin_token.as_str()),
+                (own.as_str(), origin_token.as_str()),
+                (OTHER_VARIABLE, OTHER_SECRET),
             ],
         )
     } else {
@@ -68,7 +83,8 @@ fn operator_cannot_be_impersonated(lambda: bool, ip: &str, name: &str) {
             ],
             &[
                 ("SERVER_SECRET", Path::new(SERVER_SECRET)),
-                ("TFREG_UPSTREAM_CREDENTIAL_ORIGIN", Path::new(&origin_token)),
+                (own.as_str(), Path::new(&origin_token)),
+                (OTHER_VARIABLE, Path::new(OTHER_SECRET)),
             ],
         )
     };
@@ -110,6 +126,9 @@ fn operator_cannot_be_impersonated(lambda: bool, ip: &str, name: &str) {
         vec!["--credentials-file".into(), missing.display().to_string()],
         vec!["--credentials-file".into(), "../oidc-client-secret".into()],
         vec!["--credentials-file".into(), "/proc/self/environ".into()],
+        // Another upstream's credential, as a variable and as a file.
+        vec!["--credentials-env".into(), OTHER_VARIABLE.into()],
+        vec!["--credentials-file".into(), OTHER_UPSTREAM.into()],
         // An open port of this machine and a closed one: no port scan.
         vec![
             "--connect-to".into(),
@@ -137,6 +156,8 @@ fn operator_cannot_be_impersonated(lambda: bool, ip: &str, name: &str) {
         json!({"serves": {"providers": true, "modules": false}, "credentials": {"file": secret_file}}),
         json!({"serves": {"providers": true, "modules": false}, "credentials": {"file": missing}}),
         json!({"serves": {"providers": true, "modules": false}, "credentials": {"ssm": "/tfreg/oidc"}}),
+        json!({"serves": {"providers": true, "modules": false}, "credentials": {"env": OTHER_VARIABLE}}),
+        json!({"serves": {"providers": true, "modules": false}, "credentials": {"file": OTHER_UPSTREAM}}),
         json!({"serves": {"providers": true, "modules": false}, "connect": {"to": {&host: [format!("127.0.0.1:{open_port}")]}}}),
         json!({"serves": {"providers": true, "modules": false}, "connect": {"to": {&host: ["127.0.0.1:1"]}}}),
     ] {
@@ -167,21 +188,13 @@ fn operator_cannot_be_impersonated(lambda: bool, ip: &str, name: &str) {
     let said = ok(
         rig.server.tfreg(
             &rig.admin,
-            &[
-                "upstream",
-                "set",
-                &host,
-                "--credentials-env",
-                "TFREG_UPSTREAM_CREDENTIAL_ORIGIN",
-            ],
+            &["upstream", "set", &host, "--credentials-env", &own],
         ),
         "the operator's credential",
     );
     assert_eq!(
         said,
-        format!(
-            "upstream {host} changed:\n  credentials: (none) -> {{\"env\":\"TFREG_UPSTREAM_CREDENTIAL_ORIGIN\"}}\n"
-        )
+        format!("upstream {host} changed:\n  credentials: (none) -> {{\"env\":\"{own}\"}}\n")
     );
     let (status, body) = rig.get(&format!("/v1/mirror/{host}/hashicorp/null/1.0.0.json"));
     assert_eq!(status, 200, "{body}");
@@ -190,38 +203,48 @@ fn operator_cannot_be_impersonated(lambda: bool, ip: &str, name: &str) {
         ok(
             rig.server.tfreg(
                 &rig.admin,
-                &["upstream", "set", &host, "--credentials-file", "origin"],
+                &["upstream", "set", &host, "--credentials-file", &host],
             ),
             "a file of the credentials directory",
         );
     }
     let log = rig.server.server_log();
     assert!(
-        !log.contains(SERVER_SECRET) && !log.contains(FILE_SECRET),
+        !log.contains(SERVER_SECRET) && !log.contains(FILE_SECRET) && !log.contains(OTHER_SECRET),
         "no secret in the log"
     );
 
     // Low: a fill failing on the admin's configuration tells the client
-    // its kind, not the variable, file or address; the audit has it.
-    let unset = "TFREG_UPSTREAM_CREDENTIAL_UNSET";
+    // its kind, not the variable, file or address; the audit has it. An
+    // upstream whose own variable the operator never set:
+    let unset_host = "unset.example.test";
+    let unset = own_variable(unset_host);
     ok(
         rig.server.tfreg(
             &rig.admin,
-            &["upstream", "set", &host, "--credentials-env", unset],
+            &[
+                "upstream",
+                "set",
+                unset_host,
+                "--providers",
+                "--credentials-env",
+                &unset,
+            ],
         ),
         "an unset variable",
     );
-    let (status, body) = rig.get(&format!("/v1/mirror/{host}/hashicorp/one/index.json"));
+    let (status, body) = rig.get(&format!("/v1/mirror/{unset_host}/hashicorp/one/index.json"));
     assert_eq!(status, 502, "{body}");
     assert_eq!(
         body,
-        json!({"errors": [format!("{host}: the registry cannot use this upstream's settings (an admin finds why in the audit trail)")]})
+        json!({"errors": [format!("{unset_host}: the registry cannot use this upstream's settings (an admin finds why in the audit trail)")]})
     );
     let refusals = rig.audit("cache.refused");
     assert!(
         refusals
             .iter()
-            .any(|e| e["detail"] == format!("{host}: the credentials variable {unset} is not set")),
+            .any(|e| e["detail"]
+                == format!("{unset_host}: the credentials variable {unset} is not set")),
         "{refusals:#?}"
     );
     // A closed port of the origin's own (allowed) address: the client
@@ -234,7 +257,7 @@ fn operator_cannot_be_impersonated(lambda: bool, ip: &str, name: &str) {
                 "set",
                 &host,
                 "--credentials-env",
-                "TFREG_UPSTREAM_CREDENTIAL_ORIGIN",
+                &own,
                 "--connect-to",
                 &format!("{host}={ip}:1"),
             ],

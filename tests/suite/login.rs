@@ -470,3 +470,78 @@ fn no_mapped_group_no_token_and_tampering_is_refused() {
         assert!(q["error_description"].contains("S256"), "{back}");
     });
 }
+
+/// OpenTofu's `tofu login` cannot be run here (no package ships it), so its
+/// listener is reproduced from its source (opentofu/opentofu
+/// internal/command/login.go, `interactiveGetTokenByCode`): the callback's
+/// form must carry the exact `state` (else 400, and tofu keeps waiting) and
+/// a non-empty `code` (else 400, and tofu keeps waiting: the hang of issue
+/// 35); `error` is never read. With both, tofu exchanges the code (golang
+/// oauth2, as Terraform does) and prints the token endpoint's error.
+fn tofu_callback(location: &str, req_state: &str) -> Result<String, u16> {
+    let url = url::Url::parse(location).map_err(|_| 400u16)?;
+    let form: std::collections::HashMap<_, _> = url.query_pairs().into_owned().collect();
+    if form.get("state").map(String::as_str).unwrap_or_default() != req_state {
+        return Err(400);
+    }
+    match form.get("code").map(String::as_str).unwrap_or_default() {
+        "" => Err(400),
+        code => Ok(code.to_string()),
+    }
+}
+
+/// A person the registry refuses (bob: no mapped group), and one the
+/// provider refuses: OpenTofu's listener takes the refusal (it carries the
+/// state and a code), and the exchange that follows ends with the reason,
+/// which tofu prints as "The remote server did not assign an auth token:
+/// oauth2: \"access_denied\" \"<reason>\"".
+#[test]
+fn opentofu_login_refused_ends_saying_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_op, server) = start(tmp.path());
+    let http = client(&server);
+    let callback = server.url("/oauth/callback");
+    runtime().block_on(async {
+        let no_group = "none of your groups is given access to this registry: ask its admins";
+        let a = attempt(&server);
+        let mut browser = Browser::new(http.clone());
+        let hops = browser.sign_in(&a.url, "bob", &[REDIRECT]).await;
+        let said_no = "the identity provider did not sign you in: access_denied";
+        let b = attempt(&server);
+        let mut other = Browser::new(http.clone());
+        let to_callback = other.sign_in(&b.url, "alice", &[&callback]).await;
+        let to_callback = to_callback.last().unwrap().location.clone().unwrap();
+        let state = query_param(&to_callback, "state").unwrap();
+        let refused = format!(
+            "{callback}?error=access_denied&state={}",
+            url::form_urlencoded::byte_serialize(state.as_bytes()).collect::<String>()
+        );
+        let hop = other.hop(&refused, None).await;
+        for (last, at, reason) in [
+            (hops.last().unwrap().clone(), &a, no_group),
+            (hop, &b, said_no),
+        ] {
+            assert_eq!(last.status, 303, "{last:?}");
+            let back = last.location.unwrap();
+            let code = tofu_callback(&back, &at.state)
+                .unwrap_or_else(|s| panic!("tofu's listener answers {s} and waits: {back}"));
+            let (status, body) = exchange(&http, &server, &code, &at.verifier).await;
+            assert_eq!(status, 400, "{body}");
+            let printed = format!(
+                "The remote server did not assign an auth token: oauth2: {:?} {:?}.",
+                body["error"].as_str().unwrap(),
+                body["error_description"].as_str().unwrap()
+            );
+            assert_eq!(
+                printed,
+                format!(
+                    "The remote server did not assign an auth token: oauth2: \"access_denied\" {reason:?}."
+                )
+            );
+            // A redirect without the state or the code would have left
+            // tofu waiting: the listener refuses both.
+            assert_eq!(tofu_callback(&back.replace("state=", "x="), &at.state), Err(400));
+            assert_eq!(tofu_callback(&back.replace("code=", "x="), &at.state), Err(400));
+        }
+    });
+}

@@ -71,7 +71,7 @@ async fn upstreams_are_admin_data(r: TestRegistry) {
     let sealed = json!({
         "serves": {"providers": true, "modules": true},
         "mode": "sealed",
-        "credentials": {"env": "TFREG_UPSTREAM_CREDENTIAL_ORIGIN"},
+        "credentials": {"env": "TFREG_UPSTREAM_CREDENTIAL_REGISTRY_EXAMPLE_TEST"},
         "connect": {"to": {"registry.example.test": ["127.0.0.78:443"]}}
     });
     let changed = send(
@@ -226,7 +226,7 @@ async fn upstreams_name_only_what_the_operator_allows(r: TestRegistry) {
         reg
     });
     let admin = r.token(Scope::Admin, None).await;
-    let refused = json!({"errors": ["upstream registry.example.test: credentials and connect settings must be among those the operator allows (credentials: a TFREG_UPSTREAM_CREDENTIAL_* variable or a file name in the server's credentials directory; connect: addresses in the networks the server allows)"]});
+    let refused = json!({"errors": ["upstream registry.example.test: credentials and connect settings must be among those the operator allows (credentials: the variable TFREG_UPSTREAM_CREDENTIAL_REGISTRY_EXAMPLE_TEST or the file registry.example.test in the server's credentials directory; connect: addresses in the networks the server allows)"]});
     let with = |extra: Value| {
         let mut body = json!({"serves": {"providers": true, "modules": false}});
         for (k, v) in extra.as_object().unwrap() {
@@ -242,6 +242,11 @@ async fn upstreams_name_only_what_the_operator_allows(r: TestRegistry) {
         json!({"credentials": {"env": "AWS_SESSION_TOKEN"}}),
         json!({"credentials": {"env": "TFREG_OIDC_CLIENT_SECRET"}}),
         json!({"credentials": {"env": "TFREG_UPSTREAM_CREDENTIAL_"}}),
+        // Another upstream's credential (issue 35: not bound to its host).
+        json!({"credentials": {"env": "TFREG_UPSTREAM_CREDENTIAL_APP_TERRAFORM_IO"}}),
+        json!({"credentials": {"env": "TFREG_UPSTREAM_CREDENTIAL_TFC"}}),
+        json!({"credentials": {"file": "app.terraform.io"}}),
+        json!({"credentials": {"file": "tfc-token"}}),
         json!({"credentials": {"file": secret_file}}),
         json!({"credentials": {"file": "/no/such/file"}}),
         json!({"credentials": {"file": "../../../etc/shadow"}}),
@@ -262,8 +267,8 @@ async fn upstreams_name_only_what_the_operator_allows(r: TestRegistry) {
         .await
         .expect(StatusCode::NOT_FOUND, "nothing was stored");
     for allowed in [
-        json!({"credentials": {"env": "TFREG_UPSTREAM_CREDENTIAL_TFC"}}),
-        json!({"credentials": {"file": "tfc-token"}}),
+        json!({"credentials": {"env": "TFREG_UPSTREAM_CREDENTIAL_REGISTRY_EXAMPLE_TEST"}}),
+        json!({"credentials": {"file": "registry.example.test"}}),
         json!({"connect": {"to": {"registry.example.test": ["127.0.0.100:443"]}, "allow_nets": ["127.0.0.96/28"]}}),
     ] {
         let resp = send(&r, Method::PUT, PATH, &admin, with(allowed.clone())).await;
@@ -307,7 +312,7 @@ fn tfreg_upstream_sets_shows_lists_and_removes() {
             "--metadata-ttl",
             "10m",
             "--credentials-env",
-            "TFREG_UPSTREAM_CREDENTIAL_ORIGIN",
+            "TFREG_UPSTREAM_CREDENTIAL_REGISTRY_EXAMPLE_TEST",
             "--module-host",
             "github.com",
             "--module-host",
@@ -327,7 +332,7 @@ fn tfreg_upstream_sets_shows_lists_and_removes() {
     assert_eq!(settings["metadata_ttl_secs"], 600);
     assert_eq!(
         settings["credentials"],
-        json!({"env": "TFREG_UPSTREAM_CREDENTIAL_ORIGIN"})
+        json!({"env": "TFREG_UPSTREAM_CREDENTIAL_REGISTRY_EXAMPLE_TEST"})
     );
     assert_eq!(
         settings["connect"]["to"],
@@ -353,7 +358,7 @@ fn tfreg_upstream_sets_shows_lists_and_removes() {
         "{shown}"
     );
     assert!(
-        shown.contains("credentials      env TFREG_UPSTREAM_CREDENTIAL_ORIGIN"),
+        shown.contains("credentials      env TFREG_UPSTREAM_CREDENTIAL_REGISTRY_EXAMPLE_TEST"),
         "{shown}"
     );
     assert!(!shown.contains("MIIB"), "{shown}");

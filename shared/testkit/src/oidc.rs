@@ -136,7 +136,7 @@ impl Drop for Provider {
 }
 
 /// One answer of a [`Browser`] hop: status, absolute `Location`, body.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Hop {
     pub status: u16,
     pub location: Option<String>,

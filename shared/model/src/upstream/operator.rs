@@ -4,10 +4,14 @@
 //! inside this allow-list; the list itself is the operator's (`tfreg serve`
 //! flags, the functions' environment in template.yaml), never the API's.
 //!
-//! - credentials: an environment variable whose name starts with
-//!   [`CREDENTIAL_ENV_PREFIX`], or the name of a file in the directory
-//!   `tfreg serve --upstream-credentials-dir` names (none: no files). SSM
-//!   parameters are read by no function: refused.
+//! - credentials: one secret per upstream host, named by the host (as
+//!   Terraform's own `TF_TOKEN_<host>` variables are), so an admin cannot send
+//!   one upstream's credential to another host: the environment variable
+//!   [`credential_env_name`] (`TFREG_UPSTREAM_CREDENTIAL_REGISTRY_EXAMPLE_TEST`
+//!   for `registry.example.test`), or the file [`credential_file_name`]
+//!   (`registry.example.test`) in the directory `tfreg serve
+//!   --upstream-credentials-dir` names (none: no files). SSM parameters are
+//!   read by no function: refused.
 //! - `connect.to` addresses and `connect.allow_nets` networks: only inside
 //!   the networks of `--upstream-connect-allow` / [`CONNECT_ALLOW_ENV`]
 //!   (default none). `connect.ca_pem` widens trust for this upstream's own
@@ -38,12 +42,39 @@ pub struct OperatorPolicy {
 }
 
 /// An upstream setting outside the operator's allow-list. One message for
-/// every refused value, whatever it named.
+/// every refused value, whatever it named: it names only what this host's
+/// credentials may be, which follows from the host alone.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "upstream {0}: credentials and connect settings must be among those the operator allows (credentials: a {CREDENTIAL_ENV_PREFIX}* variable or a file name in the server's credentials directory; connect: addresses in the networks the server allows)"
+    "upstream {0}: credentials and connect settings must be among those the operator allows (credentials: the variable {env} or the file {file} in the server's credentials directory; connect: addresses in the networks the server allows)",
+    env = credential_env_name(.0),
+    file = credential_file_name(.0)
 )]
-pub struct NotAllowed(pub String);
+pub struct NotAllowed(pub UpstreamHost);
+
+/// The one environment variable whose value may be sent to `host` as its
+/// credentials: [`CREDENTIAL_ENV_PREFIX`] and the host in capitals, `.` as
+/// `_`, `-` as `__` and the port's `:` as `___` (Terraform's `TF_TOKEN_`
+/// spelling, capitalised). Each host has its own: a variable the operator
+/// set for one upstream is never sent to another.
+pub fn credential_env_name(host: &UpstreamHost) -> String {
+    let mut name = String::from(CREDENTIAL_ENV_PREFIX);
+    for c in host.to_string().chars() {
+        match c {
+            '.' => name.push('_'),
+            '-' => name.push_str("__"),
+            ':' => name.push_str("___"),
+            c => name.push(c.to_ascii_uppercase()),
+        }
+    }
+    name
+}
+
+/// The one file of the credentials directory whose content may be sent to
+/// `host`: the host's name (a port's `:` as `_`).
+pub fn credential_file_name(host: &UpstreamHost) -> String {
+    host.to_string().replace(':', "_")
+}
 
 impl OperatorPolicy {
     /// The networks of a comma-separated list (`10.1.0.0/16,127.0.0.0/8`).
@@ -64,28 +95,23 @@ impl OperatorPolicy {
         let credentials_ok = settings
             .credentials
             .as_ref()
-            .is_none_or(|c| self.credential_ok(c));
+            .is_none_or(|c| self.credential_ok(host, c));
         let connect_ok = settings.connect.as_ref().is_none_or(|c| self.connect_ok(c));
         if credentials_ok && connect_ok {
             Ok(())
         } else {
-            Err(NotAllowed(host.to_string()))
+            Err(NotAllowed(host.clone()))
         }
     }
 
-    fn credential_ok(&self, credentials: &CredentialRef) -> bool {
+    fn credential_ok(&self, host: &UpstreamHost, credentials: &CredentialRef) -> bool {
         match credentials {
-            CredentialRef::Env(name) => {
-                name.strip_prefix(CREDENTIAL_ENV_PREFIX)
-                    .is_some_and(|rest| {
-                        !rest.is_empty()
-                            && rest.len() <= 100
-                            && rest
-                                .chars()
-                                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-                    })
+            CredentialRef::Env(name) => *name == credential_env_name(host),
+            CredentialRef::File(name) => {
+                self.credentials_dir.is_some()
+                    && is_file_name(name)
+                    && *name == credential_file_name(host)
             }
-            CredentialRef::File(name) => self.credentials_dir.is_some() && is_file_name(name),
             CredentialRef::Ssm(_) => false,
         }
     }
@@ -150,7 +176,7 @@ mod tests {
         s
     }
 
-    const REFUSED: &str = "upstream registry.example.test: credentials and connect settings must be among those the operator allows (credentials: a TFREG_UPSTREAM_CREDENTIAL_* variable or a file name in the server's credentials directory; connect: addresses in the networks the server allows)";
+    const REFUSED: &str = "upstream registry.example.test: credentials and connect settings must be among those the operator allows (credentials: the variable TFREG_UPSTREAM_CREDENTIAL_REGISTRY_EXAMPLE_TEST or the file registry.example.test in the server's credentials directory; connect: addresses in the networks the server allows)";
 
     /// The server's own secrets (its AWS role's keys, the sign-in's client
     /// secret, any file) are refused with the same words as any other value.
@@ -190,15 +216,80 @@ mod tests {
         assert_eq!(err.to_string(), REFUSED);
         dir.admits(
             &host(),
-            &with_credentials(CredentialRef::File("token".into())),
+            &with_credentials(CredentialRef::File("registry.example.test".into())),
         )
         .unwrap();
         OperatorPolicy::default()
             .admits(
                 &host(),
-                &with_credentials(CredentialRef::Env(format!("{CREDENTIAL_ENV_PREFIX}TFC"))),
+                &with_credentials(CredentialRef::Env(format!(
+                    "{CREDENTIAL_ENV_PREFIX}REGISTRY_EXAMPLE_TEST"
+                ))),
             )
             .unwrap();
+    }
+
+    /// A credential the operator set for one upstream is never sent to
+    /// another: each host may name only its own variable and its own file.
+    #[test]
+    fn each_host_names_only_its_own_credential() {
+        let dir = OperatorPolicy {
+            credentials_dir: Some("/etc/tfreg/upstream".into()),
+            ..OperatorPolicy::default()
+        };
+        let tfc = UpstreamHost::parse("app.terraform.io").unwrap();
+        let evil = UpstreamHost::parse("evil.example.test").unwrap();
+        let tfc_env = CredentialRef::Env(credential_env_name(&tfc));
+        let tfc_file = CredentialRef::File(credential_file_name(&tfc));
+        for c in [&tfc_env, &tfc_file] {
+            dir.admits(&tfc, &with_credentials(c.clone())).unwrap();
+            let err = dir.admits(&evil, &with_credentials(c.clone())).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "upstream evil.example.test: credentials and connect settings must be among those the operator allows (credentials: the variable TFREG_UPSTREAM_CREDENTIAL_EVIL_EXAMPLE_TEST or the file evil.example.test in the server's credentials directory; connect: addresses in the networks the server allows)",
+                "{c:?}"
+            );
+        }
+        // The names of hosts with hyphens, punycode and a port.
+        for (host, env, file) in [
+            (
+                "app.terraform.io",
+                "TFREG_UPSTREAM_CREDENTIAL_APP_TERRAFORM_IO",
+                "app.terraform.io",
+            ),
+            (
+                "my-registry.example.test",
+                "TFREG_UPSTREAM_CREDENTIAL_MY__REGISTRY_EXAMPLE_TEST",
+                "my-registry.example.test",
+            ),
+            (
+                "xn--bcher-kva.example",
+                "TFREG_UPSTREAM_CREDENTIAL_XN____BCHER__KVA_EXAMPLE",
+                "xn--bcher-kva.example",
+            ),
+            (
+                "registry.example.test:8443",
+                "TFREG_UPSTREAM_CREDENTIAL_REGISTRY_EXAMPLE_TEST___8443",
+                "registry.example.test_8443",
+            ),
+        ] {
+            let host = UpstreamHost::parse(host).unwrap();
+            assert_eq!(credential_env_name(&host), env);
+            assert_eq!(credential_file_name(&host), file);
+            assert!(is_file_name(file), "{file}");
+        }
+        // Names alike in case or spelling are still another name.
+        for name in [
+            "TFREG_UPSTREAM_CREDENTIAL_app_terraform_io",
+            "TFREG_UPSTREAM_CREDENTIAL_APP_TERRAFORM_IO_",
+            "TFREG_UPSTREAM_CREDENTIAL_APP_TERRAFORM",
+        ] {
+            assert!(
+                dir.admits(&tfc, &with_credentials(CredentialRef::Env(name.into())))
+                    .is_err(),
+                "{name}"
+            );
+        }
     }
 
     #[test]
