@@ -137,6 +137,7 @@ class Rehearsal:
         self.facts["account"] = self.account
         make_params, _ = configs.CONFIGS[self.args.config]
         self.given = make_params(self.clients, self.region, self.archive_key)
+        self.facts["given"] = self.given
         self.translate()
         self.plan()
         self.create_stack()
