@@ -29,6 +29,7 @@ use serde_json::Value;
 use tfreg_store::aws::record::{Call, RECORD_AWS_CALLS, parse};
 
 use super::command::ok;
+use super::iam::ARCHIVE_SIGNING_KEY;
 use super::moto::Moto;
 use super::server::{Server, StackFunction, free_port, free_port_pair};
 use super::tools::Tools;
@@ -346,6 +347,8 @@ impl Rehearsed {
         }
         let auth = &self.facts["functions"]["AuthFunction"]["environment"];
         let secret_ref = text(&auth["TFREG_OIDC_CLIENT_SECRET"]);
+        // The archive signing key (issue 37), when the stack signs with CloudFront.
+        let key_ref = text(&self.facts["archives"]["signing"]["key_reference"]);
         let mut out: BTreeMap<String, BTreeSet<Call>> = BTreeMap::new();
         for lid in self.facts["functions"].as_object().unwrap().keys() {
             let file = self.calls.join(format!("{lid}.jsonl"));
@@ -367,33 +370,26 @@ impl Rehearsed {
                 if call.parameter.as_deref() == Some(secret_ref.as_str()) {
                     call.parameter = Some("OidcClientSecretParameter".into());
                 }
+                if !key_ref.is_empty() {
+                    if call.parameter.as_deref() == Some(key_ref.as_str()) {
+                        call.parameter = Some(ARCHIVE_SIGNING_KEY.into());
+                    }
+                    if call.secret.as_deref() == Some(key_ref.as_str()) {
+                        call.secret = Some(ARCHIVE_SIGNING_KEY.into());
+                    }
+                }
                 set.insert(call);
             }
         }
         out
     }
 
-    /// The stack's parameters that decide its roles, as the functions'
-    /// environments show them (facts.json holds no parameter list).
+    /// The parameters the stack was created with (facts.json's `given`;
+    /// the rest are the template's defaults).
     pub fn role_parameters(&self) -> Vec<(String, String)> {
-        let auth = &self.facts["functions"]["AuthFunction"]["environment"];
-        let mut out = vec![];
-        if auth.is_object() {
-            for (param, var) in [
-                ("OidcIssuer", "TFREG_OIDC_ISSUER"),
-                ("OidcClientId", "TFREG_OIDC_CLIENT_ID"),
-                ("CiIssuers", "TFREG_CI_ISSUERS"),
-            ] {
-                out.push((param.to_string(), text(&auth[var])));
-            }
-            let secret = text(&auth["TFREG_OIDC_CLIENT_SECRET"]);
-            let param = if secret.starts_with("arn:") {
-                "OidcClientSecretArn"
-            } else {
-                "OidcClientSecretParameter"
-            };
-            out.push((param.to_string(), secret));
-        }
-        out
+        self.facts["given"]
+            .as_object()
+            .map(|given| given.iter().map(|(k, v)| (k.clone(), text(v))).collect())
+            .unwrap_or_default()
     }
 }
