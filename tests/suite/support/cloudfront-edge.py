@@ -45,15 +45,17 @@ CONFIG_JSON (re-read on every request, so a test can change the key group):
    "keys": {"<key id>": "<public key PEM>", ...},
    "requests": PATH}
 `port` 0 takes a free one. Prints "listening PORT" once it accepts
-connections; exits when its standard input closes (the test that started it
-ended, however it ended). Every request it answers appends a JSON line to `requests`:
+connections. When its standard input is a pipe it exits once that closes (the
+test that started it ended, however it ended); otherwise it runs until killed. Every request it answers appends a JSON line to `requests`:
 {"method", "path", "status", "refused"} (refused: the rule, or null).
 """
 
 import base64
 import http.client
 import json
+import os
 import ssl
+import stat
 import sys
 import threading
 import time
@@ -280,6 +282,8 @@ def serve(config_path):
     context.load_cert_chain(cfg["cert"], cfg["key"])
     server = TlsServer(("127.0.0.1", int(cfg.get("port", 0))), context)
     print(f"listening {server.server_address[1]}", flush=True)
+    if not stat.S_ISFIFO(os.fstat(0).st_mode):
+        server.serve_forever()
     threading.Thread(target=server.serve_forever, daemon=True).start()
     sys.stdin.read()
 

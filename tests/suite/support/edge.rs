@@ -240,8 +240,6 @@ pub const SIGNING_KEY_PARAMETER: &str = "/tfreg-e2e/archive-signing-key-a";
 pub struct EdgeRig {
     pub server: Server,
     pub edge: Edge,
-    /// The key the functions sign with (in the stand-in's key group).
-    pub key: KeyPair,
     _moto: Moto,
 }
 
@@ -279,7 +277,6 @@ impl EdgeRig {
         EdgeRig {
             server,
             edge,
-            key,
             _moto: moto,
         }
     }
