@@ -39,9 +39,21 @@ fn stand_in(
     (edge, keys, http)
 }
 
-/// A 403 of the rule `rule`, with CloudFront's error body `code`/`message`.
+/// CloudFront's error bodies: (code, message).
+const DENIED: (&str, &str) = ("AccessDenied", "Access denied");
+const UNKNOWN_KEY: (&str, &str) = ("InvalidKey", "Unknown Key");
+const MISSING_KEY: (&str, &str) = (
+    "MissingKey",
+    "Missing Key-Pair-Id query parameter or cookie value",
+);
+const METHOD: (&str, &str) = (
+    "MethodNotAllowed",
+    "This distribution is not configured to allow the HTTP request method that was used for this request.",
+);
+
+/// A 403 of the rule `rule`, with CloudFront's error body `(code, message)`.
 #[track_caller]
-fn refused(resp: reqwest::blocking::Response, rule: &str, code: &str, message: &str) {
+fn refused(resp: reqwest::blocking::Response, rule: &str, (code, message): (&str, &str)) {
     let status = resp.status().as_u16();
     let why = resp
         .headers()
@@ -89,64 +101,48 @@ fn stand_in_refuses_what_cloudfront_refuses_and_serves_the_reference_signers_url
     assert_eq!(resp.status(), 206);
     assert_eq!(resp.bytes().unwrap().as_ref(), &BYTES[..4]);
 
-    let denied = ("AccessDenied", "Access denied");
     // Expired: a good signature over a policy whose time has passed.
-    refused(
-        http.get(expired).send().unwrap(),
-        "expired",
-        denied.0,
-        denied.1,
-    );
+    refused(http.get(expired).send().unwrap(), "expired", DENIED);
     // Tampered path: another object's path under this URL's signature
     // (that object's own URL passes the edge: the bucket has no such object).
     let tampered_path = good.replace("_linux_amd64.zip", "_darwin_arm64.zip");
     refused(
         http.get(&tampered_path).send().unwrap(),
         "signature",
-        denied.0,
-        denied.1,
+        DENIED,
     );
     assert_eq!(http.get(of_other).send().unwrap().status(), 404);
     // Tampered signature: one character of it changed.
     let at = good.find("Signature=").unwrap() + "Signature=".len() + 10;
     let flipped = if &good[at..=at] == "A" { "B" } else { "A" };
     let tampered_sig = format!("{}{flipped}{}", &good[..at], &good[at + 1..]);
-    refused(
-        http.get(&tampered_sig).send().unwrap(),
-        "signature",
-        denied.0,
-        denied.1,
-    );
+    refused(http.get(&tampered_sig).send().unwrap(), "signature", DENIED);
     // Unknown key id: the same signature under an id not in the key group.
     let unknown = good.replace("Key-Pair-Id=K2REFERENCEA1", "Key-Pair-Id=K2NOTINTHEGROUP");
     refused(
         http.get(&unknown).send().unwrap(),
         "unknown-key",
-        "InvalidKey",
-        "Unknown Key",
+        UNKNOWN_KEY,
     );
     // Missing parameters: none, or the signature alone taken off.
     refused(
         http.get(&url).send().unwrap(),
         "missing-key-pair-id",
-        "MissingKey",
-        "Missing Key-Pair-Id query parameter or cookie value",
+        MISSING_KEY,
     );
     let unsigned =
         good.split("&Signature=").next().unwrap().to_string() + "&Key-Pair-Id=K2REFERENCEA1";
     refused(
         http.get(&unsigned).send().unwrap(),
         "missing-params",
-        denied.0,
-        denied.1,
+        DENIED,
     );
     // Only GET and HEAD, even with a good signature.
     for method in [reqwest::Method::PUT, reqwest::Method::DELETE] {
         refused(
             http.request(method, good).body("x").send().unwrap(),
             "method",
-            "MethodNotAllowed",
-            "This distribution is not configured to allow the HTTP request method that was used for this request.",
+            METHOD,
         );
     }
     // Only the archive behaviours.
@@ -180,18 +176,8 @@ fn stand_in_rotation_keeps_both_keys_until_one_leaves_the_key_group() {
     // are refused as signed by a key the distribution no longer knows.
     edge.trust(&[&keys[1]]);
     assert_eq!(http.get(&by_b).send().unwrap().status(), 200);
-    refused(
-        http.get(&by_a).send().unwrap(),
-        "unknown-key",
-        "InvalidKey",
-        "Unknown Key",
-    );
+    refused(http.get(&by_a).send().unwrap(), "unknown-key", UNKNOWN_KEY);
     // And a key id of the group cannot vouch for another key's signature.
     let forged = by_a.replace("Key-Pair-Id=K2ROTATIONA01", "Key-Pair-Id=K2ROTATIONB01");
-    refused(
-        http.get(&forged).send().unwrap(),
-        "signature",
-        "AccessDenied",
-        "Access denied",
-    );
+    refused(http.get(&forged).send().unwrap(), "signature", DENIED);
 }

@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 
 use super::command::ok;
 use super::moto::Moto;
-use super::server::{Server, free_port, free_port_pair};
-use super::tools::{Tools, require_emulators, tfreg_bin};
+use super::server::{Server, dev_cert, free_port, free_port_pair};
+use super::tools::{Tools, require_emulators};
 
 const SCRIPT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -207,14 +207,7 @@ impl Drop for Edge {
 /// the stand-in needs without the functions. The bucket's name.
 pub fn bucket_with(dir: &Path, objects: &[(&str, &[u8])]) -> String {
     require_emulators();
-    ok(
-        Command::new(tfreg_bin())
-            .args(["dev-cert", "--hostname", "127.0.0.1", "--dir"])
-            .arg(dir)
-            .output()
-            .unwrap(),
-        "tfreg dev-cert",
-    );
+    dev_cert(dir);
     let bucket = format!("tfreg-edge-{:08x}", rand::random::<u32>());
     tokio::runtime::Runtime::new().unwrap().block_on(async {
         let (_, s3) = tfreg_testkit::aws_clients(&Default::default()).await;
@@ -240,7 +233,8 @@ pub const SIGNING_KEY_PARAMETER: &str = "/tfreg-e2e/archive-signing-key-a";
 pub struct EdgeRig {
     pub server: Server,
     pub edge: Edge,
-    _moto: Moto,
+    /// SSM, where the signing key is (stops on drop).
+    pub moto: Moto,
 }
 
 impl EdgeRig {
@@ -274,10 +268,6 @@ impl EdgeRig {
             server.table().expect("a Lambda server's bucket"),
             &[&key],
         );
-        EdgeRig {
-            server,
-            edge,
-            _moto: moto,
-        }
+        EdgeRig { server, edge, moto }
     }
 }
