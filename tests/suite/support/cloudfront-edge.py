@@ -62,9 +62,6 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from botocore.auth import S3SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding
@@ -170,6 +167,10 @@ class Edge(BaseHTTPRequestHandler):
 
     def forward(self, path, cfg):
         """GET or HEAD `path` from the bucket, signed as origin access control signs."""
+        from botocore.auth import S3SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+
         s3 = cfg["s3"]
         origin = urllib.parse.urlparse(s3["endpoint"])
         target = f"{s3['endpoint']}/{cfg['bucket']}{path}"
