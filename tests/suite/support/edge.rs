@@ -117,20 +117,34 @@ impl Edge {
     /// region and credentials from the environment), its key group `keys`.
     pub fn start(dir: &Path, port: u16, tls: &Path, bucket: &str, keys: &[&KeyPair]) -> Edge {
         require_emulators();
-        std::fs::create_dir_all(dir).unwrap();
         let env = |name: &str| std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set"));
+        let s3 = json!({
+            "endpoint": env("AWS_ENDPOINT_URL_S3"),
+            "region": env("AWS_REGION"),
+            "access_key": env("AWS_ACCESS_KEY_ID"),
+            "secret_key": env("AWS_SECRET_ACCESS_KEY"),
+        });
+        Edge::start_on(dir, port, tls, bucket, s3, keys)
+    }
+
+    /// [`Edge::start`] in front of the S3 at `s3` (`{endpoint, region,
+    /// access_key, secret_key}`: a rehearsed stack's moto, say).
+    pub fn start_on(
+        dir: &Path,
+        port: u16,
+        tls: &Path,
+        bucket: &str,
+        s3: Value,
+        keys: &[&KeyPair],
+    ) -> Edge {
+        std::fs::create_dir_all(dir).unwrap();
         let requests = dir.join("edge-requests.jsonl");
         let config = json!({
             "port": port,
             "cert": tls.join("server.pem"),
             "key": tls.join("server.key"),
             "bucket": bucket,
-            "s3": {
-                "endpoint": env("AWS_ENDPOINT_URL_S3"),
-                "region": env("AWS_REGION"),
-                "access_key": env("AWS_ACCESS_KEY_ID"),
-                "secret_key": env("AWS_SECRET_ACCESS_KEY"),
-            },
+            "s3": s3,
             "keys": {},
             "requests": requests,
         });
