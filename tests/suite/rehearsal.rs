@@ -686,3 +686,90 @@ fn archives_from_the_edge(stack: &Rehearsal, config: &str) {
 fn text(v: &Value) -> String {
     v.as_str().map_or_else(|| v.to_string(), String::from)
 }
+
+/// A stack rule (checked as CreateStack checks them): CloudFront delivery
+/// signing with a slot that holds no key is refused, naming the command
+/// that makes one.
+#[test]
+fn cloudfront_delivery_without_the_signing_slots_key_fails_the_rehearsal() {
+    let slot_default = "    Default: A\n    AllowedValues: [A, B]";
+    let said = rehearse_changed(|t| {
+        assert!(t.contains(slot_default));
+        t.replacen(slot_default, "    Default: B\n    AllowedValues: [A, B]", 1)
+    });
+    assert!(
+        said.contains("rule EdgeArchivesNeedTheSigningKey")
+            && said.contains("infra/archive-key new --stack STACK --slot A"),
+        "{said}"
+    );
+}
+
+/// `infra/archive-key` on moto's SSM and Secrets Manager (the AWS CLI, as
+/// the README runs it): `new` stores a slot's private key and prints its
+/// public key, refuses to replace it, `public` prints the same key again
+/// from the store, `remove` deletes it.
+#[test]
+fn the_archive_key_command_makes_keeps_prints_and_removes_a_slots_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let moto = Moto::start(&tmp.path().join("moto.log"));
+    let run = |args: &[&str]| {
+        let mut cmd = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("infra/archive-key"));
+        for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("AWS_")) {
+            cmd.env_remove(k);
+        }
+        cmd.args(args)
+            .env("TFREG_AWS", Tools::get().path("TFREG_AWS"))
+            .env("AWS_ENDPOINT_URL", &moto.url)
+            .env("AWS_ACCESS_KEY_ID", "rehearsal")
+            .env("AWS_SECRET_ACCESS_KEY", "rehearsal")
+            .env("AWS_REGION", "eu-west-1")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .output()
+            .unwrap()
+    };
+    // What it prints on stdout (its notes go to stderr), once it succeeded.
+    let printed = |out: std::process::Output, what: &str| {
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        ok(out, what);
+        stdout
+    };
+    let pattern = |k: &str| {
+        let lines: Vec<&str> = k.trim().split('.').collect();
+        lines.len() == 7
+            && lines[0].starts_with("MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA")
+            && lines[..6].iter().all(|l| l.len() == 64)
+            && lines[6].len() == 8
+            && lines[6].ends_with("IDAQAB")
+    };
+    for store in [&[][..], &["--secrets-manager"][..]] {
+        let with = |args: &[&'static str]| -> Vec<&'static str> { [args, store].concat() };
+        let made = printed(
+            run(&with(&["new", "--stack", "tfreg", "--slot", "B"])),
+            "archive-key new",
+        );
+        assert!(pattern(&made), "{made}");
+        let again = fails(
+            run(&with(&["new", "--stack", "tfreg", "--slot", "B"])),
+            "archive-key new twice",
+        );
+        assert!(again.contains("is a key there already"), "{again}");
+        let public = printed(
+            run(&with(&["public", "--stack", "tfreg", "--slot", "B"])),
+            "archive-key public",
+        );
+        assert_eq!(public.trim(), made.trim(), "{store:?}");
+        ok(
+            run(&with(&["remove", "--stack", "tfreg", "--slot", "B"])),
+            "archive-key remove",
+        );
+        fails(
+            run(&with(&["public", "--stack", "tfreg", "--slot", "B"])),
+            "archive-key public of a removed key",
+        );
+    }
+    let wrong = fails(
+        run(&["new", "--stack", "tfreg", "--slot", "C"]),
+        "archive-key --slot C",
+    );
+    assert!(wrong.contains("--slot A or B"), "{wrong}");
+}
