@@ -27,7 +27,10 @@ stack with CreateStack (template through S3, as sam deploy sends a template over
 51,200 bytes), reads every resource back, checks the outputs and the functions'
 environments, and writes DIR/facts.json:
   moto {url, pid (when up started it)}, region, account, credentials (the deployer's),
-  stack_name, stack_id, outputs, table, bucket, retained, types, routes
+  given (the parameters passed), archive_keys (slot -> the public key
+  infra/archive-key printed, its store), archives (check_archives: delivery,
+  signers, public_keys, key_group, origin_access_control, behaviours,
+  bucket_policy, signing), stack_name, stack_id, outputs, table, bucket, retained, types, routes
   (RouteKey -> function logical id), functions (logical id -> name, arn, binary,
   role_arn, role_name, environment, timeout, memory; from the template:
   architectures, ephemeral_storage_mb, log_group), resources, gap_filled,
@@ -35,15 +38,19 @@ environments, and writes DIR/facts.json:
   policy_resources, lambda_stand_in (the ARN that may assume every function role,
   standing in for lambda.amazonaws.com), transformed {path, bytes (compact JSON),
   bytes_with_spaces, over_template_body_limit}.
-  guided: the template's defaults, stack name and capabilities from samconfig.toml,
-  region us-east-1 (or samconfig.toml's). full: sign-in (client secret in Secrets
-  Manager), CI exchange, UpstreamConnectAllow, custom domain (certificate in
-  us-east-1, hosted zone), in eu-west-1. full-ssm: full with the client secret in
-  SSM Parameter Store.
+  guided: the README's first deploy: `infra/archive-key new --stack STACK --slot A`
+  first (its private key in SSM), its public key as ArchiveSigningPublicKeyA, else
+  the template's defaults (ArchiveDelivery cloudfront), stack name and capabilities
+  from samconfig.toml, region us-east-1 (or samconfig.toml's). full: sign-in (client
+  secret in Secrets Manager), CI exchange, UpstreamConnectAllow, custom domain
+  (certificate in us-east-1, hosted zone), archive keys in both slots (Secrets
+  Manager, slot B signing: a rotation's middle), in eu-west-1. full-ssm: full with
+  the client secret in SSM Parameter Store and ArchiveDelivery presigned.
   Without --moto-url, up starts moto_server (TFREG_MOTO_SERVER) detached and `down`
   stops it; with --moto-url (a test that owns moto), moto is the caller's.
 down: deletes the gap filler's resources and the stack, then checks that exactly
-the DeletionPolicy Retain resources remain (DIR/down.json).
+the DeletionPolicy Retain resources remain (DIR/down.json: kept, deleted, and
+left_on_moto: key groups, which moto 5.2.5 cannot delete).
 Exit status 1 and a message on stderr when anything does not create, resolve or delete.
 """
 

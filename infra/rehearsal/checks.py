@@ -148,6 +148,14 @@ def check_policy_resources(clients, resolver, resources, stack_ids, given):
     ssm = given.get("OidcClientSecretParameter")
     if ssm:
         known.add(clients("ssm").get_parameter(Name=ssm)["Parameter"]["ARN"])
+    # The archive signing keys infra/archive-key made (the stack's prefix).
+    stack = resolver.pseudo["AWS::StackName"]
+    for p in clients("ssm").describe_parameters()["Parameters"]:
+        if p["Name"].startswith(f"/{stack}/archive-signing-key-"):
+            known.add(clients("ssm").get_parameter(Name=p["Name"])["Parameter"]["ARN"])
+    for s in clients("secretsmanager").list_secrets()["SecretList"]:
+        if s["Name"].startswith(f"{stack}/archive-signing-key-"):
+            known.add(s["ARN"])
     seen = 0
     for lid in stack_ids:
         if resources[lid]["Type"] != "AWS::IAM::Role":
@@ -169,7 +177,7 @@ def check_policy_resources(clients, resolver, resources, stack_ids, given):
 def check_origins(fillers, outputs):
     """CloudFront's origin is the HTTP API's own endpoint (ApiEndpoint)."""
     api_host = outputs.get("ApiEndpoint", "").removeprefix("https://")
-    for config in fillers.distributions:
+    for config in fillers.distributions.values():
         domains = [o["DomainName"] for o in config["Origins"]["Items"]]
         if api_host not in domains:
             raise Failed(f"the distribution's origins {domains} are not the API's endpoint {api_host}")
@@ -239,3 +247,150 @@ def as_strings(variables):
     return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in variables.items()}
 
 
+
+
+# Managed-CachingOptimized: archive keys are written once, never replaced.
+CACHING_OPTIMIZED = "658327ea-f89d-4fab-a63d-7e88639e58f6"
+ARCHIVE_PATHS = ["/archives/*", "/cache/*"]
+
+
+def _of_type(resources, active, rtype):
+    return sorted(lid for lid in active if resources[lid]["Type"] == rtype)
+
+
+def check_archives(clients, resolver, resources, active, fillers, functions_made):
+    """Archives from the edge (issue 37), read back: each public key in
+    CloudFront equal to the template's and to the public half of the private
+    key the signing functions are told to read (from SSM or Secrets Manager);
+    the key group holding exactly the stack's keys; the origin access
+    control; the distribution's bucket origin and its /archives/* and
+    /cache/* behaviours (trusted key group, GET and HEAD, cached, headers
+    policy); the bucket policy letting this distribution alone read those
+    prefixes; each signing function's key settings. Presigned: none of it."""
+    from cryptography.hazmat.primitives import serialization
+
+    edge = resolver.condition("ArchivesFromEdge")
+    account = resolver.pseudo["AWS::AccountId"]
+    bucket = resolver.refs["Bucket"]
+    cf, s3 = clients("cloudfront"), clients("s3")
+    out = {"delivery": resolver.parameters["ArchiveDelivery"]}
+    signers = {lid: f["environment"] for lid, f in functions_made.items()
+               if "TFREG_ARCHIVE_DELIVERY" in f["environment"]}
+    out["signers"] = sorted(signers)
+    for lid, env in signers.items():
+        if env["TFREG_ARCHIVE_DELIVERY"] != out["delivery"]:
+            raise Failed(f"{lid}: TFREG_ARCHIVE_DELIVERY {env['TFREG_ARCHIVE_DELIVERY']!r}")
+    [distribution] = _of_type(resources, active, "AWS::CloudFront::Distribution")
+    dist_id = resolver.refs[distribution]
+    config = cf.get_distribution_config(Id=dist_id)["DistributionConfig"]
+    behaviours = {b["PathPattern"]: b for b in (config.get("CacheBehaviors") or {}).get("Items") or []}
+    origins = {o["Id"]: o for o in config["Origins"]["Items"]}
+    policy = json.loads(s3.get_bucket_policy(Bucket=bucket)["Policy"])
+    statements = policy["Statement"] if isinstance(policy["Statement"], list) else [policy["Statement"]]
+    out["bucket_policy"] = statements
+    if s3.get_bucket_policy_status(Bucket=bucket)["PolicyStatus"]["IsPublic"]:
+        raise Failed(f"bucket {bucket}: its policy is public")
+    allows = [st for st in statements if st["Effect"] == "Allow"]
+    cloudfront_types = {"AWS::CloudFront::PublicKey", "AWS::CloudFront::KeyGroup",
+                        "AWS::CloudFront::OriginAccessControl", "AWS::CloudFront::ResponseHeadersPolicy"}
+    if not edge:
+        made = [lid for lid in active if resources[lid]["Type"] in cloudfront_types]
+        extra = [k for k in ("TFREG_ARCHIVE_URL", "TFREG_CLOUDFRONT_KEY_PAIR_ID", "TFREG_ARCHIVE_SIGNING_KEY")
+                 if any(k in env for env in signers.values())]
+        if made or allows or set(behaviours) & set(ARCHIVE_PATHS) or len(origins) != 1 or extra:
+            raise Failed(f"ArchiveDelivery presigned, yet {made} {allows} {sorted(behaviours)} "
+                         f"{sorted(origins)} {extra}")
+        return out
+
+    # The public keys, each as the template writes it.
+    keys = {}
+    for lid in _of_type(resources, active, "AWS::CloudFront::PublicKey"):
+        got = cf.get_public_key(Id=resolver.refs[lid])["PublicKey"]["PublicKeyConfig"]
+        want = evaluated(resolver, resources[lid]["Properties"], lid)["PublicKeyConfig"]
+        if got["EncodedKey"] != want["EncodedKey"]:
+            raise Failed(f"{lid}: CloudFront holds {got['EncodedKey']!r}, the template says {want['EncodedKey']!r}")
+        key = serialization.load_pem_public_key(got["EncodedKey"].encode())
+        if key.key_size != 2048:
+            raise Failed(f"{lid}: an RSA key of {key.key_size} bits; CloudFront takes 2048")
+        keys[lid] = resolver.refs[lid]
+    out["public_keys"] = keys
+    [group] = _of_type(resources, active, "AWS::CloudFront::KeyGroup")
+    items = cf.get_key_group(Id=resolver.refs[group])["KeyGroup"]["KeyGroupConfig"]["Items"]
+    if sorted(items) != sorted(keys.values()):
+        raise Failed(f"{group}: holds {items}, the stack's public keys are {keys}")
+    out["key_group"] = {"id": resolver.refs[group], "items": items}
+    [oac] = _of_type(resources, active, "AWS::CloudFront::OriginAccessControl")
+    got = cf.get_origin_access_control(Id=resolver.refs[oac])["OriginAccessControl"]["OriginAccessControlConfig"]
+    if (got["OriginAccessControlOriginType"], got["SigningBehavior"], got["SigningProtocol"]) != ("s3", "always", "sigv4"):
+        raise Failed(f"{oac}: {got}")
+    out["origin_access_control"] = resolver.refs[oac]
+    [headers] = _of_type(resources, active, "AWS::CloudFront::ResponseHeadersPolicy")
+    held = fillers.held[resolver.refs[headers]]
+    custom = {h["Header"]: h["Value"] for h in held["CustomHeadersConfig"]["Items"]}
+    if not held["SecurityHeadersConfig"]["ContentTypeOptions"]["Override"] or custom != {"Content-Disposition": "attachment"}:
+        raise Failed(f"{headers}: {held}")
+
+    # The bucket as an origin, through the origin access control (moto keeps
+    # no OriginAccessControlId: checked in the configuration sent).
+    regional = f"{bucket}.s3.{resolver.pseudo['AWS::Region']}.amazonaws.com"
+    archives = [o for o in origins.values() if o["DomainName"] == regional]
+    if len(archives) != 1:
+        raise Failed(f"no origin is the bucket's {regional}: {sorted(o['DomainName'] for o in origins.values())}")
+    origin_id = archives[0]["Id"]
+    sent = {o["Id"]: o for o in fillers.distributions[dist_id]["Origins"]["Items"]}[origin_id]
+    if sent.get("OriginAccessControlId") != resolver.refs[oac]:
+        raise Failed(f"origin {origin_id}: OriginAccessControlId {sent.get('OriginAccessControlId')!r}")
+    for path in ARCHIVE_PATHS:
+        b = behaviours.get(path)
+        if b is None:
+            raise Failed(f"the distribution has no {path} behaviour: {sorted(behaviours)}")
+        trusted = b.get("TrustedKeyGroups") or {}
+        problems = [
+            what for what, bad in [
+                ("TargetOriginId", b["TargetOriginId"] != origin_id),
+                ("TrustedKeyGroups", not trusted.get("Enabled") or trusted.get("Items") != [resolver.refs[group]]),
+                ("AllowedMethods", sorted(b["AllowedMethods"]["Items"]) != ["GET", "HEAD"]),
+                ("CachePolicyId", b.get("CachePolicyId") != CACHING_OPTIMIZED),
+                ("ResponseHeadersPolicyId", b.get("ResponseHeadersPolicyId") != resolver.refs[headers]),
+                ("ViewerProtocolPolicy", b["ViewerProtocolPolicy"] != "https-only"),
+            ] if bad]
+        if problems:
+            raise Failed(f"behaviour {path}: {problems}: {b}")
+    out["behaviours"] = {p: behaviours[p]["TargetOriginId"] for p in ARCHIVE_PATHS}
+
+    # The bucket: the distribution alone may read archives/ and cache/.
+    source = f"arn:aws:cloudfront::{account}:distribution/{dist_id}"
+    want = {"Effect": "Allow", "Principal": {"Service": "cloudfront.amazonaws.com"}, "Action": "s3:GetObject",
+            "Resource": [f"arn:aws:s3:::{bucket}/archives/*", f"arn:aws:s3:::{bucket}/cache/*"],
+            "Condition": {"StringEquals": {"AWS:SourceArn": source}}}
+    if [{k: v for k, v in st.items() if k != "Sid"} for st in allows] != [want]:
+        raise Failed(f"bucket policy: its Allow statements {allows}, not only {want}")
+    if not any(st["Effect"] == "Deny" and st.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport") == "false"
+               for st in statements):
+        raise Failed("bucket policy: no DenyInsecureTransport")
+
+    # The signing functions: the signing slot's key id, the registry's URL,
+    # and a private key whose public half is that key.
+    slot = resolver.parameters["ArchiveSigningKeySlot"]
+    key_id = keys.get(f"ArchiveSigningKey{slot}")
+    host = resolver.parameters["DomainName"] or resolver.attrs[(distribution, "DomainName")]
+    references = set()
+    for lid, env in signers.items():
+        if env.get("TFREG_CLOUDFRONT_KEY_PAIR_ID") != key_id or env.get("TFREG_ARCHIVE_URL") != f"https://{host}":
+            raise Failed(f"{lid}: key pair {env.get('TFREG_CLOUDFRONT_KEY_PAIR_ID')!r} (slot {slot}: {key_id}), "
+                         f"archive URL {env.get('TFREG_ARCHIVE_URL')!r} (https://{host})")
+        references.add(env["TFREG_ARCHIVE_SIGNING_KEY"])
+    if len(references) != 1:
+        raise Failed(f"the signing functions read different keys: {sorted(references)}")
+    [reference] = references
+    if reference.startswith("arn:"):
+        pem = clients("secretsmanager").get_secret_value(SecretId=reference)["SecretString"]
+    else:
+        pem = clients("ssm").get_parameter(Name=reference, WithDecryption=True)["Parameter"]["Value"]
+    public = serialization.load_pem_private_key(pem.encode(), password=None).public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    encoded = cf.get_public_key(Id=key_id)["PublicKey"]["PublicKeyConfig"]["EncodedKey"]
+    if public != encoded:
+        raise Failed(f"the private key at {reference} is not the pair of slot {slot}'s public key {key_id}")
+    out["signing"] = {"slot": slot, "key_pair_id": key_id, "key_reference": reference}
+    return out

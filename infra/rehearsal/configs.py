@@ -26,17 +26,22 @@ def samconfig(path):
     return {"stack_name": merged["stack_name"], "capabilities": caps, "region": merged.get("region")}
 
 
-def guided(clients, region):
-    """A first `sam deploy --guided`, every prompt answered with Enter: no
-    parameter given, the template's defaults."""
-    return {}
+def guided(clients, region, archive_key):
+    """A first `sam deploy --guided` as the README walks it: the archive
+    signing key made first (`infra/archive-key new --stack STACK --slot A`,
+    its private key in SSM), its public key pasted at the
+    ArchiveSigningPublicKeyA prompt, every other prompt answered with Enter
+    (the template's defaults: ArchiveDelivery cloudfront, slot A)."""
+    return {"ArchiveSigningPublicKeyA": archive_key("A", secrets_manager=False)}
 
 
-def full(clients, region):
+def full(clients, region, archive_key):
     """Every optional feature on: sign-in (its client secret in Secrets
     Manager, made first as a user would), the CI exchange, the cache's
     connect allowance, a custom domain with its us-east-1 certificate and
-    hosted zone (made first, as a user has them)."""
+    hosted zone (made first, as a user has them); archives from the edge in
+    the middle of a rotation: keys in both slots (in Secrets Manager), slot B
+    signing, so the key group holds both."""
     secret = clients("secretsmanager").create_secret(
         Name="tfreg/oidc-client-secret", SecretString="rehearsal-client-secret"
     )["ARN"]
@@ -55,6 +60,10 @@ def full(clients, region):
         "DomainName": "registry.example.com",
         "CertificateArn": cert,
         "HostedZoneId": zone,
+        "ArchiveSigningKeyStore": "secretsmanager",
+        "ArchiveSigningPublicKeyA": archive_key("A", secrets_manager=True),
+        "ArchiveSigningPublicKeyB": archive_key("B", secrets_manager=True),
+        "ArchiveSigningKeySlot": "B",
     }
 
 
@@ -70,9 +79,15 @@ def _hosted_zone(route53, name):
     raise SystemExit("moto made no hosted zone id starting with Z")
 
 
-def full_ssm(clients, region):
-    """`full` with the client secret in SSM Parameter Store instead."""
-    params = full(clients, region)
+def full_ssm(clients, region, archive_key):
+    """`full` with the client secret in SSM Parameter Store instead, and
+    archives handed out as before issue 37 (ArchiveDelivery presigned: the
+    blob function's presigned S3 redirects, no key, no key group)."""
+    params = full(clients, region, lambda slot, secrets_manager: "")
+    for k in ("ArchiveSigningKeyStore", "ArchiveSigningPublicKeyA", "ArchiveSigningPublicKeyB",
+              "ArchiveSigningKeySlot"):
+        del params[k]
+    params["ArchiveDelivery"] = "presigned"
     del params["OidcClientSecretArn"]
     name = "/tfreg/oidc-client-secret"
     clients("ssm").put_parameter(Name=name, Value="rehearsal-client-secret", Type="SecureString")

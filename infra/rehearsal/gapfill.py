@@ -18,6 +18,11 @@ class GapError(Exception):
     pass
 
 
+# What the resolver answers for a stack resource's value while a gap resource
+# made before the stack is evaluated (intrinsics.Resolver.late).
+LATE = "<made-with-the-stack>"
+
+
 # CloudFormation property names that are not the API member's name in another case.
 RENAMES = {"IPV6Enabled": "IsIPV6Enabled"}
 
@@ -113,7 +118,9 @@ class Fillers:
     def __init__(self, clients, stack_name):
         self.clients = clients
         self.stack_name = stack_name
-        self.distributions = []  # their API configurations, for checks
+        self.distributions = {}  # id -> the API configuration sent, for checks
+        self.held = {}  # what moto has no API for: the rehearsal's own records
+        self.deleted = set()
 
     # ------------------------------------------------------------ API Gateway v2
     def create_api(self, logical_id, props):
@@ -177,9 +184,9 @@ class Fillers:
         c = self.clients("cloudfront")
         c.delete_function(Name=info["Name"], IfMatch=c.describe_function(Name=info["Name"])["ETag"])
 
-    def create_distribution(self, logical_id, props):
+    def distribution_config(self, logical_id, config):
+        """A CloudFormation DistributionConfig in the API's form."""
         c = self.clients("cloudfront")
-        config = dict(props["DistributionConfig"])
         # CloudFormation's behaviours carry CachedMethods beside AllowedMethods;
         # the API nests them.
         behaviours = []
@@ -188,6 +195,10 @@ class Fillers:
             cached = b.pop("CachedMethods", None)
             if cached is not None:
                 b["AllowedMethods"] = {"Items": b["AllowedMethods"], "CachedMethods": cached}
+            # CloudFormation names the key groups; the API says whether any is trusted.
+            groups = b.pop("TrustedKeyGroups", None)
+            if groups:
+                b["TrustedKeyGroups"] = {"Enabled": True, "Items": groups}
             behaviours.append(b)
         config["DefaultCacheBehavior"] = behaviours[0]
         if "CacheBehaviors" in config:
@@ -197,10 +208,36 @@ class Fillers:
         # CloudFormation's defaults for what the API requires.
         defaults = {"CustomOriginConfig": {"HTTPPort": 80, "HTTPSPort": 443}}
         shape = c.meta.service_model.operation_model("CreateDistribution").input_shape
-        api_config = shaped(config, shape.members["DistributionConfig"], "DistributionConfig", defaults)
+        return shaped(config, shape.members["DistributionConfig"], "DistributionConfig", defaults)
+
+    def create_distribution(self, logical_id, props):
+        """Made before the stack (the functions need its domain) from what
+        needs no stack resource: an origin whose domain is a stack resource's
+        (the archive bucket, `late` in the evaluated properties) and the
+        behaviours that target it are left out, and `update_distribution`
+        adds them once the stack is there."""
+        c = self.clients("cloudfront")
+        config = dict(props["DistributionConfig"])
+        origins = config["Origins"]
+        later = {o["Id"] for o in origins if LATE in json.dumps(o)}
+        config["Origins"] = [o for o in origins if o["Id"] not in later]
+        if "CacheBehaviors" in config:
+            config["CacheBehaviors"] = [b for b in config["CacheBehaviors"] if b["TargetOriginId"] not in later]
+        if LATE in json.dumps(config):
+            raise GapError(f"{logical_id}: needs a stack resource outside an origin the filler can add later")
+        api_config = self.distribution_config(logical_id, config)
         made = c.create_distribution(DistributionConfig=api_config)["Distribution"]
-        self.distributions.append(api_config)
-        return made["Id"], {"DomainName": made["DomainName"], "Id": made["Id"]}, {}
+        self.distributions[made["Id"]] = api_config
+        return made["Id"], {"DomainName": made["DomainName"], "Id": made["Id"]}, {"later": sorted(later)}
+
+    def update_distribution(self, ref, logical_id, props):
+        """The whole configuration, with the stack's resources known (UpdateDistribution)."""
+        c = self.clients("cloudfront")
+        got = c.get_distribution_config(Id=ref)
+        api_config = self.distribution_config(logical_id, dict(props["DistributionConfig"]))
+        api_config["CallerReference"] = got["DistributionConfig"]["CallerReference"]
+        c.update_distribution(Id=ref, IfMatch=got["ETag"], DistributionConfig=api_config)
+        self.distributions[ref] = api_config
 
     def check_certificate(self, config):
         """CloudFront's rules for a custom domain: the ACM certificate lives in
@@ -259,6 +296,72 @@ class Fillers:
         self.clients("s3").delete_bucket_policy(Bucket=ref)
 
 
+    # ------------------------------------------------------------ CloudFront keys and policies
+    def create_public_key(self, logical_id, props):
+        c = self.clients("cloudfront")
+        made = call(c, "CreatePublicKey", props)["PublicKey"]
+        return made["Id"], {"Id": made["Id"], "CreatedTime": str(made["CreatedTime"])}, {}
+
+    def exists_public_key(self, ref, info):
+        # moto answers GetPublicKey of an unknown id 500: its list instead.
+        keys = self.clients("cloudfront").list_public_keys()["PublicKeyList"].get("Items") or []
+        return any(k["Id"] == ref for k in keys)
+
+    def delete_public_key(self, ref, info):
+        c = self.clients("cloudfront")
+        c.delete_public_key(Id=ref, IfMatch=c.get_public_key(Id=ref)["ETag"])
+
+    def create_key_group(self, logical_id, props):
+        made = call(self.clients("cloudfront"), "CreateKeyGroup", props)["KeyGroup"]
+        return made["Id"], {"LastModifiedTime": str(made.get("LastModifiedTime", ""))}, {}
+
+    def exists_key_group(self, ref, info):
+        groups = self.clients("cloudfront").list_key_groups()["KeyGroupList"].get("Items") or []
+        return any(g["KeyGroup"]["Id"] == ref for g in groups)
+
+    def delete_key_group(self, ref, info):
+        """moto 5.2.5 has no DeleteKeyGroup (it answers 500): `down` reports
+        the group as left on moto (UNDELETABLE), not as retained."""
+
+    def create_origin_access(self, logical_id, props):
+        made = call(self.clients("cloudfront"), "CreateOriginAccessControl", props)["OriginAccessControl"]
+        return made["Id"], {"Id": made["Id"]}, {}
+
+    def exists_origin_access(self, ref, info):
+        c = self.clients("cloudfront")
+        return _probe(c, lambda: c.get_origin_access_control(Id=ref))
+
+    def delete_origin_access(self, ref, info):
+        c = self.clients("cloudfront")
+        c.delete_origin_access_control(Id=ref, IfMatch=c.get_origin_access_control(Id=ref)["ETag"])
+
+    def create_headers_policy(self, logical_id, props):
+        """moto 5.2.5 has no response headers policies: the properties are
+        shaped to CloudFront's own API model (botocore's
+        CreateResponseHeadersPolicy input, which refuses an unknown or
+        missing member as for every filler here) and the policy is the
+        rehearsal's record, its id made up; the distribution's behaviours
+        are checked to name that id."""
+        c = self.clients("cloudfront")
+        shape = c.meta.service_model.operation_model("CreateResponseHeadersPolicy").input_shape
+        config = shaped(props["ResponseHeadersPolicyConfig"], shape.members["ResponseHeadersPolicyConfig"],
+                        "ResponseHeadersPolicyConfig")
+        ref = f"rehearsal-{logical_id.lower()}"
+        self.held[ref] = config
+        return ref, {"Id": ref, "LastModifiedTime": ""}, {"held_by": "the rehearsal (moto has no such API)",
+                                                         "config": config}
+
+    def exists_headers_policy(self, ref, info):
+        return ref in self.held or ("config" in info and ref not in self.deleted)
+
+    def delete_headers_policy(self, ref, info):
+        self.held.pop(ref, None)
+        self.deleted.add(ref)
+
+
+# What moto cannot delete: left on moto after `down`, reported as such.
+UNDELETABLE = {"AWS::CloudFront::KeyGroup"}
+
 # The types the gap filler creates, each with its filler's method name.
 GAP_TYPES = {
     "AWS::ApiGatewayV2::Api": "api",
@@ -267,6 +370,10 @@ GAP_TYPES = {
     "AWS::ApiGatewayV2::Route": "route",
     "AWS::CloudFront::Function": "cf_function",
     "AWS::CloudFront::Distribution": "distribution",
+    "AWS::CloudFront::PublicKey": "public_key",
+    "AWS::CloudFront::KeyGroup": "key_group",
+    "AWS::CloudFront::OriginAccessControl": "origin_access",
+    "AWS::CloudFront::ResponseHeadersPolicy": "headers_policy",
     "AWS::S3::BucketPolicy": "bucket_policy",
     "AWS::Lambda::EventInvokeConfig": "invoke_config",
 }

@@ -9,6 +9,8 @@ known yet) raises `Unresolved`, never a silent None.
 
 import re
 
+from .gapfill import LATE
+
 NO_VALUE = object()  # AWS::NoValue: the property is left out
 
 SUB_VAR = re.compile(r"\$\{(?!!)([^}]+)\}")
@@ -33,6 +35,9 @@ class Resolver:
         self.refs = {}
         self.attrs = {}
         self.conditions = {}
+        # Stack resources whose values are `late` (gapfill.LATE) while a gap
+        # resource made before the stack, without them, is evaluated.
+        self.late = set()
         for name in template.get("Conditions", {}):
             self.condition(name)
 
@@ -57,6 +62,8 @@ class Resolver:
             return self.pseudo[name]
         if name in self.refs:
             return self.refs[name]
+        if name in self.late:
+            return LATE
         if name in self.template.get("Resources", {}):
             raise Unresolved(name)
         raise TemplateError(f"Ref to unknown name {name}")
@@ -64,6 +71,8 @@ class Resolver:
     def getatt(self, name, attr):
         if (name, attr) in self.attrs:
             return self.attrs[(name, attr)]
+        if name in self.late:
+            return LATE
         if name in self.template.get("Resources", {}):
             raise Unresolved(f"{name}.{attr}")
         raise TemplateError(f"GetAtt on unknown resource {name}")

@@ -5,16 +5,18 @@ checked, the facts written. `down`: the stack deleted, retention checked."""
 import copy
 import io
 import json
+import os
 import random
+import subprocess
 import uuid
 import zipfile
 from pathlib import Path
 
 from . import configs, limits, moto, template
 from .cfn import CFN_TYPES, NO_PHYSICAL_ID, Stacked
-from .checks import (Failed, check_limits, check_origins, check_outputs, check_policy_resources, check_rules,
+from .checks import (Failed, check_archives, check_limits, evaluated, check_origins, check_outputs, check_policy_resources, check_rules,
                      check_types, fill_properties, functions, parameter_values, say, verify)
-from .gapfill import GAP_TYPES, Fillers
+from .gapfill import GAP_TYPES, UNDELETABLE, Fillers
 from .intrinsics import Resolver, Unresolved, references, substitute
 
 PSEUDO_STATIC = {"AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com", "AWS::NotificationARNs": []}
@@ -36,6 +38,13 @@ def dependencies(resource, names):
     return deps & names
 
 
+# Gap types made before the stack without what needs a stack resource (an
+# origin on the stack's bucket), and updated with it after (their filler's
+# update_X): the functions need the distribution's domain, the distribution
+# the bucket's.
+LATER = {"AWS::CloudFront::Distribution"}
+
+
 def plan_gaps(active):
     """The gap resources in creation order, split: `pre` need only each other
     (made before CreateStack, their values substituted into the template),
@@ -51,22 +60,29 @@ def plan_gaps(active):
             raise Failed(f"gap resources depend on each other in a circle: {sorted(gap - done)}")
         order += ready
         done |= set(ready)
-    needs_stack = set()
+    needs_stack, late = set(), {}
     for lid in order:
-        if deps[lid] - gap or deps[lid] & needs_stack:
+        stack_deps = deps[lid] - gap
+        if stack_deps and active[lid]["Type"] in LATER:
+            late[lid] = stack_deps
+            stack_deps = set()
+        if stack_deps or deps[lid] & needs_stack:
             needs_stack.add(lid)
     pre = [lid for lid in order if lid not in needs_stack]
     post = [lid for lid in order if lid in needs_stack]
-    return pre, post, deps
+    return pre, post, deps, {lid: names for lid, names in late.items() if lid in pre}
 
 
-def create_gap(fillers, resolver, resources, lid, records):
+def create_gap(fillers, resolver, resources, lid, records, late=()):
     r = resources[lid]
     method = GAP_TYPES[r["Type"]]
+    resolver.late = set(late)
     try:
         props = resolver.value(r.get("Properties", {}))
     except Unresolved as e:
         raise Failed(f"{lid}: {e} has no value when the gap filler creates it")
+    finally:
+        resolver.late = set()
     ref, attrs, info = getattr(fillers, f"create_{method}")(lid, props)
     resolver.refs[lid] = ref
     for k, v in attrs.items():
@@ -120,13 +136,33 @@ class Rehearsal:
         self.account = self.clients("sts").get_caller_identity()["Account"]
         self.facts["account"] = self.account
         make_params, _ = configs.CONFIGS[self.args.config]
-        self.given = make_params(self.clients, self.region)
+        self.given = make_params(self.clients, self.region, self.archive_key)
+        self.facts["given"] = self.given
         self.translate()
         self.plan()
         self.create_stack()
         self.read_back()
         say(f"{len(self.stack_ids)} resources by moto's CloudFormation, {len(self.records)} by the gap filler, "
             f"{len(self.facts['outputs'])} outputs resolved, {len(self.facts['routes'])} routes")
+
+    def archive_key(self, slot, secrets_manager):
+        """`infra/archive-key new --stack STACK --slot SLOT`, as the README runs
+        it before the first deploy (the AWS CLI with the deployer's
+        credentials, AWS_ENDPOINT_URL at moto): the public key it prints."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        env.update(AWS_ENDPOINT_URL=self.url, AWS_ACCESS_KEY_ID=self.creds["AccessKeyId"],
+                   AWS_SECRET_ACCESS_KEY=self.creds["SecretAccessKey"], AWS_REGION=self.region,
+                   AWS_DEFAULT_REGION=self.region, AWS_EC2_METADATA_DISABLED="true")
+        args = [str(self.repo / "infra/archive-key"), "new", "--stack", self.stack_name, "--slot", slot]
+        if secrets_manager:
+            args.append("--secrets-manager")
+        done = subprocess.run(args, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise Failed(f"{' '.join(args[1:])}: {done.stderr.strip()}")
+        say(done.stderr.strip().replace("\n", "; "))
+        self.facts.setdefault("archive_keys", {})[slot] = {
+            "public": done.stdout.strip(), "store": "secretsmanager" if secrets_manager else "ssm"}
+        return done.stdout.strip()
 
     def translate(self):
         """`sam package` (each package's zip in the deployment bucket), then
@@ -174,7 +210,7 @@ class Rehearsal:
             raise Failed(f"roles {named} are named: samconfig.toml's capabilities need CAPABILITY_NAMED_IAM")
         self.resources = resources = transformed["Resources"]
         self.active = {lid: r for lid, r in resources.items() if resolver.active(r)}
-        self.pre, self.post, deps = plan_gaps(self.active)
+        self.pre, self.post, deps, self.late = plan_gaps(self.active)
         self.gap_all = {lid for lid, r in resources.items() if r["Type"] in GAP_TYPES}
         self.stack_ids = sorted(set(self.active) - self.gap_all)
         self.outputs = {k: o for k, o in transformed.get("Outputs", {}).items() if resolver.active(o)}
@@ -196,7 +232,7 @@ class Rehearsal:
         self.fillers = Fillers(self.clients, self.stack_name)
         self.records = []
         for lid in self.pre:
-            create_gap(self.fillers, self.resolver, self.resources, lid, self.records)
+            create_gap(self.fillers, self.resolver, self.resources, lid, self.records, self.late.get(lid, ()))
         self.facts["gap_filled"] = self.records
         self.save()
         body = stack_template(self.transformed, self.gap_all, self.resolver, set(self.pre))
@@ -243,6 +279,12 @@ class Rehearsal:
             if attrs:
                 for k, v in getattr(stacked, attrs)(physical[lid]).items():
                     resolver.attrs[(lid, k)] = v
+        for lid in self.late:
+            method = GAP_TYPES[resources[lid]["Type"]]
+            props = evaluated(resolver, resources[lid].get("Properties", {}), lid)
+            getattr(self.fillers, f"update_{method}")(resolver.refs[lid], lid, props)
+        if self.late:
+            say(f"gap filler completed {sorted(self.late)} with the stack's {sorted(set().union(*self.late.values()))}")
         for lid in self.post:
             create_gap(self.fillers, resolver, resources, lid, self.records)
         self.save()
@@ -258,6 +300,8 @@ class Rehearsal:
         check_origins(self.fillers, facts["outputs"])
         facts["functions"] = functions(self.clients, resolver, self.source, resources, self.stack_ids)
         facts["routes"] = template.routes(self.transformed, resolver)
+        facts["archives"] = check_archives(self.clients, resolver, resources, self.active, self.fillers,
+                                           facts["functions"])
         by_type = {t: [lid for lid in self.stack_ids if resources[lid]["Type"] == t]
                    for t in ("AWS::DynamoDB::Table", "AWS::S3::Bucket")}
         facts["table"] = physical[by_type["AWS::DynamoDB::Table"][0]]
@@ -310,8 +354,11 @@ def down(args):
     if status != "DELETE_COMPLETE":
         raise Failed(f"stack {facts['stack_name']}: {status}")
     stacked = Stacked(clients, region, facts["account"])
-    kept, gone = [], []
+    kept, gone, left = [], [], []
     for lid, res in sorted(facts["resources"].items()):
+        if res["type"] in UNDELETABLE:
+            left.append(lid)
+            continue
         if res["by"] == "cloudformation":
             there = getattr(stacked, CFN_TYPES[res["type"]][0])(res["physical"], res["props"])
         else:
@@ -322,9 +369,10 @@ def down(args):
             raise Failed(f"{lid} ({res['type']}): {'still exists' if there else 'was deleted'} after DeleteStack"
                          f" ({'DeletionPolicy Retain' if retain else 'not retained'})")
         (kept if there else gone).append(lid)
-    result = {"kept": kept, "deleted": gone}
+    result = {"kept": kept, "deleted": gone, "left_on_moto": left}
     (out / "down.json").write_text(json.dumps(result, indent=2))
-    say(f"stack deleted: kept {kept}, deleted {len(gone)} others")
+    say(f"stack deleted: kept {kept}, deleted {len(gone)} others"
+        + (f", left {left} (moto cannot delete {sorted(UNDELETABLE)})" if left else ""))
     if facts["moto"]["pid"] and not args.keep_moto:
         moto.stop(facts["moto"]["pid"])
     print(out / "down.json")

@@ -104,9 +104,23 @@ fn the_deploy_reads_the_repositorys_samconfig() {
         .iter()
         .find(|b| b.text.contains("sam deploy --guided"))
         .expect("README.md shows `sam deploy --guided`");
+    // The archive signing key first (issue 37), for the stack samconfig.toml
+    // names (`--stack_name=tfreg` below): the key's parameter is named after it.
+    let first_commands = commands(&first.text);
     assert_eq!(
-        commands(&first.text),
-        ["sam build && sam deploy --guided"],
+        first_commands.len(),
+        2,
+        "README.md:{}: the first deploy",
+        first.line
+    );
+    assert!(
+        first_commands[0].starts_with("infra/archive-key new --stack tfreg --slot A"),
+        "README.md:{}: the first deploy: {}",
+        first.line,
+        first_commands[0]
+    );
+    assert_eq!(
+        first_commands[1], "sam build && sam deploy --guided",
         "README.md:{}: the first deploy",
         first.line
     );

@@ -145,6 +145,14 @@ fn the_readme_names_only_commands_flags_and_packages_that_exist() {
     };
     // infra/smoke-test's usage, its header comment (`[--token TOKEN]`).
     let smoke_test = std::fs::read_to_string(root().join("infra/smoke-test")).unwrap();
+    // infra/archive-key's usage lines, in its header comment:
+    // `#   infra/archive-key COMMAND --stack NAME ... [--secrets-manager]`.
+    let archive_key: Vec<Vec<String>> = std::fs::read_to_string(root().join("infra/archive-key"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("#   infra/archive-key "))
+        .map(words)
+        .collect();
     let packages = workspace_bins();
     let mut sam = HelpCli::sam();
     let mut cargo_lambda = HelpCli::cargo_lambda();
@@ -176,6 +184,26 @@ fn the_readme_names_only_commands_flags_and_packages_that_exist() {
                 for flag in w.iter().filter(|w| w.starts_with("--")) {
                     if !smoke_test.contains(&format!("[{flag} ")) {
                         errors.push(format!("README.md:{line}: infra/smoke-test has no {flag}"));
+                    }
+                }
+            }
+            Some("infra/archive-key") => {
+                checked += 1;
+                // Its command, and each flag in that command's usage line.
+                match archive_key.iter().find(|u| u.first() == w.get(1)) {
+                    None => errors.push(format!(
+                        "README.md:{line}: infra/archive-key has no command {:?}",
+                        w.get(1)
+                    )),
+                    Some(usage) => {
+                        for flag in w.iter().filter(|w| w.starts_with("--")) {
+                            if !usage.iter().any(|u| u.trim_matches(['[', ']']) == flag) {
+                                errors.push(format!(
+                                    "README.md:{line}: infra/archive-key {} has no {flag}",
+                                    usage[0]
+                                ));
+                            }
+                        }
                     }
                 }
             }
@@ -262,6 +290,7 @@ fn the_readme_names_only_commands_flags_and_packages_that_exist() {
         [
             "tfreg ",
             "scripts/lambda-local",
+            "infra/archive-key",
             "sam ",
             "aws ",
             "cargo lambda ",

@@ -12,13 +12,26 @@ use serde_json::json;
 use crate::support::cfn::{Stack, template_yaml};
 use crate::support::iam::{CallsList, Role, Statement, check, sam_roles};
 
-/// The configurations: a first `sam deploy --guided` (every default), and
-/// every option on, the client secret in SSM or in Secrets Manager.
-pub const STACKS: [(&str, &[(&str, &str)]); 3] = [
-    ("basic", &[]),
+/// An RSA 2048 public key as infra/archive-key prints it (a parameter value).
+const PUBLIC_KEY: &str = "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAt0599aQJ0sspSnmtGLRO.\
+    qJI1oUQHMj3Opp9htcFWqo3i/NOhVgmKV3paHwKO0e2+HMjX7IoqmXoFRdSkhSPA.\
+    CyMK00iIySMLqbSd8wjnS+DJHqg8PNJXgiRQoqi7FJVZHPDro2/TvoD3guSBdfVU.\
+    JyOWJRYvFZXFeU5m3/5Vu8tkM99WSrrnRF3Vzu9oEn2Jrq7vPNtb30TfNwDheCUU.\
+    R776n1/JdL/f7zIrmnjdA1vsnamY2Z5m2kSeP9JeeBl/RdlGMLrJgQr6INjfnZ4+.\
+    lMDDlyA248ethTfV+dcB25bhLXCigLZysfuS9ptkcJPS/QORfH2kqY63yXeaPBKW.\
+    EwIDAQAB";
+
+/// The configurations: a first `sam deploy --guided` (every default, the
+/// archive key of slot A in SSM), every option on (the client secret in
+/// SSM or in Secrets Manager; archive keys in both slots, in Secrets
+/// Manager, slot B signing), and archives presigned.
+pub const STACKS: [(&str, &[(&str, &str)]); 4] = [
+    ("basic", &[("ArchiveSigningPublicKeyA", PUBLIC_KEY)]),
+    ("presigned archives", &[("ArchiveDelivery", "presigned")]),
     (
         "full, secret in SSM",
         &[
+            ("ArchiveSigningPublicKeyA", PUBLIC_KEY),
             ("DomainName", "registry.example.com"),
             (
                 "CertificateArn",
@@ -40,6 +53,10 @@ pub const STACKS: [(&str, &[(&str, &str)]); 3] = [
                 "arn:aws:secretsmanager:us-east-1:123456789012:secret:tfreg-oidc-AbCdEf",
             ),
             ("CiIssuers", "https://gitlab.com"),
+            ("ArchiveSigningPublicKeyA", PUBLIC_KEY),
+            ("ArchiveSigningPublicKeyB", PUBLIC_KEY),
+            ("ArchiveSigningKeySlot", "B"),
+            ("ArchiveSigningKeyStore", "secretsmanager"),
         ],
     ),
 ];
@@ -110,7 +127,7 @@ fn statement(
 /// `change` has been made to it.
 fn findings_after(function: &str, change: impl FnOnce(&mut Role)) -> Vec<String> {
     let template = template_yaml();
-    let stack = Stack::new(&template, &[]);
+    let stack = Stack::new(&template, STACKS[0].1);
     let list = CallsList::read();
     let mut roles = sam_roles(&stack);
     let role = roles.get_mut(function).unwrap();
@@ -215,6 +232,32 @@ fn the_checker_finds_shortfalls_and_excess() {
         }
     });
     assert_finds(&f, "allows dynamodb:LeadingKeys TOKENS, which no call uses");
+    // The archive signing key: the signing slot's parameter only, and only
+    // for the functions that sign.
+    let key = "arn:aws:ssm:us-east-1:123456789012:parameter/tfreg/archive-signing-key-a";
+    let f = findings_after("ProviderDownloadFunction", |r| {
+        for s in &mut r.statements {
+            if s.sid == "ReadArchiveSigningKey" {
+                s.resources = vec!["arn:aws:ssm:us-east-1:123456789012:parameter/tfreg/*".into()];
+            }
+        }
+    });
+    assert_finds(
+        &f,
+        &format!("ssm:GetParameter on {key} (no partition) is not granted"),
+    );
+    let f = findings_after("ProviderVersionsFunction", |r| {
+        r.statements.push(statement(
+            "ReadArchiveSigningKey",
+            &["ssm:GetParameter"],
+            &[key],
+            json!(null),
+        ))
+    });
+    assert_finds(
+        &f,
+        &format!("grants ssm:GetParameter on {key}, which no call uses"),
+    );
     let f = findings_after("UiFunction", |r| {
         r.managed.push("AmazonDynamoDBFullAccess".into())
     });

@@ -23,9 +23,10 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::support::cfn::Stack;
+use crate::support::edge::{Edge, KeyPair, epoch_in};
 use crate::support::fixtures::*;
 use crate::support::iam::{CallsList, check, transformed_roles};
-use crate::support::rehearsed::Rehearsed;
+use crate::support::rehearsed::{Rehearsed, python};
 use crate::support::*;
 
 /// `tfreg ARGS` through the admin function; its stdout.
@@ -216,6 +217,27 @@ fn guided_stack_serves_the_user_path_under_each_functions_role() {
         &format!("{NS}/null"),
         &format!("{NS}/greeting/null"),
     );
+    // The guided stack hands out CloudFront signed URLs (ArchiveDelivery
+    // cloudfront): the stand-in for the distribution's archive behaviours
+    // serves a published archive from the stack's bucket to a URL the
+    // reference signer (botocore) signs with the key the functions read
+    // (slot A's, from SSM), and refuses it once its signature is changed;
+    // whatever else reached it passed CloudFront's rules.
+    let edge = r
+        .edge
+        .as_ref()
+        .expect("the guided stack signs with CloudFront");
+    let refused: Vec<_> = edge
+        .requests()
+        .into_iter()
+        .filter(|q| q.refused.is_some())
+        .collect();
+    assert!(refused.is_empty(), "refused at the edge: {refused:?}");
+    eprintln!(
+        "FIGURE guided: the CloudFront stand-in served {} archive requests",
+        edge.requests().len()
+    );
+    edge_serves_the_stacks_archives(&r, edge, tmp.path());
 
     // Deprecate and yank through the admin function.
     admin(
@@ -481,4 +503,45 @@ print(sm.get_secret_value(SecretId=arn)["SecretString"])"#,
         "FIGURE roles full: {:.1} s",
         started.elapsed().as_secs_f64()
     );
+}
+
+/// A signed URL of a published archive, made by the reference signer with
+/// the signing key as the stack stores it, through the stand-in: 200 with
+/// the object's bytes; the same URL with another signature: 403.
+fn edge_serves_the_stacks_archives(r: &Rehearsed, edge: &Edge, dir: &std::path::Path) {
+    let code = r#"
+import boto3, json, sys
+f = json.load(open(sys.argv[1])); c = f["credentials"]
+kw = dict(endpoint_url=f["moto"]["url"], region_name=f["region"],
+          aws_access_key_id=c["AccessKeyId"], aws_secret_access_key=c["SecretAccessKey"])
+pem = boto3.client("ssm", **kw).get_parameter(
+    Name=f["archives"]["signing"]["key_reference"], WithDecryption=True)["Parameter"]["Value"]
+objects = boto3.client("s3", **kw).list_objects_v2(Bucket=f["bucket"], Prefix="archives/")["Contents"]
+zip = next(o for o in objects if o["Key"].endswith(".zip"))
+print(json.dumps({"pem": pem, "key": zip["Key"], "size": zip["Size"]}))
+"#;
+    let got: Value =
+        serde_json::from_str(&python(code, &[r.facts_path.to_str().unwrap()])).unwrap();
+    let private = dir.join("archive-signing-key-a.pem");
+    std::fs::write(&private, got["pem"].as_str().unwrap()).unwrap();
+    let key = KeyPair {
+        id: r.facts["archives"]["signing"]["key_pair_id"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+        private,
+        public_pem: String::new(),
+    };
+    let url = format!("{}/{}", edge.url, got["key"].as_str().unwrap());
+    let signed = key.sign(epoch_in(300), &[&url]).remove(0);
+    let resp = r.server.http.get(&signed).send().unwrap();
+    assert_eq!(resp.status(), 200, "{signed}");
+    assert_eq!(
+        resp.bytes().unwrap().len() as u64,
+        got["size"].as_u64().unwrap()
+    );
+    let (head, _) = signed.split_once("&Signature=").unwrap();
+    let tampered = format!("{head}&Signature=AAAA&Key-Pair-Id={}", key.id);
+    let resp = r.server.http.get(&tampered).send().unwrap();
+    assert_eq!(resp.status(), 403, "{tampered}");
 }

@@ -20,6 +20,9 @@ use super::cfn::{Stack, text};
 /// infra/aws-calls.json.
 pub const CALLS_LIST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/infra/aws-calls.json");
 
+/// infra/aws-calls.json's name for the signing slot's archive key.
+pub const ARCHIVE_SIGNING_KEY: &str = "ArchiveSigningKey";
+
 /// The managed policy SAM attaches to every role it makes: CloudWatch
 /// Logs for Lambda itself (the runtime writes the function's output), no
 /// call of tfreg's code.
@@ -213,9 +216,25 @@ pub fn needs(call: &Call, stack: &Stack) -> Result<Vec<Need>, String> {
         format!("arn:{b}/{}*", prefix.as_deref().unwrap_or(""))
     };
     let bucket = || format!("arn:{}", call.bucket.as_deref().unwrap_or("?"));
+    // The archive signing key (issue 37): the signing slot's, by the
+    // convention infra/archive-key writes (a secret's ARN ends in `-` and six
+    // characters Secrets Manager adds: IAM's `-??????`).
+    let slot = stack
+        .params
+        .get("ArchiveSigningKeySlot")
+        .map_or("a".into(), |s| s.to_lowercase());
     let param = |name: &Option<String>| {
         let name = name.as_deref().unwrap_or("?");
-        stack.params.get(name).cloned().unwrap_or(name.to_string())
+        match name {
+            ARCHIVE_SIGNING_KEY if call.service == "ssm" => {
+                format!("/tfreg/archive-signing-key-{slot}")
+            }
+            ARCHIVE_SIGNING_KEY => format!(
+                "arn:aws:secretsmanager:{}:{}:secret:tfreg/archive-signing-key-{slot}-??????",
+                stack.region, stack.account
+            ),
+            _ => stack.params.get(name).cloned().unwrap_or(name.to_string()),
+        }
     };
     let op = call.operation.as_str();
     Ok(match call.service.as_str() {

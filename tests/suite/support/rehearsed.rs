@@ -29,6 +29,8 @@ use serde_json::Value;
 use tfreg_store::aws::record::{Call, RECORD_AWS_CALLS, parse};
 
 use super::command::ok;
+use super::edge::{Edge, KeyPair};
+use super::iam::ARCHIVE_SIGNING_KEY;
 use super::moto::Moto;
 use super::server::{Server, StackFunction, free_port, free_port_pair};
 use super::tools::Tools;
@@ -59,6 +61,9 @@ pub struct Rehearsal {
 /// A rehearsed stack and its functions, running.
 pub struct Rehearsed {
     pub server: Server,
+    /// With `ArchiveDelivery=cloudfront`: the CloudFront stand-in for the
+    /// distribution's archive behaviours, in front of moto's bucket.
+    pub edge: Option<Edge>,
     pub facts: Value,
     pub facts_path: PathBuf,
     pub credentials: BTreeMap<String, Value>,
@@ -236,6 +241,9 @@ kw = dict(endpoint_url=f["moto"]["url"], region_name=f["region"],
         let dir = dir.as_path();
         let host = format!("127.0.0.1:{port}");
         let region = text(&facts["region"]);
+        // The distribution's archive behaviours: the stand-in's address in
+        // place of the distribution's (TFREG_ARCHIVE_URL, as TFREG_HOSTNAME).
+        let edge_port = (facts["archives"]["delivery"] == "cloudfront").then(free_port);
         let calls = dir.join("calls");
         std::fs::create_dir_all(&calls).unwrap();
         let mut functions = vec![];
@@ -263,6 +271,12 @@ kw = dict(endpoint_url=f["moto"]["url"], region_name=f["region"],
                 ),
             ] {
                 env.insert(k.to_string(), v);
+            }
+            if let (Some(port), true) = (edge_port, env.contains_key("TFREG_ARCHIVE_URL")) {
+                env.insert(
+                    "TFREG_ARCHIVE_URL".into(),
+                    format!("https://127.0.0.1:{port}"),
+                );
             }
             env.extend(extra(lid));
             functions.push(StackFunction {
@@ -300,8 +314,10 @@ kw = dict(endpoint_url=f["moto"]["url"], region_name=f["region"],
             &routes,
             (store_args, store_env),
         );
+        let edge = edge_port.map(|edge_port| Rehearsed::edge(&facts, &moto, dir, edge_port));
         Rehearsed {
             server,
+            edge,
             facts,
             facts_path,
             credentials,
@@ -317,6 +333,45 @@ impl Rehearsed {
     /// the stack's environment.
     pub fn start(dir: &Path, config: &str) -> Rehearsed {
         Rehearsal::up(dir, config).serve(free_port_pair(), |_| vec![])
+    }
+
+    /// The stand-in on `port` with the functions' development certificate
+    /// (Terraform trusts its CA for both), its key group the stack's public
+    /// keys by their CloudFront ids, reading moto's bucket as the deployer
+    /// (in AWS the distribution's service principal, which the bucket
+    /// policy admits: moto takes no service principal).
+    fn edge(facts: &Value, moto: &Moto, dir: &Path, port: u16) -> Edge {
+        let archives = &facts["archives"];
+        let keys: Vec<KeyPair> = archives["public_keys"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(lid, id)| {
+                let slot = lid.trim_start_matches("ArchiveSigningKey");
+                let body = text(&facts["archive_keys"][slot]["public"]).replace('.', "\n");
+                KeyPair {
+                    id: text(id),
+                    private: PathBuf::new(),
+                    public_pem: format!(
+                        "-----BEGIN PUBLIC KEY-----\n{body}\n-----END PUBLIC KEY-----\n"
+                    ),
+                }
+            })
+            .collect();
+        let deployer = &facts["credentials"];
+        Edge::start_on(
+            &dir.join("edge"),
+            port,
+            &dir.join("functions/tls"),
+            &text(&facts["bucket"]),
+            serde_json::json!({
+                "endpoint": moto.url,
+                "region": facts["region"],
+                "access_key": deployer["AccessKeyId"],
+                "secret_key": deployer["SecretAccessKey"],
+            }),
+            &keys.iter().collect::<Vec<_>>(),
+        )
     }
 
     /// The deployer's environment for the `tfreg` CLI on the stack's stores
@@ -346,6 +401,8 @@ impl Rehearsed {
         }
         let auth = &self.facts["functions"]["AuthFunction"]["environment"];
         let secret_ref = text(&auth["TFREG_OIDC_CLIENT_SECRET"]);
+        // The archive signing key (issue 37), when the stack signs with CloudFront.
+        let key_ref = text(&self.facts["archives"]["signing"]["key_reference"]);
         let mut out: BTreeMap<String, BTreeSet<Call>> = BTreeMap::new();
         for lid in self.facts["functions"].as_object().unwrap().keys() {
             let file = self.calls.join(format!("{lid}.jsonl"));
@@ -367,33 +424,26 @@ impl Rehearsed {
                 if call.parameter.as_deref() == Some(secret_ref.as_str()) {
                     call.parameter = Some("OidcClientSecretParameter".into());
                 }
+                if !key_ref.is_empty() {
+                    if call.parameter.as_deref() == Some(key_ref.as_str()) {
+                        call.parameter = Some(ARCHIVE_SIGNING_KEY.into());
+                    }
+                    if call.secret.as_deref() == Some(key_ref.as_str()) {
+                        call.secret = Some(ARCHIVE_SIGNING_KEY.into());
+                    }
+                }
                 set.insert(call);
             }
         }
         out
     }
 
-    /// The stack's parameters that decide its roles, as the functions'
-    /// environments show them (facts.json holds no parameter list).
+    /// The parameters the stack was created with (facts.json's `given`;
+    /// the rest are the template's defaults).
     pub fn role_parameters(&self) -> Vec<(String, String)> {
-        let auth = &self.facts["functions"]["AuthFunction"]["environment"];
-        let mut out = vec![];
-        if auth.is_object() {
-            for (param, var) in [
-                ("OidcIssuer", "TFREG_OIDC_ISSUER"),
-                ("OidcClientId", "TFREG_OIDC_CLIENT_ID"),
-                ("CiIssuers", "TFREG_CI_ISSUERS"),
-            ] {
-                out.push((param.to_string(), text(&auth[var])));
-            }
-            let secret = text(&auth["TFREG_OIDC_CLIENT_SECRET"]);
-            let param = if secret.starts_with("arn:") {
-                "OidcClientSecretArn"
-            } else {
-                "OidcClientSecretParameter"
-            };
-            out.push((param.to_string(), secret));
-        }
-        out
+        self.facts["given"]
+            .as_object()
+            .map(|given| given.iter().map(|(k, v)| (k.clone(), text(v))).collect())
+            .unwrap_or_default()
     }
 }
