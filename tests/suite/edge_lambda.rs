@@ -116,6 +116,12 @@ fn terraform_installs_through_cloudfront_signed_urls_on_lambda() {
     assert_eq!(resp.status(), 200, "{url}");
     assert_eq!(resp.bytes().unwrap(), std::fs::read(&imported).unwrap());
     assert_eq!(served_since(&edge, before, "/archives/").len(), 1);
+    // The stand-in checked tfreg's signature, not only its form: the same
+    // URL for another platform's file is refused.
+    let tampered = url.replace("_linux_amd64.zip", "_darwin_arm64.zip");
+    let resp = server.http.get(&tampered).send().unwrap();
+    assert_eq!(resp.status(), 403, "{tampered}");
+    assert_eq!(resp.headers()["x-edge-refused"], "signature");
 
     // No archive came from the blob function: every one was the edge's.
     let requests = log::assert_no_server_errors(&server.server_log(), 10);

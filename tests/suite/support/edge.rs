@@ -263,11 +263,12 @@ impl EdgeRig {
         );
         let edge_port = free_port();
         let archive_url = format!("https://127.0.0.1:{edge_port}");
+        use tfreg_lambda::config as c;
         let mut all: Vec<(&str, &str)> = vec![
-            ("TFREG_ARCHIVE_DELIVERY", "cloudfront"),
-            ("TFREG_ARCHIVE_URL", &archive_url),
-            ("TFREG_CLOUDFRONT_KEY_PAIR_ID", &key.id),
-            ("TFREG_ARCHIVE_SIGNING_KEY", SIGNING_KEY_PARAMETER),
+            (c::ARCHIVE_DELIVERY, "cloudfront"),
+            (c::ARCHIVE_URL, &archive_url),
+            (c::CLOUDFRONT_KEY_PAIR_ID, &key.id),
+            (c::ARCHIVE_SIGNING_KEY, SIGNING_KEY_PARAMETER),
             ("AWS_ENDPOINT_URL_SSM", &moto.url),
         ];
         all.extend_from_slice(settings);
