@@ -2,7 +2,9 @@
 //! (the resolved graph of its package alone, as `sam build` builds it, on
 //! each platform that ships: the functions' arm64 and this machine's), so a heavy dependency cannot quietly come back:
 //! `read` and `blob` carry no OpenPGP, archive, HCL, Markdown, sanitiser or
-//! template code; `publish` and `admin` no UI; `ui` no OpenPGP; only `blob`,
+//! template code, and of the RSA code only the signer of CloudFront URLs
+//! (issue 37: `rsa` and `sha1`, and nothing else the `cloudfront` feature
+//! brings: no SSM or Secrets Manager client); `publish` and `admin` no UI; `ui` no OpenPGP; only `blob`,
 //! `publish` and `admin` the S3 client; none a regular expression engine;
 //! only `auth` sign-in's JWT code, the HTTP client it reaches the identity
 //! provider with, and the SSM / Secrets Manager clients it reads the
@@ -19,6 +21,9 @@ use std::process::Command;
 /// Packages whose code is OpenPGP, archives, HCL, Markdown, HTML
 /// sanitising or templates.
 const PGP: &[&str] = &["pgp", "rsa", "tfreg-verify", "tfreg-publish"];
+/// OpenPGP without `rsa`, which the read and blob functions link to sign
+/// CloudFront URLs (tfreg-lambda's feature `cloudfront`).
+const PGP_BUT_RSA: &[&str] = &["pgp", "tfreg-verify", "tfreg-publish"];
 const ARCHIVES: &[&str] = &["zip", "tar"];
 const DOCS: &[&str] = &["hcl-rs", "pulldown-cmark", "ammonia", "html5ever"];
 const UI: &[&str] = &["askama", "tfreg-ui"];
@@ -67,7 +72,17 @@ fn forbidden() -> Vec<(&'static str, Vec<&'static str>)> {
         (
             "tfreg-function-read",
             all(&[
-                PGP, ARCHIVES, DOCS, UI, S3, REGEX, SIGNIN, SECRETS, CACHE, OUTBOUND, LAMBDA_SDK,
+                PGP_BUT_RSA,
+                ARCHIVES,
+                DOCS,
+                UI,
+                S3,
+                REGEX,
+                SIGNIN,
+                SECRETS,
+                CACHE,
+                OUTBOUND,
+                LAMBDA_SDK,
             ])
             .into_iter()
             .chain(groups("tfreg-read"))
@@ -76,7 +91,16 @@ fn forbidden() -> Vec<(&'static str, Vec<&'static str>)> {
         (
             "tfreg-function-blob",
             all(&[
-                PGP, ARCHIVES, DOCS, UI, REGEX, SIGNIN, SECRETS, CACHE, OUTBOUND, LAMBDA_SDK,
+                PGP_BUT_RSA,
+                ARCHIVES,
+                DOCS,
+                UI,
+                REGEX,
+                SIGNIN,
+                SECRETS,
+                CACHE,
+                OUTBOUND,
+                LAMBDA_SDK,
             ])
             .into_iter()
             .chain(groups("tfreg-read"))
@@ -168,6 +192,53 @@ fn the_fill_function_links_the_origin_client_and_its_callers_the_invoke_code() {
             }
         }
     }
+}
+
+/// The functions that sign CloudFront URLs, and only they, are built with
+/// tfreg-lambda's feature `cloudfront`, link `rsa`, and gain from it only
+/// `rsa`, `sha1` and what they depend on: the graph of tfreg-lambda with
+/// `cloudfront` beside `invoke` has no other package than with `invoke`
+/// alone (the key is read on the SDK runtime `invoke` links, not through
+/// an SSM or Secrets Manager client).
+#[test]
+fn only_the_signing_functions_link_rsa_and_it_brings_nothing_else() {
+    let signers = ["tfreg-function-read", "tfreg-function-blob"];
+    for (package, _) in forbidden() {
+        let signs = lambda_features(package).contains("cloudfront");
+        assert_eq!(
+            signs,
+            signers.contains(&package),
+            "{package}: tfreg-lambda's feature `cloudfront`"
+        );
+        if signs {
+            assert!(dependencies(package).contains("rsa"), "{package} lacks rsa");
+        }
+    }
+    let lambda = |features: &str| {
+        let mut args = vec!["--features", features, "-e", "normal,build"];
+        args.extend(SHIPPED_TARGETS);
+        args.extend(["--prefix", "none", "--format", "{p}"]);
+        cargo_tree("tfreg-lambda", &args)
+            .lines()
+            .filter_map(|line| line.split_whitespace().next())
+            .map(str::to_string)
+            .collect::<BTreeSet<String>>()
+    };
+    let invoke = lambda("invoke");
+    let signing = lambda("invoke,cloudfront");
+    let gained: BTreeSet<&String> = signing.difference(&invoke).collect();
+    let mut rsa = dependencies("rsa");
+    rsa.extend(dependencies("sha1"));
+    let other: Vec<&&String> = gained
+        .iter()
+        .filter(|p| !rsa.contains(p.as_str()))
+        .collect();
+    assert!(
+        other.is_empty(),
+        "`cloudfront` brings more than rsa and sha1: {other:?}"
+    );
+    assert!(gained.contains(&"rsa".to_string()), "{gained:?}");
+    assert!(!invoke.contains("rsa"), "rsa without `cloudfront`");
 }
 
 /// `cargo tree -p package` with `args` (offline, the lock file as it is);

@@ -110,6 +110,7 @@ mod ci_examples;
 mod ci_exchange;
 mod cli_admin;
 mod cli_network;
+mod cloudfront_signer;
 mod concurrent_publish;
 mod docs_bomb;
 mod e2e_access;

@@ -196,8 +196,9 @@ pub fn canned_policy(resource: &str, expires: u64) -> String {
 }
 
 /// `s` as Python's `json.dumps` writes a string (`ensure_ascii`): `"` and
-/// `\` escaped, control characters as `\n`-style or `\u00XX`, everything
-/// past ASCII as `\uXXXX` (UTF-16, so surrogate pairs past the BMP).
+/// `\` escaped, `\n`, `\r`, `\t`, `\b`, `\f`, and every other character
+/// outside `' '..='~'` (control characters, DEL, everything past ASCII) as
+/// `\uXXXX` (UTF-16, so surrogate pairs past the BMP).
 fn json_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
@@ -210,7 +211,7 @@ fn json_string(s: &str) -> String {
             '\t' => out.push_str("\\t"),
             '\u{08}' => out.push_str("\\b"),
             '\u{0c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || (c as u32) > 0x7f => {
+            c if !(' '..='~').contains(&c) => {
                 let mut units = [0u16; 2];
                 for unit in c.encode_utf16(&mut units) {
                     out.push_str(&format!("\\u{unit:04x}"));

@@ -19,7 +19,6 @@ use aws_runtime::user_agent::ApiMetadata;
 use aws_smithy_runtime_api::client::interceptors::SharedInterceptor;
 use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse, OrchestratorError};
 use aws_smithy_types::body::SdkBody;
-use aws_smithy_types::error::display::DisplayErrorContext;
 use tfreg_http::edge_url::{CloudFrontSigner, EdgeKeyError};
 use tfreg_store::aws::{SdkConfig, endpoint_url};
 use zeroize::Zeroizing;
@@ -143,7 +142,7 @@ async fn read_key_with(
     let answer = operation
         .invoke(body)
         .await
-        .map_err(|e| failed(DisplayErrorContext(&e).to_string()))?;
+        .map_err(|e| failed(error_chain(&e)))?;
     let value = match reference {
         SecretRef::Parameter(_) => answer.parameter.and_then(|p| p.value),
         SecretRef::SecretsManager(_) => answer.secret_string,
@@ -154,6 +153,21 @@ async fn read_key_with(
         return Err(failed("the value is empty".into()));
     }
     Ok(value)
+}
+
+/// An error and its sources, each by its `Display`: not the SDK's
+/// `DisplayErrorContext`, which ends with the error's `Debug`, the raw
+/// answer included (an answer that holds the key but does not parse
+/// would be printed).
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        source = e.source();
+    }
+    text
 }
 
 /// What either service answers (the fields read, no others).
@@ -191,3 +205,6 @@ fn deserialize(response: &HttpResponse) -> Result<Answer, OrchestratorError<Refu
         ))
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -43,7 +43,7 @@ fn strings_are_escaped_as_python_s_json_dumps_escapes_them() {
         ("q\"b\\", r#""q\"b\\""#),
         (
             "\n\r\t\u{8}\u{c}\u{1}\u{1f}\u{7f}",
-            "\"\\n\\r\\t\\b\\f\\u0001\\u001f\u{7f}\"",
+            r#""\n\r\t\b\f\u0001\u001f\u007f""#,
         ),
         ("é€😀", r#""\u00e9\u20ac\ud83d\ude00""#),
     ] {
