@@ -17,7 +17,8 @@
 //! The private key never reaches a log line: [`CloudFrontSigner`]'s `Debug`
 //! leaves it out, and errors never quote the PEM.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use rsa::RsaPrivateKey;
@@ -68,6 +69,24 @@ pub struct CloudFrontSigner {
     base_url: String,
     key_pair_id: String,
     key: SigningKey<Sha1>,
+    /// The last URL signed for each archive, with its expiry: an RSA
+    /// signature costs milliseconds of a small function's CPU (2048 bits,
+    /// x86_64 at opt-level z: about 2 to 6 ms; 4096 bits ten times that),
+    /// and within one [`expiry`] step every URL of a file is the same.
+    signed: Mutex<HashMap<String, (u64, String)>>,
+}
+
+/// Archives whose last URL [`CloudFrontSigner`] keeps, at most (then it
+/// starts again from none).
+const KEPT_URLS: usize = 4096;
+
+/// The expiry of an archive URL handed out at `now` for `ttl` seconds:
+/// `now + ttl` rounded down to a step of a fifth of `ttl`, at most a
+/// minute, so a URL lives at least four fifths of its lifetime and never
+/// longer, and within a step a file's URL is signed once.
+pub fn expiry(now: u64, ttl: u64) -> u64 {
+    let step = (ttl / 5).clamp(1, 60);
+    (now + ttl) / step * step
 }
 
 impl std::fmt::Debug for CloudFrontSigner {
@@ -149,6 +168,7 @@ impl CloudFrontSigner {
             base_url: base_url.to_string(),
             key_pair_id: key_pair_id.to_string(),
             key: SigningKey::new(key),
+            signed: Mutex::default(),
         }
     }
 
@@ -161,9 +181,25 @@ impl CloudFrontSigner {
     }
 
     /// The signed URL of the archive `key`, valid until `expires` (Unix
-    /// seconds; CloudFront refuses it from then on).
+    /// seconds; CloudFront refuses it from then on): the one signed last
+    /// for it if that has the same expiry.
     pub fn archive_url(&self, key: &BlobKey, expires: u64) -> String {
-        self.sign(&format!("{}/{key}", self.base_url), expires)
+        let kept = |signed: &HashMap<String, (u64, String)>| {
+            signed
+                .get(key.as_str())
+                .filter(|(e, _)| *e == expires)
+                .map(|(_, url)| url.clone())
+        };
+        if let Some(url) = kept(&self.signed.lock().unwrap_or_else(|e| e.into_inner())) {
+            return url;
+        }
+        let url = self.sign(&format!("{}/{key}", self.base_url), expires);
+        let mut signed = self.signed.lock().unwrap_or_else(|e| e.into_inner());
+        if signed.len() >= KEPT_URLS {
+            signed.clear();
+        }
+        signed.insert(key.as_str().to_string(), (expires, url.clone()));
+        url
     }
 
     /// `url` signed with a canned policy until `expires`, as botocore's
@@ -249,7 +285,7 @@ pub fn cloudfront_base64(bytes: &[u8]) -> String {
 
 /// The blob store of the `blob` function in CloudFront mode: what a
 /// download would redirect to (a presigned S3 URL) becomes a CloudFront
-/// signed URL of the same key, valid for `ttl_secs`. Everything else, HEAD
+/// signed URL of the same key, valid for `ttl_secs` ([`expiry`]). Everything else, HEAD
 /// included (answered from the store), is the inner store's.
 ///
 /// Only files the pull-through cache keeps reach the blob function in this
@@ -308,7 +344,8 @@ impl BlobStore for EdgeRedirects {
     async fn download(&self, key: &BlobKey, head: bool) -> Result<Download, StoreError> {
         match self.inner.download(key, head).await? {
             Download::Redirect(_) => Ok(Download::Redirect(
-                self.signer.archive_url(key, (self.clock)() + self.ttl_secs),
+                self.signer
+                    .archive_url(key, expiry((self.clock)(), self.ttl_secs)),
             )),
             other => Ok(other),
         }

@@ -270,13 +270,15 @@ impl Registry {
     }
 
     /// A download URL for an archive, with the registry's URL lifetime:
-    /// as [`Config::archive_delivery`] says.
+    /// as [`Config::archive_delivery`] says (a CloudFront URL's expiry is
+    /// rounded down to a step, `edge_url::expiry`).
     pub async fn read_url(&self, key: &BlobKey) -> Result<String, Error> {
         #[cfg(feature = "cloudfront")]
         if let ArchiveDelivery::CloudFront(edge) = &self.config.archive_delivery
             && !key.is_cached()
         {
-            return Ok(edge.archive_url(key, self.now() + self.config.url_ttl_secs));
+            let expires = crate::edge_url::expiry(self.now(), self.config.url_ttl_secs);
+            return Ok(edge.archive_url(key, expires));
         }
         self.blob_url(Grant::Read(key)).await
     }

@@ -269,7 +269,7 @@ async fn the_blob_function_s_redirects_go_to_the_edge_and_its_heads_stay_its_own
         "ab".repeat(32)
     ));
     match edge.download(&cached, false).await.unwrap() {
-        Download::Redirect(url) => assert_eq!(url, signer().archive_url(&cached, 1_300)),
+        Download::Redirect(url) => assert_eq!(url, signer().archive_url(&cached, 1_260)),
         _ => panic!("not a redirect"),
     }
     match edge.download(&cached, true).await.unwrap() {
@@ -323,8 +323,8 @@ async fn in_cloudfront_mode_published_files_get_edge_urls_and_cached_ones_the_re
     let edge = registry(config);
     assert_eq!(
         edge.read_url(&published).await.unwrap(),
-        signer().archive_url(&published, 1_120),
-        "the registry's URL lifetime"
+        signer().archive_url(&published, 1_104),
+        "the registry's URL lifetime, rounded down to a fifth of it"
     );
     let url = edge.read_url(&cached).await.unwrap();
     assert!(
@@ -332,4 +332,41 @@ async fn in_cloudfront_mode_published_files_get_edge_urls_and_cached_ones_the_re
         "{url}"
     );
     assert!(!url.contains("Key-Pair-Id"), "{url}");
+}
+
+#[test]
+fn an_expiry_is_rounded_down_to_a_fifth_of_the_lifetime_or_a_minute() {
+    assert_eq!(expiry(1_000, 300), 1_260, "steps of 60 s");
+    assert_eq!(expiry(1_059, 300), 1_320);
+    assert_eq!(expiry(1_000, 120), 1_104, "steps of 24 s");
+    assert_eq!(expiry(1_000, 86_400), 87_360);
+    assert_eq!(expiry(1_000, 4), 1_004, "short lifetimes: to the second");
+    assert_eq!(expiry(1_000, 1), 1_001);
+    for ttl in [1, 2, 5, 59, 60, 299, 300, 301, 3_600, 86_400] {
+        for now in 1_767_225_600..1_767_225_600 + 130 {
+            let lives = expiry(now, ttl) - now;
+            assert!(lives <= ttl && lives * 5 >= ttl * 4, "{now} {ttl}: {lives}");
+        }
+    }
+}
+
+#[test]
+fn a_file_s_url_is_signed_once_per_expiry() {
+    let s = signer();
+    let k = key("archives/0123/x.zip");
+    let first = s.archive_url(&k, 60);
+    assert_eq!(s.archive_url(&k, 60), first);
+    assert_eq!(first, s.sign(&format!("{BASE}/archives/0123/x.zip"), 60));
+    let later = s.archive_url(&k, 120);
+    assert_ne!(later, first);
+    assert_eq!(later, s.sign(&format!("{BASE}/archives/0123/x.zip"), 120));
+    assert_eq!(
+        s.archive_url(&key("archives/0123/y.zip"), 120),
+        s.sign(&format!("{BASE}/archives/0123/y.zip"), 120)
+    );
+    assert_eq!(
+        s.archive_url(&k, 60),
+        first,
+        "an older expiry is signed again"
+    );
 }
