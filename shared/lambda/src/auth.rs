@@ -58,7 +58,7 @@ pub async fn read_secret(
                 .with_decryption(true)
                 .send()
                 .await
-                .map_err(|e| failed(aws_sdk_ssm::error::DisplayErrorContext(e).to_string()))?;
+                .map_err(|e| failed(crate::error_chain(&e)))?;
             out.parameter
                 .and_then(|p| p.value)
                 .ok_or_else(|| failed("the answer holds no value".into()))?
@@ -76,9 +76,7 @@ pub async fn read_secret(
                 .secret_id(arn)
                 .send()
                 .await
-                .map_err(|e| {
-                    failed(aws_sdk_secretsmanager::error::DisplayErrorContext(e).to_string())
-                })?;
+                .map_err(|e| failed(crate::error_chain(&e)))?;
             out.secret_string
                 .ok_or_else(|| failed("the secret holds no SecretString".into()))?
         }

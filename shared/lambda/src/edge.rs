@@ -142,7 +142,7 @@ async fn read_key_with(
     let answer = operation
         .invoke(body)
         .await
-        .map_err(|e| failed(error_chain(&e)))?;
+        .map_err(|e| failed(crate::error_chain(&e)))?;
     let value = match reference {
         SecretRef::Parameter(_) => answer.parameter.and_then(|p| p.value),
         SecretRef::SecretsManager(_) => answer.secret_string,
@@ -153,21 +153,6 @@ async fn read_key_with(
         return Err(failed("the value is empty".into()));
     }
     Ok(value)
-}
-
-/// An error and its sources, each by its `Display`: not the SDK's
-/// `DisplayErrorContext`, which ends with the error's `Debug`, the raw
-/// answer included (an answer that holds the key but does not parse
-/// would be printed).
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        text.push_str(": ");
-        text.push_str(&e.to_string());
-        source = e.source();
-    }
-    text
 }
 
 /// What either service answers (the fields read, no others).

@@ -355,6 +355,22 @@ pub fn log_filter(get: impl Fn(&str) -> Option<String>) -> tracing_subscriber::f
     })
 }
 
+#[cfg(any(feature = "signin", feature = "cloudfront"))]
+/// An error and its sources, each by its `Display`: not the SDK's
+/// `DisplayErrorContext`, which ends with the error's `Debug`, the raw
+/// answer included (an answer that holds the key but does not parse
+/// would be printed).
+pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        source = e.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use tracing::Level;
