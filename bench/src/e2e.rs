@@ -22,7 +22,7 @@ use workspace::Workspace;
 use crate::cost::delivery::{self, BLOB, Delivery};
 use crate::cost::{self, PerInit};
 use crate::report::Section;
-use crate::tools::{Error, free_port, free_port_pair, median, require_env, sibling_binary};
+use crate::tools::{Error, free_port, median, require_env, sibling_binary};
 
 pub(crate) const NS: &str = "bench";
 pub(crate) const COUNT: usize = 10;
@@ -162,6 +162,9 @@ pub fn run(rounds: usize) -> Result<Section, Error> {
     let idle = cost::idle_per_month(registry.table_bytes()?, fixture.archive_bytes());
     let cacheable = cost::edge_cacheable(&bill);
     let dominant = &bill[0];
+    // Counted when the functions in cloudfront mode sent the init to the
+    // edge (functions without that mode hand out their own URLs: derived).
+    let edge_count = edge_count.filter(|c| c.requests() > 0 && edge_requests.is_some());
     let cloudfront = match (&edge_requests, &edge_count) {
         (Some(functions), Some(count)) => modes::counted_cloudfront(&per_init, functions, count),
         _ => delivery::derived_cloudfront(&per_init),
@@ -170,7 +173,7 @@ pub fn run(rounds: usize) -> Result<Section, Error> {
         presigned: per_init.clone(),
         cloudfront,
         blob: blob_requests.unwrap_or_default(),
-        edge: edge_count.filter(|_| edge_requests.is_some()),
+        edge: edge_count,
     };
     let profile = edge::PROFILE;
 

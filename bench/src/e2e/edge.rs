@@ -25,12 +25,13 @@ pub(crate) fn lambda_local_args(delivery: Delivery) -> Vec<&'static str> {
     args
 }
 
-/// What puts scripts/lambda-local in cloudfront mode.
-const CLOUDFRONT_ARGS: [&str; 2] = ["--archive-delivery", "cloudfront"];
+/// What puts scripts/lambda-local in cloudfront mode (the functions sign
+/// CloudFront URLs; the stand-in answers them on `--port` + 2).
+const CLOUDFRONT_ARGS: [&str; 1] = ["--cloudfront"];
 
 /// Where scripts/lambda-local's CloudFront stand-in logs its requests
 /// (one JSON line a request), under its data directory.
-const EDGE_LOG: &str = "cloudfront-edge/requests.jsonl";
+const EDGE_LOG: &str = "cloudfront/requests.jsonl";
 
 fn lambda_local() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lambda-local")

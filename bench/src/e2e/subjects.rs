@@ -64,7 +64,7 @@ impl Registry {
         data: &Path,
         delivery: crate::cost::delivery::Delivery,
     ) -> Result<Registry, Error> {
-        let port = free_port_pair()?;
+        let port = crate::tools::free_ports(3)?;
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lambda-local");
         std::fs::create_dir_all(data)?;
         let out = data.join("lambda-local.out");
