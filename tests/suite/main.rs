@@ -2,6 +2,10 @@
 //!
 //! - `e2e_terraform`, `e2e_lambda`: the real Terraform CLI over real HTTPS against
 //!   `tfreg serve` and against the Lambda functions on the DynamoDB and S3 emulators.
+//! - `edge`: the CloudFront stand-in (`support/cloudfront-edge.py`) against the
+//!   reference signer (botocore): CloudFront's 403s, key rotation (issue 37).
+//! - `edge_lambda`: the real Terraform 1.0.3 and 1.11.4 on the Lambda functions in
+//!   cloudfront mode, their archives through that stand-in (issue 37).
 //! - `e2e_access`: the real Terraform CLI (1.0.3, 1.11, 1.12) against
 //!   `tfreg serve --private`: credentials blocks and `TF_TOKEN_<host>`, refusals
 //!   without a token and after a revoke, deprecation warnings, yanked versions,
@@ -111,6 +115,8 @@ mod docs_bomb;
 mod e2e_access;
 mod e2e_lambda;
 mod e2e_terraform;
+mod edge;
+mod edge_lambda;
 mod handlers;
 mod hardening;
 mod issuer_ca;

@@ -6,6 +6,7 @@ pub mod browser;
 pub mod cfn;
 pub mod command;
 pub mod dist;
+pub mod edge;
 pub mod fixtures;
 pub mod gpg;
 pub mod iam;

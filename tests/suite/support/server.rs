@@ -56,6 +56,19 @@ pub fn free_port_pair() -> u16 {
     panic!("no two adjacent free loopback ports between {low} and {high}");
 }
 
+/// `tfreg dev-cert` for 127.0.0.1 in `dir`: `dir/tls/{ca,server}.pem`,
+/// `server.key` (the CA reused when `dir` has one).
+pub fn dev_cert(dir: &Path) {
+    ok(
+        Command::new(tfreg_bin())
+            .args(["dev-cert", "--hostname", "127.0.0.1", "--dir"])
+            .arg(dir)
+            .output()
+            .unwrap(),
+        "tfreg dev-cert",
+    );
+}
+
 /// Panics with the watcher's log if `cargo lambda watch` has exited (a port
 /// it could not bind, say), rather than waiting out the deadline.
 fn watcher_still_running(watcher: &mut Child, log: &Path) {
@@ -447,14 +460,7 @@ impl Server {
                 .unwrap(),
             "tfreg aws init",
         );
-        ok(
-            Command::new(tfreg_bin())
-                .args(["dev-cert", "--hostname", "127.0.0.1", "--dir"])
-                .arg(dir)
-                .output()
-                .unwrap(),
-            "tfreg dev-cert",
-        );
+        dev_cert(dir);
         let log = dir.join("lambda.log");
         let watch_log = dir.join("lambda-watch.log");
         let (mut group, runtime_addr) = watch(dir, port, Path::new(env!("CARGO_MANIFEST_DIR")));
@@ -531,14 +537,7 @@ impl Server {
         let host = format!("127.0.0.1:{port}");
         let router = dir.join("router");
         std::fs::create_dir_all(&router).unwrap();
-        ok(
-            Command::new(tfreg_bin())
-                .args(["dev-cert", "--hostname", "127.0.0.1", "--dir"])
-                .arg(dir)
-                .output()
-                .unwrap(),
-            "tfreg dev-cert",
-        );
+        dev_cert(dir);
         // cargo lambda watch routes to binaries of the manifest it reads:
         // one (never built) per function name.
         let mut manifest = String::from(
