@@ -165,6 +165,10 @@ pub fn run(rounds: usize) -> Result<Section, Error> {
     // Counted when the functions in cloudfront mode sent the init to the
     // edge (functions without that mode hand out their own URLs: derived).
     let edge_count = edge_count.filter(|c| c.requests() > 0 && edge_requests.is_some());
+    let derived_because = match edge {
+        None => modes::NO_STAND_IN,
+        Some(_) => modes::NOT_AT_THE_EDGE,
+    };
     let cloudfront = match (&edge_requests, &edge_count) {
         (Some(functions), Some(count)) => modes::counted_cloudfront(&per_init, functions, count),
         _ => delivery::derived_cloudfront(&per_init),
@@ -174,6 +178,7 @@ pub fn run(rounds: usize) -> Result<Section, Error> {
         cloudfront,
         blob: blob_requests.unwrap_or_default(),
         edge: edge_count,
+        derived_because,
     };
     let profile = edge::PROFILE;
 

@@ -43,7 +43,7 @@ pub fn free_ports(count: u16) -> Result<u16, Error> {
         .ok()
         .and_then(|s| s.split_whitespace().next()?.parse().ok())
         .unwrap_or(32768);
-    let start = 20000 + (std::process::id() % 4000) as u16 * 4;
+    let start = 20000 + (std::process::id() % 2000) as u16 * 4;
     (start..low.saturating_sub(count))
         .step_by(4)
         .find(|p| (0..count).all(|i| std::net::TcpListener::bind(("127.0.0.1", p + i)).is_ok()))

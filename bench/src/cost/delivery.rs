@@ -217,11 +217,11 @@ pub const TEAMS: [Team; 3] = [
         inits_per_day: 20.0,
     },
     Team {
-        name: "large team (under 1 TB a month)",
+        name: "large team",
         inits_per_day: 500.0,
     },
     Team {
-        name: "organisation with CI on every commit",
+        name: "organisation (CI on every commit)",
         inits_per_day: 20_000.0,
     },
 ];

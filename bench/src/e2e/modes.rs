@@ -93,7 +93,13 @@ pub(crate) struct Modes {
     pub(crate) blob: BTreeMap<String, u64>,
     /// The stand-in's count, when the run had it.
     pub(crate) edge: Option<EdgeCount>,
+    /// Why the `cloudfront` counts are derived, when they are.
+    pub(crate) derived_because: &'static str,
 }
+
+/// The reasons [`Modes::derived_because`] gives.
+pub(crate) const NO_STAND_IN: &str = "this checkout's scripts/lambda-local has no cloudfront mode";
+pub(crate) const NOT_AT_THE_EDGE: &str = "the functions started in cloudfront mode handed out their own archive URLs (no archive request reached the stand-in: functions without that mode)";
 
 impl Modes {
     fn init(&self, mode: Delivery) -> &PerInit {
@@ -136,7 +142,10 @@ impl Modes {
                     .join(", "),
                 e.refused,
             ),
-            None => "Derived for `cloudfront` (this run had no CloudFront stand-in): from the `presigned` counts by the protocol, each archive URL one request to the edge (a GET, or the HEAD Terraform 1.11.0–1.12.0 sends first) instead of the blob function, each at most one S3 request (a miss). The `presigned` column is counted.".to_string(),
+            None => format!(
+                "Derived for `cloudfront` ({}): from the `presigned` counts by the protocol, each archive URL one request to the edge (a GET, or a HEAD) instead of the blob function, each at most one S3 request (a miss). The `presigned` column is counted.",
+                self.derived_because
+            ),
         };
         let mut md = format!(
             "### Two archive modes: requests per init and a client's round trips\n\n\
@@ -152,7 +161,7 @@ impl Modes {
              | a client's HTTP requests in all | {client_p} | {client_c} |\n\n\
              | archive request (of {archives} an init: {gets} GET, {heads} HEAD) | presigned | cloudfront |\n|---|---|---|\n\
              | GET | 2 round trips, 2 hosts: the archive URL (API Gateway, the blob function: 307), then the presigned URL (S3) | 1 round trip: the signed URL at the edge (a miss: the edge reads S3, inside AWS) |\n\
-             | HEAD (Terraform 1.11.0–1.12.0) | 1 round trip (API Gateway, the blob function, which makes one S3 HeadObject) | 1 round trip: the edge |\n\
+             | HEAD (Terraform 1.11.0 and later: {heads} an init here) | 1 round trip (API Gateway, the blob function, which makes one S3 HeadObject) | 1 round trip: the edge |\n\
              | what a slow archive waits for | a blob function cold start on its path (see the lambda section) | none: no function on the path |\n\n",
             api(p),
             api(c),
@@ -187,11 +196,13 @@ impl Modes {
         );
         md += "### A month's bill for three team sizes\n\nThe 10 providers + 10 modules configuration above, from nothing each time (CI runners keep no plugin cache), 30 days a month; the allowances taken off first, then data transfer's volume tiers (S3 out: USD 0.09/GB to 10 TB, 0.085 to 50 TB; CloudFront: 0.085/GB to 10 TB, 0.080 to 50 TB). No free tier counted for API Gateway (12 months only), DynamoDB, S3 requests or logs.\n\n| team | inits a day | archives out a month | presigned (USD a month) | cloudfront (USD a month) | cloudfront, USD per 1,000 inits |\n|---|---:|---:|---:|---:|---:|\n";
         let mut goal = String::new();
+        let mut cheaper_everywhere = true;
         for team in TEAMS {
             let n = team.inits_per_month();
             let bill = |init: &PerInit| cost::total(&delivery::monthly(init, n));
             let tb = n * (p.s3_bytes as f64) / (1024f64.powi(4));
             let (bp, bc) = (bill(p), bill(c));
+            cheaper_everywhere &= bc <= bp;
             md += &format!(
                 "| {} | {} | {:.2} TB | {:.2} | {:.2} | {:.3} |\n",
                 team.name,
@@ -203,7 +214,7 @@ impl Modes {
             );
             if tb < 1.0 {
                 goal = format!(
-                    "**Goal (issue 37): at most USD 0.25 per 1,000 inits for a team under 1 TB a month.** The {} ({} inits a month, {:.2} TB): `cloudfront` USD {:.3} per 1,000 inits ({}), `presigned` USD {:.3}. ",
+                    "**Goal (issue 37): at most USD 0.25 per 1,000 inits for a team under 1 TB a month.** The {}, {} inits a month ({:.2} TB): `cloudfront` USD {:.3} per 1,000 inits ({}), `presigned` USD {:.3}. ",
                     team.name,
                     n,
                     tb,
@@ -218,7 +229,12 @@ impl Modes {
             }
         }
         md += &format!(
-            "\n{goal}Beyond CloudFront's free tier the archives still cost about as much as before (USD 0.085/GB instead of 0.09): what `cloudfront` saves there is the blob function's invocations and the S3 round trip, not the transfer. `cloudfront` is cheaper at every size here, so it is the mode to choose by cost.\n\n"
+            "\n{goal}Beyond CloudFront's free tier the archives still cost about as much as before (USD 0.085/GB instead of 0.09): what `cloudfront` saves there is the blob function's invocations and the S3 round trip more than the transfer. {}\n\n",
+            if cheaper_everywhere {
+                "`cloudfront` costs less at every size here: by cost, it is the mode to choose."
+            } else {
+                "`cloudfront` does not cost less at every size here: see the lines above."
+            }
         );
         md += "**Prices** (us-east-1, USD; read 2026-12-02): CloudFront from aws.amazon.com/cloudfront/pricing: always-free tier 1 TB of data transfer out and 10,000,000 HTTP or HTTPS requests a month; transfer out USD 0.085/GB for the first 10 TB (United States, Mexico, Canada; Europe, Israel), 0.080 the next 40 TB; origin fetches from S3 free. HTTPS requests USD 0.0100 per 10,000 in the United States (0.0120 in Europe), as infracost's CloudFront price list has them (infracost/infracost#323). Lambda's always-free 1,000,000 requests and 400,000 GB-s from docs.aws.amazon.com/whitepapers/latest/how-aws-pricing-works/lambda.html. Data transfer out of AWS: 100 GB a month free, aggregated over services (aws.amazon.com/s3/pricing), then USD 0.09/GB to 10 TB and 0.085/GB to 50 TB (the published rate card, as egress price guides quote it in 2026). The other prices are the model's constants (bench/src/cost.rs).\n";
         md
