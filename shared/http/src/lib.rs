@@ -10,13 +10,16 @@
 //!   for our bug, logged with detail and answered briefly); [`body`]: the
 //!   shapes of answers and the bounds on bodies.
 //! - [`registry`]: the state a handler gets (stores, URL signer,
-//!   configuration, clock); [`signed_url`]: archive URLs; [`session`]: the
-//!   web UI's session cookie.
+//!   configuration, clock); [`signed_url`]: archive URLs; `edge_url`
+//!   (feature `cloudfront`): CloudFront signed archive URLs; [`session`]:
+//!   the web UI's session cookie.
 
 pub mod answer_cache;
 pub mod app;
 pub mod auth;
 pub mod body;
+#[cfg(feature = "cloudfront")]
+pub mod edge_url;
 pub mod error;
 pub mod fill;
 pub mod groups;
@@ -28,7 +31,7 @@ pub mod token_cache;
 pub use app::{App, Caller};
 pub use error::Error;
 pub use groups::{AuditAs, Call, Handler, Identified, Note, Pages, Served};
-pub use registry::{Config, Registry};
+pub use registry::{ArchiveDelivery, Config, Registry};
 
 /// The `tracing` filter an entry point logs with: `TFREG_LOG`, else
 /// `RUST_LOG`, else `default` (`off` silences everything, in-process tests

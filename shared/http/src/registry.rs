@@ -56,6 +56,24 @@ pub struct Config {
     /// The identity provider's name on the UI's sign-in page ("Sign in with
     /// NAME"), where one is configured (`tfreg_model::sso::display_name`).
     pub sso_name: Option<String>,
+    /// How archive URLs are handed out (default: the registry's own).
+    pub archive_delivery: ArchiveDelivery,
+}
+
+/// How a registry hands out archive URLs ([`Registry::read_url`]).
+#[derive(Debug, Clone, Default)]
+pub enum ArchiveDelivery {
+    /// The registry's own signed `/v1/blobs/...` URLs, answered by the
+    /// blob endpoint (in AWS: a presigned S3 redirect). `tfreg serve`'s
+    /// only way, and AWS's unless configured otherwise.
+    #[default]
+    Presigned,
+    /// CloudFront signed URLs ([`crate::edge_url`]) for published files;
+    /// files the pull-through cache keeps keep the registry's own URLs
+    /// (one may not be in the bucket yet: the blob endpoint fetches it,
+    /// then redirects to the edge).
+    #[cfg(feature = "cloudfront")]
+    CloudFront(Arc<crate::edge_url::CloudFrontSigner>),
 }
 
 impl Config {
@@ -73,6 +91,7 @@ impl Config {
             ci_issuers: None,
             upstream_policy: Default::default(),
             sso_name: None,
+            archive_delivery: ArchiveDelivery::Presigned,
         }
     }
 }
@@ -250,8 +269,15 @@ impl Registry {
         Ok(format!("{}{path}?{query}", self.config.public_url))
     }
 
-    /// A download URL for an archive.
+    /// A download URL for an archive, with the registry's URL lifetime:
+    /// as [`Config::archive_delivery`] says.
     pub async fn read_url(&self, key: &BlobKey) -> Result<String, Error> {
+        #[cfg(feature = "cloudfront")]
+        if let ArchiveDelivery::CloudFront(edge) = &self.config.archive_delivery
+            && !key.is_cached()
+        {
+            return Ok(edge.archive_url(key, self.now() + self.config.url_ttl_secs));
+        }
         self.blob_url(Grant::Read(key)).await
     }
 

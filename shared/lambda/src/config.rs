@@ -60,6 +60,23 @@ pub const ORIGIN_ALLOW_LOOPBACK: &str = "TFREG_ORIGIN_ALLOW_LOOPBACK";
 /// `UpstreamConnectAllow`). Credentials are `TFREG_UPSTREAM_CREDENTIAL_*`
 /// variables of the fill function only; no files.
 pub const UPSTREAM_CONNECT_ALLOW: &str = tfreg_model::upstream::CONNECT_ALLOW_ENV;
+/// How archive URLs are handed out (issue 37): `presigned` (the default:
+/// the registry's own `/v1/blobs/...` URLs, the blob function redirecting
+/// to a presigned S3 URL) or `cloudfront` (CloudFront signed URLs, canned
+/// policy, the [`URL_TTL`] lifetime; needs the three settings below).
+pub const ARCHIVE_DELIVERY: &str = "TFREG_ARCHIVE_DELIVERY";
+/// `cloudfront`: the base URL (no trailing slash) signed archive URLs are
+/// built on: the distribution that serves `/archives/*` and `/cache/*`
+/// from the bucket.
+pub const ARCHIVE_URL: &str = "TFREG_ARCHIVE_URL";
+/// `cloudfront`: the id of the CloudFront public key that signs
+/// (`Key-Pair-Id=`).
+pub const CLOUDFRONT_KEY_PAIR_ID: &str = "TFREG_CLOUDFRONT_KEY_PAIR_ID";
+/// `cloudfront`: where its RSA private key (PEM, PKCS#1 or PKCS#8) is, as
+/// for [`OIDC_CLIENT_SECRET`]: an SSM SecureString's name or ARN, or a
+/// Secrets Manager secret's ARN. Read once at init by the functions that
+/// sign (read and blob), never logged.
+pub const ARCHIVE_SIGNING_KEY: &str = "TFREG_ARCHIVE_SIGNING_KEY";
 
 pub use crate::signin::{
     CI_AUDIENCE, CI_ISSUERS, CI_MAX_TOKEN_LIFETIME, CI_TOKEN_TTL, LOGIN_PORTS, LOGIN_TOKEN_TTL,
@@ -68,7 +85,7 @@ pub use crate::signin::{
 
 /// Every variable above, and sign-in's ([`crate::signin`]): what a
 /// deployment may set.
-pub const ALL: [&str; 25] = [
+pub const ALL: [&str; 29] = [
     TABLE,
     BUCKET,
     HOSTNAME,
@@ -83,6 +100,10 @@ pub const ALL: [&str; 25] = [
     FILL_FUNCTION,
     ORIGIN_ALLOW_LOOPBACK,
     UPSTREAM_CONNECT_ALLOW,
+    ARCHIVE_DELIVERY,
+    ARCHIVE_URL,
+    CLOUDFRONT_KEY_PAIR_ID,
+    ARCHIVE_SIGNING_KEY,
     OIDC_ISSUER,
     OIDC_CLIENT_ID,
     OIDC_CLIENT_SECRET,
@@ -97,6 +118,96 @@ pub const ALL: [&str; 25] = [
 ];
 
 pub use crate::env::ConfigError;
+
+/// How archive URLs are handed out ([`ARCHIVE_DELIVERY`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Delivery {
+    /// The registry's own URLs, presigned S3 redirects behind them.
+    #[default]
+    Presigned,
+    /// CloudFront signed URLs.
+    CloudFront(EdgeSettings),
+}
+
+/// The `cloudfront` mode's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EdgeSettings {
+    /// [`ARCHIVE_URL`], without a trailing slash.
+    pub archive_url: String,
+    /// [`CLOUDFRONT_KEY_PAIR_ID`].
+    pub key_pair_id: String,
+    /// [`ARCHIVE_SIGNING_KEY`]: where the private key is, not the key.
+    pub signing_key: crate::signin::SecretRef,
+}
+
+impl Delivery {
+    /// The mode and its settings through `get`: each setting `cloudfront`
+    /// needs is required, and checked, here (at init); in the `presigned`
+    /// mode they are not read.
+    pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let value = |name: &'static str| {
+            get(name)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        let invalid = |name: &'static str, reason: String| ConfigError::Invalid { name, reason };
+        match value(ARCHIVE_DELIVERY).as_deref() {
+            None | Some("presigned") => return Ok(Delivery::Presigned),
+            Some("cloudfront") => {}
+            Some(other) => {
+                return Err(invalid(
+                    ARCHIVE_DELIVERY,
+                    format!("{other:?} is neither `presigned` nor `cloudfront`"),
+                ));
+            }
+        }
+        let required = |name: &'static str| value(name).ok_or(ConfigError::Missing(name));
+        let archive_url = required(ARCHIVE_URL)?;
+        let parsed =
+            url::Url::parse(&archive_url).map_err(|e| invalid(ARCHIVE_URL, e.to_string()))?;
+        if !matches!(parsed.scheme(), "https" | "http")
+            || parsed.host().is_none()
+            || parsed.query().is_some()
+            || parsed.fragment().is_some()
+            || !parsed.username().is_empty()
+            || parsed.password().is_some()
+        {
+            return Err(invalid(
+                ARCHIVE_URL,
+                format!(
+                    "{archive_url:?} must be an https:// URL with no user, query or fragment (the distribution's address)"
+                ),
+            ));
+        }
+        let key_pair_id = required(CLOUDFRONT_KEY_PAIR_ID)?;
+        if key_pair_id.len() > 64 || !key_pair_id.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Err(invalid(
+                CLOUDFRONT_KEY_PAIR_ID,
+                format!(
+                    "{key_pair_id:?} is not a CloudFront public key id (letters and digits, e.g. K2JCJMDEHXQW5F)"
+                ),
+            ));
+        }
+        let reference = required(ARCHIVE_SIGNING_KEY)?;
+        let signing_key = crate::signin::SecretRef::parse(&reference).map_err(|e| {
+            // A key pasted in place of its reference is not repeated.
+            let pasted = reference.contains("-----") || reference.chars().any(char::is_whitespace);
+            invalid(
+                ARCHIVE_SIGNING_KEY,
+                if pasted {
+                    "must name an SSM parameter or a Secrets Manager secret that holds the key, not hold the key (its value is not shown)".into()
+                } else {
+                    e
+                },
+            )
+        })?;
+        Ok(Delivery::CloudFront(EdgeSettings {
+            archive_url: archive_url.trim_end_matches('/').to_string(),
+            key_pair_id,
+            signing_key,
+        }))
+    }
+}
 
 /// tfreg's own settings.
 #[derive(Debug, Clone)]
@@ -123,6 +234,10 @@ pub struct Settings {
     /// the admin function refuses a trust policy no token could match;
     /// unset: not known to this function.
     pub ci_issuers: Option<Vec<String>>,
+    /// [`ARCHIVE_DELIVERY`] and its settings. Only the functions built to
+    /// sign (tfreg-lambda's feature `cloudfront`: read and blob) act on
+    /// `cloudfront`; the others never hand out archive URLs.
+    pub delivery: Delivery,
 }
 
 pub(crate) use crate::env::flag;
@@ -223,6 +338,7 @@ impl Settings {
                     .map(str::to_string)
                     .collect()
             }),
+            delivery: Delivery::from_lookup(&get)?,
         })
     }
 
@@ -305,6 +421,65 @@ mod tests {
             vars.push((name, value));
             let err = settings(&vars).unwrap_err().to_string();
             assert!(err.contains(name), "{err}");
+        }
+    }
+
+    const EDGE: [(&str, &str); 4] = [
+        (ARCHIVE_DELIVERY, "cloudfront"),
+        (ARCHIVE_URL, "https://registry.example.com/"),
+        (CLOUDFRONT_KEY_PAIR_ID, "K2JCJMDEHXQW5F"),
+        (ARCHIVE_SIGNING_KEY, "/tfreg/archive-signing-key-a"),
+    ];
+
+    #[test]
+    fn archives_are_presigned_unless_cloudfront_is_asked_for() {
+        assert_eq!(settings(&BASE).unwrap().delivery, Delivery::Presigned);
+        let mut vars = BASE.to_vec();
+        vars.push((ARCHIVE_DELIVERY, "presigned"));
+        // The other settings are not read in this mode.
+        vars.push((ARCHIVE_URL, "not a url"));
+        assert_eq!(settings(&vars).unwrap().delivery, Delivery::Presigned);
+        let mut vars = BASE.to_vec();
+        vars.extend(EDGE);
+        assert_eq!(
+            settings(&vars).unwrap().delivery,
+            Delivery::CloudFront(EdgeSettings {
+                archive_url: "https://registry.example.com".into(),
+                key_pair_id: "K2JCJMDEHXQW5F".into(),
+                signing_key: crate::signin::SecretRef::Parameter(
+                    "/tfreg/archive-signing-key-a".into()
+                ),
+            })
+        );
+    }
+
+    #[test]
+    fn cloudfront_needs_its_settings_and_names_the_one_that_is_wrong() {
+        for missing in [ARCHIVE_URL, CLOUDFRONT_KEY_PAIR_ID, ARCHIVE_SIGNING_KEY] {
+            let mut vars = BASE.to_vec();
+            vars.extend(EDGE.iter().copied().filter(|(k, _)| *k != missing));
+            let err = settings(&vars).unwrap_err().to_string();
+            assert!(err.contains(missing) && err.contains("is not set"), "{err}");
+        }
+        for (name, value) in [
+            (ARCHIVE_DELIVERY, "edge"),
+            (ARCHIVE_DELIVERY, "CloudFront"),
+            (ARCHIVE_URL, "registry.example.com"),
+            (ARCHIVE_URL, "ftp://registry.example.com"),
+            (ARCHIVE_URL, "https://registry.example.com/?a=1"),
+            (ARCHIVE_URL, "https://user@registry.example.com"),
+            (CLOUDFRONT_KEY_PAIR_ID, "K2J&x=1"),
+            (CLOUDFRONT_KEY_PAIR_ID, &"K".repeat(65)),
+            (ARCHIVE_SIGNING_KEY, "-----BEGIN RSA PRIVATE KEY-----"),
+        ] {
+            let mut vars = BASE.to_vec();
+            vars.extend(EDGE.iter().copied().filter(|(k, _)| *k != name));
+            vars.push((name, value));
+            let err = settings(&vars).unwrap_err().to_string();
+            assert!(err.contains(name), "{name}={value}: {err}");
+            if name == ARCHIVE_SIGNING_KEY {
+                assert!(!err.contains("BEGIN"), "{err}");
+            }
         }
     }
 }

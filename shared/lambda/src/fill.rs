@@ -7,7 +7,7 @@
 //! takes the fill's lease first, so a duplicate event (Lambda retries an
 //! asynchronous event once) finds the result and stops.
 
-#[cfg(feature = "invoke")]
+#[cfg(any(feature = "invoke", feature = "cloudfront"))]
 pub mod endpoint;
 #[cfg(feature = "invoke")]
 mod invoke;

@@ -14,16 +14,20 @@
 #[cfg(feature = "signin")]
 pub mod auth;
 pub mod config;
+#[cfg(feature = "cloudfront")]
+pub mod edge;
 pub mod env;
 pub mod fill;
 mod response;
+#[cfg(any(feature = "invoke", feature = "cloudfront"))]
+mod sdk_call;
 pub mod signin;
 
 use std::sync::Arc;
 
 use tracing_subscriber::layer::SubscriberExt;
 
-use tfreg_http::{App, Registry, Served};
+use tfreg_http::{App, ArchiveDelivery, Registry, Served};
 use tfreg_store::aws::{Roots, SdkConfig, dynamodb_client, endpoint_url, function_sdk_config};
 use tfreg_store::dynamodb::DynamoStore;
 use tfreg_store::read_only::ReadOnly;
@@ -46,6 +50,9 @@ pub enum InitError {
     #[cfg(feature = "invoke")]
     #[error("the fill function cannot be invoked: {0}")]
     Invoke(#[from] fill::InvokeSetupError),
+    #[cfg(feature = "cloudfront")]
+    #[error(transparent)]
+    ArchiveKey(#[from] edge::ArchiveKeyError),
 }
 
 /// Who makes the URL signing secret.
@@ -108,7 +115,7 @@ pub async fn run_signin() -> Result<(), lambda_http::Error> {
                 Served::new()
             }
         };
-        let registry = registry_with(settings, &sdk, None, writable)?;
+        let registry = registry_with(settings, &sdk, None, writable, ArchiveDelivery::Presigned)?;
         Ok::<_, InitError>((registry, served))
     };
     let (registry, served) = match started.await {
@@ -159,17 +166,43 @@ pub async fn registry_from_env(
     let settings = Settings::from_env()?;
     let env = |name: &str| std::env::var(name).ok();
     let sdk = function_sdk_config(Roots::for_function(env), env)?;
+    let delivery = delivery(&settings, &sdk).await?;
     let registry = match secret {
         Secret::CreateAtInit => {
             let items = items(&sdk, &settings, store);
             let signer = tfreg_http::signed_url::load_signer(items.as_ref()).await?;
-            let blobs = blobs(&sdk, &settings, archives);
-            let config = settings.registry_config();
+            let blobs = blobs(&sdk, &settings, archives, &delivery);
+            let mut config = settings.registry_config();
+            config.archive_delivery = delivery;
             with_filler(Registry::new(items, blobs, signer, config), &settings, &sdk)?
         }
-        Secret::ReadWhenNeeded => registry_with(settings, &sdk, archives, store)?,
+        Secret::ReadWhenNeeded => registry_with(settings, &sdk, archives, store, delivery)?,
     };
     Ok(registry)
+}
+
+/// How this function hands out archive URLs: in the `cloudfront` mode,
+/// the functions built to sign (feature `cloudfront`: read and blob) read
+/// the key pair's private key now, once; a key that cannot be read or
+/// decoded stops init, naming its reference. Every other function hands
+/// out no archive URLs and reads no key.
+#[cfg(feature = "cloudfront")]
+async fn delivery(settings: &Settings, sdk: &SdkConfig) -> Result<ArchiveDelivery, InitError> {
+    let config::Delivery::CloudFront(edge) = &settings.delivery else {
+        return Ok(ArchiveDelivery::Presigned);
+    };
+    let signer = edge::signer(sdk, edge, |name| std::env::var(name).ok()).await?;
+    tracing::info!(
+        archive_url = signer.base_url(),
+        key_pair_id = signer.key_pair_id(),
+        "archive URLs are CloudFront signed URLs"
+    );
+    Ok(ArchiveDelivery::CloudFront(Arc::new(signer)))
+}
+
+#[cfg(not(feature = "cloudfront"))]
+async fn delivery(_: &Settings, _: &SdkConfig) -> Result<ArchiveDelivery, InitError> {
+    Ok(ArchiveDelivery::Presigned)
 }
 
 fn items(sdk: &SdkConfig, settings: &Settings, store: Items) -> Arc<dyn ItemStore> {
@@ -180,10 +213,27 @@ fn items(sdk: &SdkConfig, settings: &Settings, store: Items) -> Arc<dyn ItemStor
     ))
 }
 
-fn blobs(sdk: &SdkConfig, settings: &Settings, archives: Option<Archives>) -> Arc<dyn BlobStore> {
-    match archives {
-        Some(make) => make(sdk, settings),
-        None => Arc::new(NoBlobs) as Arc<dyn BlobStore>,
+/// The function's archive store; in the `cloudfront` mode the blob
+/// function's GETs redirect to CloudFront signed URLs rather than
+/// presigned S3 ones (`tfreg_http::edge_url::EdgeRedirects`).
+fn blobs(
+    sdk: &SdkConfig,
+    settings: &Settings,
+    archives: Option<Archives>,
+    delivery: &ArchiveDelivery,
+) -> Arc<dyn BlobStore> {
+    let Some(make) = archives else {
+        return Arc::new(NoBlobs);
+    };
+    let store = make(sdk, settings);
+    match delivery {
+        #[cfg(feature = "cloudfront")]
+        ArchiveDelivery::CloudFront(signer) => Arc::new(tfreg_http::edge_url::EdgeRedirects::new(
+            store,
+            signer.clone(),
+            settings.url_ttl.as_secs(),
+        )),
+        ArchiveDelivery::Presigned => store,
     }
 }
 
@@ -220,12 +270,12 @@ fn registry_with(
     sdk: &SdkConfig,
     archives: Option<Archives>,
     store: Items,
+    delivery: ArchiveDelivery,
 ) -> Result<Registry, InitError> {
-    let registry = Registry::with_stored_signer(
-        items(sdk, &settings, store),
-        blobs(sdk, &settings, archives),
-        settings.registry_config(),
-    );
+    let mut config = settings.registry_config();
+    let blobs = blobs(sdk, &settings, archives, &delivery);
+    config.archive_delivery = delivery;
+    let registry = Registry::with_stored_signer(items(sdk, &settings, store), blobs, config);
     let registry = with_filler(registry, &settings, sdk)?;
     if settings.connect_at_init {
         // Read the URL signing secret (those that sign URLs need it on their

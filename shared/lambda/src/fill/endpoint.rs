@@ -2,14 +2,20 @@
 //! (its `config::endpoint::DefaultResolver`, rules and partitions of
 //! aws-sdk-lambda 1.115): an endpoint override as given, else
 //! `https://lambda[-fips].<region>.<DNS suffix of the region's partition>`,
-//! the dual-stack suffix when asked for. The tests compare every case with
-//! the SDK's own resolver (a dev-dependency).
+//! the dual-stack suffix when asked for. SSM's and Secrets Manager's
+//! (the archive signing key's, feature `cloudfront`; aws-sdk-ssm 1.103,
+//! aws-sdk-secretsmanager 1.99) are the same rules with their own host
+//! names and two exceptions each ([`Api`]). The tests compare every case
+//! with the SDKs' own resolvers (dev-dependencies).
 
 /// An endpoint that cannot be resolved: the same cases, in the same words,
 /// as the SDK's resolver (which reports them at each request, not at init).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("Lambda's endpoint: Invalid Configuration: {0}")]
-pub struct EndpointError(&'static str);
+#[error("{service}'s endpoint: Invalid Configuration: {reason}")]
+pub struct EndpointError {
+    service: &'static str,
+    reason: &'static str,
+}
 
 /// A partition: the regions it names besides those its pattern matches
 /// (`<prefix>\w+-\d+`), and its DNS suffixes (plain and dual-stack).
@@ -103,26 +109,81 @@ pub fn lambda_endpoint(
     use_dual_stack: bool,
     endpoint: Option<&str>,
 ) -> Result<String, EndpointError> {
+    service_endpoint(Api::Lambda, region, use_fips, use_dual_stack, endpoint)
+}
+
+/// An API whose endpoints these rules resolve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    Lambda,
+    /// As Lambda, except that FIPS alone in aws-us-gov is the plain host.
+    Ssm,
+    /// As Lambda, except that dual-stack in aws and aws-us-gov (and in
+    /// aws-cn without FIPS) is the plain DNS suffix: those endpoints are
+    /// dual-stack already.
+    SecretsManager,
+}
+
+impl Api {
+    /// Its name in errors.
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::Lambda => "Lambda",
+            Api::Ssm => "SSM",
+            Api::SecretsManager => "Secrets Manager",
+        }
+    }
+
+    fn host(self) -> &'static str {
+        match self {
+            Api::Lambda => "lambda",
+            Api::Ssm => "ssm",
+            Api::SecretsManager => "secretsmanager",
+        }
+    }
+}
+
+/// The URL of `api` for these settings.
+pub fn service_endpoint(
+    api: Api,
+    region: Option<&str>,
+    use_fips: bool,
+    use_dual_stack: bool,
+    endpoint: Option<&str>,
+) -> Result<String, EndpointError> {
+    let invalid = |reason| EndpointError {
+        service: api.name(),
+        reason,
+    };
     if let Some(url) = endpoint {
         if use_fips {
-            return Err(EndpointError("FIPS and custom endpoint are not supported"));
+            return Err(invalid("FIPS and custom endpoint are not supported"));
         }
         if use_dual_stack {
-            return Err(EndpointError(
-                "Dualstack and custom endpoint are not supported",
-            ));
+            return Err(invalid("Dualstack and custom endpoint are not supported"));
         }
         return Ok(url.to_string());
     }
-    let region = region.ok_or(EndpointError("Missing Region"))?;
+    let region = region.ok_or(invalid("Missing Region"))?;
     let partition = PARTITIONS.iter().find(|p| p.claims(region)).unwrap_or(&AWS);
-    let host = if use_fips { "lambda-fips" } else { "lambda" };
-    let suffix = if use_dual_stack {
-        partition.dual_stack_dns_suffix
-    } else {
-        partition.dns_suffix
+    let (aws, gov, cn) = (
+        partition.global == AWS.global,
+        partition.global == "aws-us-gov-global",
+        partition.global == "aws-cn-global",
+    );
+    let fips = match api {
+        Api::Ssm if gov && use_fips && !use_dual_stack => "",
+        _ if use_fips => "-fips",
+        _ => "",
     };
-    Ok(format!("https://{host}.{region}.{suffix}"))
+    let suffix = match api {
+        Api::SecretsManager if use_dual_stack && (aws || gov || (cn && !use_fips)) => {
+            partition.dns_suffix
+        }
+        _ if use_dual_stack => partition.dual_stack_dns_suffix,
+        _ => partition.dns_suffix,
+    };
+    Ok(format!("https://{}{fips}.{region}.{suffix}", api.host()))
 }
 
 #[cfg(test)]
@@ -205,6 +266,51 @@ mod tests {
             lambda_endpoint(Some("us-gov-west-1"), false, false, None).unwrap(),
             "https://lambda.us-gov-west-1.amazonaws.com"
         );
+    }
+
+    /// SSM's and Secrets Manager's resolvers for the same parameters.
+    async fn ssm_and_secrets_manager(
+        region: Option<&str>,
+        fips: bool,
+        dual_stack: bool,
+    ) -> [Result<String, String>; 2] {
+        use aws_sdk_secretsmanager::config::endpoint as sm;
+        use aws_sdk_ssm::config::endpoint as ssm;
+        let p = ssm::Params::builder()
+            .set_region(region.map(str::to_string))
+            .use_fips(fips)
+            .use_dual_stack(dual_stack)
+            .build()
+            .unwrap();
+        let a = ssm::ResolveEndpoint::resolve_endpoint(&ssm::DefaultResolver::new(), &p)
+            .await
+            .map(|e| e.url().to_string())
+            .map_err(|e| e.to_string());
+        let p = sm::Params::builder()
+            .set_region(region.map(str::to_string))
+            .use_fips(fips)
+            .use_dual_stack(dual_stack)
+            .build()
+            .unwrap();
+        let b = sm::ResolveEndpoint::resolve_endpoint(&sm::DefaultResolver::new(), &p)
+            .await
+            .map(|e| e.url().to_string())
+            .map_err(|e| e.to_string());
+        [a, b]
+    }
+
+    #[tokio::test]
+    async fn ssm_and_secrets_manager_resolve_as_their_sdks_resolve_them() {
+        for region in REGIONS {
+            for (fips, dual_stack) in [(false, false), (true, false), (false, true), (true, true)] {
+                let ours = [Api::Ssm, Api::SecretsManager].map(|api| {
+                    service_endpoint(api, Some(region), fips, dual_stack, None)
+                        .map_err(|e| e.to_string())
+                });
+                let theirs = ssm_and_secrets_manager(Some(region), fips, dual_stack).await;
+                assert_eq!(ours, theirs, "{region} fips {fips} dual-stack {dual_stack}");
+            }
+        }
     }
 
     #[tokio::test]

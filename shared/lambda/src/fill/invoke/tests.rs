@@ -21,6 +21,7 @@ use aws_smithy_runtime_api::client::interceptors::Intercept;
 use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextMut;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
+use aws_smithy_types::retry::RetryConfig;
 use aws_types::region::Region;
 use tfreg_model::cache::lease::{Fill, FillWhat};
 use tfreg_model::upstream::UpstreamHost;
