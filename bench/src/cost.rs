@@ -8,8 +8,11 @@
 
 use std::collections::BTreeMap;
 
+pub mod delivery;
+
 /// AWS list prices, us-east-1, as published on aws.amazon.com/pricing
-/// (checked 2026-11; first pricing tier of each; no free tier counted).
+/// (checked 2026-11, CloudFront's again 2026-12-02; first pricing tier of
+/// each; no free tier counted here: [`delivery::monthly`] counts them).
 pub mod price {
     /// API Gateway HTTP API, per request (USD 1.00 per million).
     pub const API_REQUEST: f64 = 1.00 / 1e6;

@@ -11,15 +11,18 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub(crate) mod edge;
+pub(crate) mod modes;
 pub(crate) mod subjects;
 pub(crate) mod workspace;
 
 use subjects::*;
 use workspace::Workspace;
 
+use crate::cost::delivery::{self, BLOB, Delivery};
 use crate::cost::{self, PerInit};
 use crate::report::Section;
-use crate::tools::{Error, free_port, free_port_pair, median, require_env, sibling_binary};
+use crate::tools::{Error, free_port, median, require_env, sibling_binary};
 
 pub(crate) const NS: &str = "bench";
 pub(crate) const COUNT: usize = 10;
@@ -32,6 +35,8 @@ const MIRRORED_HOST: &str = "registry.bench.test";
 const TFREG: &str = "tfreg";
 const LAMBDA: &str = "lambda";
 const NGINX: &str = "nginx";
+/// The Lambda functions again, archives from the CloudFront stand-in.
+const EDGE: &str = "lambda-edge";
 
 pub fn run(rounds: usize) -> Result<Section, Error> {
     let terraform = require_env("TFREG_TERRAFORM_NEW")?;
@@ -48,8 +53,22 @@ pub fn run(rounds: usize) -> Result<Section, Error> {
     let fixture = Fixture::write(&dir.join("fixture"), &std::fs::read(null_provider)?)?;
     let read_token = registry.publish_fixture(&fixture)?;
     // The same registry as the Lambda functions, started the README's way.
-    let lambda = Registry::start_lambda(&tfreg, &dir.join("lambda"))?;
+    let lambda = Registry::start_lambda(&tfreg, &dir.join("lambda"), Delivery::Presigned)?;
     let lambda_read_token = lambda.publish_fixture(&fixture)?;
+    // And once more with archives from the edge, when scripts/lambda-local
+    // can put the CloudFront stand-in in front of the S3 emulator.
+    let edge = match edge::supported() {
+        true => Some(Registry::start_lambda(
+            &tfreg,
+            &dir.join("lambda-edge"),
+            Delivery::CloudFront,
+        )?),
+        false => None,
+    };
+    let edge_read_token = edge
+        .as_ref()
+        .map(|e| e.publish_fixture(&fixture))
+        .transpose()?;
 
     let static_site = StaticSite::write(&dir.join("www"), &registry, &read_token, &fixture)?;
     let nginx = Nginx::start(&nginx_bin, &dir.join("nginx"), &static_site.root, &registry)?;
@@ -57,6 +76,14 @@ pub fn run(rounds: usize) -> Result<Section, Error> {
     let tfreg_config = Workspace::for_registry(&dir.join("with-tfreg"), &registry, &read_token)?;
     let lambda_config =
         Workspace::for_registry(&dir.join("with-lambda"), &lambda, &lambda_read_token)?;
+    let edge_config = match (&edge, &edge_read_token) {
+        (Some(e), Some(token)) => Some(Workspace::for_registry(
+            &dir.join("with-lambda-edge"),
+            e,
+            token,
+        )?),
+        _ => None,
+    };
     let nginx_config = Workspace::write(
         &dir.join("with-nginx"),
         MIRRORED_HOST,
@@ -70,37 +97,54 @@ pub fn run(rounds: usize) -> Result<Section, Error> {
     // Every run starts with no .terraform, no lock file and no plugin cache.
     // A first init of each, untimed in the medians: it starts the functions
     // (cargo lambda watch starts each on its first request) and warms caches.
-    let targets: [(&str, &Workspace, &Path); 3] = [
+    let mut targets: Vec<(&str, &Workspace, &Path)> = vec![
         (TFREG, &tfreg_config, &registry.ca),
         (LAMBDA, &lambda_config, &lambda.ca),
         (NGINX, &nginx_config, &registry.ca),
     ];
+    if let (Some(e), Some(config)) = (&edge, &edge_config) {
+        targets.push((EDGE, config, &e.ca));
+    }
+    // The registries whose request lines are counted, by target name.
+    let mut watched: Vec<(&str, &Registry)> = vec![(TFREG, &registry), (LAMBDA, &lambda)];
+    if let Some(e) = &edge {
+        watched.push((EDGE, e));
+    }
     let mut first: BTreeMap<&str, f64> = BTreeMap::new();
-    for (name, workspace, ca) in targets {
+    for (name, workspace, ca) in &targets {
         first.insert(name, workspace.init(&terraform, ca)?);
     }
     // Then rounds, rotating which goes first.
     let mut times: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     let mut counted: BTreeMap<&str, Counted> = BTreeMap::new();
+    let mut blob_requests = None;
+    let mut edge_count = None;
     let mut tfreg_lines_during_nginx = 0;
     for round in 0..rounds {
         for k in 0..targets.len() {
             let (name, workspace, ca) = targets[(round + k) % targets.len()];
-            let logs = [&registry, &lambda].map(|r| r.log_len());
+            let offsets = watched
+                .iter()
+                .map(|(_, r)| r.log_len())
+                .collect::<Result<Vec<_>, Error>>()?;
+            let edge_offset = edge.as_ref().map(edge::log_len).transpose()?;
             let seconds = workspace.init(&terraform, ca)?;
-            let [serve_lines, lambda_lines] = [&registry, &lambda]
-                .into_iter()
-                .zip(logs)
-                .map(|(r, len)| Ok(count_requests(&r.log_since(len?)?)))
-                .collect::<Result<Vec<_>, Error>>()?
-                .try_into()
-                .map_err(|_| "two logs")?;
-            match name {
-                TFREG => _ = counted.entry(name).or_insert(serve_lines),
-                LAMBDA => _ = counted.entry(name).or_insert(lambda_lines),
-                _ => {
-                    tfreg_lines_during_nginx +=
-                        serve_lines.0.values().sum::<u64>() + lambda_lines.0.values().sum::<u64>()
+            let mut lines = BTreeMap::new();
+            for ((who, r), offset) in watched.iter().zip(offsets) {
+                lines.insert(*who, r.log_since(offset)?);
+            }
+            if name == NGINX {
+                tfreg_lines_during_nginx += lines
+                    .values()
+                    .map(|l| count_requests(l).0.values().sum::<u64>())
+                    .sum::<u64>();
+            } else if !counted.contains_key(name) {
+                counted.insert(name, count_requests(&lines[name]));
+                if name == LAMBDA {
+                    blob_requests = Some(modes::by_method(&lines[name], BLOB));
+                }
+                if let (EDGE, Some(e), Some(offset)) = (name, &edge, edge_offset) {
+                    edge_count = Some(modes::EdgeCount::from_log(&edge::log_since(e, offset)?));
                 }
             }
             times.entry(name).or_default().push(seconds);
@@ -108,6 +152,7 @@ pub fn run(rounds: usize) -> Result<Section, Error> {
     }
     let (requests, log_bytes, latencies) = counted.remove(TFREG).ok_or("no rounds were run")?;
     let lambda_requests = counted.remove(LAMBDA).map(|c| c.0).unwrap_or_default();
+    let edge_requests = counted.remove(EDGE).map(|c| c.0);
     let tfreg_s = median(&times[TFREG]);
     let lambda_s = median(&times[LAMBDA]);
     let nginx_s = median(&times[NGINX]);
@@ -117,28 +162,54 @@ pub fn run(rounds: usize) -> Result<Section, Error> {
     let idle = cost::idle_per_month(registry.table_bytes()?, fixture.archive_bytes());
     let cacheable = cost::edge_cacheable(&bill);
     let dominant = &bill[0];
+    // Counted when the functions in cloudfront mode sent the init to the
+    // edge (functions without that mode hand out their own URLs: derived).
+    let edge_count = edge_count.filter(|c| c.requests() > 0 && edge_requests.is_some());
+    let derived_because = match edge {
+        None => modes::NO_STAND_IN,
+        Some(_) => modes::NOT_AT_THE_EDGE,
+    };
+    let cloudfront = match (&edge_requests, &edge_count) {
+        (Some(functions), Some(count)) => modes::counted_cloudfront(&per_init, functions, count),
+        _ => delivery::derived_cloudfront(&per_init),
+    };
+    let modes = modes::Modes {
+        presigned: per_init.clone(),
+        cloudfront,
+        blob: blob_requests.unwrap_or_default(),
+        edge: edge_count,
+        derived_because,
+    };
+    let profile = edge::PROFILE;
 
     let mut markdown = format!(
         "`terraform init` (Terraform {terraform_version}) of one configuration with {COUNT} providers (each the real hashicorp/null 2.1.2 binary, {:.1} MB zipped) and {COUNT} modules, from nothing each time (no `.terraform`, no lock file, no plugin cache); {rounds} rounds, alternating which goes first; medians.\n\n\
          | served by | init (median) | ratio to nginx | first init |\n|---|---:|---:|---:|\n\
          | tfreg serve (registry protocol, private, token in a `credentials` block) | {tfreg_s:.2} s | {:.2} | {:.2} s |\n\
-         | tfreg's Lambda functions under `cargo lambda watch` on the DynamoDB and S3 emulators (`scripts/lambda-local --release`: the same protocol and token; the blob function redirects each archive to a presigned URL of the S3 emulator) | {lambda_s:.2} s | {:.2} | {:.2} s |\n\
-         | nginx static files (providers as a network mirror, modules as archive URLs) | {nginx_s:.2} s | 1.00 | {:.2} s |\n\n\
-         The first init of each, before the rounds, is not in the medians: for the Lambda functions it includes starting each one (cargo lambda watch starts a function on its first request; in AWS that is a cold start, measured in the lambda section). tfreg answered {tfreg_lines_during_nginx} requests during the nginx runs (0 means they used nginx alone).\n\n",
+         | tfreg's Lambda functions under `cargo lambda watch` on the DynamoDB and S3 emulators (`scripts/lambda-local`, {profile} profile: the same protocol and token; the blob function redirects each archive to a presigned URL of the S3 emulator) | {lambda_s:.2} s | {:.2} | {:.2} s |\n",
         fixture.provider_zip_bytes as f64 / 1e6,
         tfreg_s / nginx_s,
         first[TFREG],
         lambda_s / nginx_s,
         first[LAMBDA],
-        first[NGINX],
     );
-    markdown += "### What one init asks of tfreg\n\nCounted from the request lines of one init (the Lambda functions' count is a cross-check: the same client, the same protocol).\n\n| endpoint | tfreg serve | Lambda functions |\n|---|---:|---:|\n";
-    for (endpoint, n) in &requests {
-        let on_lambda = lambda_requests.get(endpoint).copied().unwrap_or(0);
-        markdown += &format!("| {endpoint} | {n} | {on_lambda} |\n");
+    if let Some(edge_times) = times.get(EDGE) {
+        let edge_s = median(edge_times);
+        markdown += &format!(
+            "| the same functions with `TFREG_ARCHIVE_DELIVERY=cloudfront`, archives from the CloudFront stand-in (a Python HTTPS server checking each signed URL, then reading the S3 emulator: no cache, so not CloudFront's speed) | {edge_s:.2} s | {:.2} | {:.2} s |\n",
+            edge_s / nginx_s,
+            first[EDGE],
+        );
     }
     markdown += &format!(
-        "\n### Cost of 1,000 inits on AWS\n\nFrom the counts above, deployed as template.yaml deploys it: discovery from CloudFront, every other request a Lambda function behind the HTTP API, archives included (the blob function checks the signed URL and redirects to a presigned S3 URL: one S3 GET more each). Inputs: {} invocations per init; {:.1} DynamoDB read units per init (each function reads one item, strongly consistent: 1 unit per 4 KB of item; plus one token lookup per endpoint, a token stays cached in a warm function for 10 s); {:.0} ms billed per invocation (the median handler time measured here, {:.2} ms, plus 5 ms for a DynamoDB round trip in the region, rounded up to the millisecond Lambda bills by); {} B of logs per invocation (this run's request lines, {:.0} B each, plus Lambda's START/END/REPORT platform lines); {} MB read functions (template.yaml `ReadMemorySize`).\n\n{}\nThe largest line is **{}** ({}): the archives themselves, which only a smaller provider makes cheaper. Of what tfreg itself decides, API Gateway, logs and Lambda lead.\n\n**Edge caching of read responses** (CloudFront in front of the API, the token in the cache key, a short TTL) would not pay: a request CloudFront answers costs USD 1.00 per million, what the HTTP API request it replaces costs, so a cache hit saves only the Lambda, DynamoDB and log lines behind it, at most USD {:.5} per 1,000 inits ({:.2}% of the bill), while every revoked token could go on reading cached answers for the TTL. Not done.\n\n### Idle cost per month\n\nStorage only (no provisioned capacity anywhere: HTTP API, Lambda, on-demand DynamoDB and CloudFront cost nothing idle); logs add USD 0.03 per GB kept for `LogRetentionDays`.\n\n{}",
+        "| nginx static files (providers as a network mirror, modules as archive URLs) | {nginx_s:.2} s | 1.00 | {:.2} s |\n\n\
+         The first init of each, before the rounds, is not in the medians: for the Lambda functions it includes starting each one (cargo lambda watch starts a function on its first request; in AWS that is a cold start, measured in the lambda section). tfreg answered {tfreg_lines_during_nginx} requests during the nginx runs (0 means they used nginx alone).\n\n",
+        first[NGINX],
+    );
+    markdown += "### What one init asks of tfreg\n\nCounted from the request lines of one init (the Lambda functions' count is a cross-check: the same client, the same protocol).\n\n";
+    markdown += &edge::requests_table(&requests, &lambda_requests, edge_requests.as_ref());
+    markdown += &format!(
+        "\n### Cost of 1,000 inits on AWS (presigned mode)\n\nFrom the counts above, deployed as template.yaml deploys it with `TFREG_ARCHIVE_DELIVERY=presigned`: discovery from CloudFront, every other request a Lambda function behind the HTTP API, archives included (the blob function checks the signed URL and redirects to a presigned S3 URL: one S3 GET more each; a HEAD, one S3 HeadObject). No free tier counted here (the modes below count it). Inputs: {} invocations per init; {:.1} DynamoDB read units per init (each function reads one item, strongly consistent: 1 unit per 4 KB of item; plus one token lookup per endpoint, a token stays cached in a warm function for 10 s); {:.0} ms billed per invocation (the median handler time measured here, {:.2} ms, plus 5 ms for a DynamoDB round trip in the region, rounded up to the millisecond Lambda bills by); {} B of logs per invocation (this run's request lines, {:.0} B each, plus Lambda's START/END/REPORT platform lines); {} MB read functions (template.yaml `ReadMemorySize`).\n\n{}\nThe largest line is **{}** ({}): the archives themselves, out of S3; the `cloudfront` mode below sends them from CloudFront instead. Of what tfreg itself decides, API Gateway, logs and Lambda lead.\n\n**Edge caching of read responses** (CloudFront in front of the API, the token in the cache key, a short TTL) would not pay: a request CloudFront answers costs USD 1.00 per million, what the HTTP API request it replaces costs, so a cache hit saves only the Lambda, DynamoDB and log lines behind it, at most USD {:.5} per 1,000 inits ({:.2}% of the bill), while every revoked token could go on reading cached answers for the TTL. Not done (archives are another matter: no token travels with them, see below).\n\n{}\n### Idle cost per month\n\nStorage only (no provisioned capacity anywhere: HTTP API, Lambda, on-demand DynamoDB and CloudFront cost nothing idle); logs add USD 0.03 per GB kept for `LogRetentionDays`.\n\n{}",
         per_init.invocations(),
         per_init.dynamodb_read_units,
         per_init.billed_ms_per_invocation,
@@ -151,6 +222,7 @@ pub fn run(rounds: usize) -> Result<Section, Error> {
         dominant.what,
         cacheable,
         cacheable / cost::total(&bill) * 100.0,
+        modes.markdown(),
         cost::table(&idle, "USD per month"),
     );
     let figures = serde_json::json!({
@@ -164,8 +236,12 @@ pub fn run(rounds: usize) -> Result<Section, Error> {
         "per_init": per_init,
         "usd_per_1000_inits": cost::total(&bill),
         "usd_idle_per_month": cost::total(&idle),
+        "requests_per_init_lambda_edge": edge_requests,
+        "profile": profile,
+        "modes": modes.figures(),
     });
     drop(nginx);
+    drop(edge);
     drop(lambda);
     drop(registry);
     Ok(Section {
@@ -212,9 +288,6 @@ pub(crate) fn field(line: &str, name: &str) -> Option<String> {
 
 /// The endpoint AWS serves from CloudFront rather than a function.
 const CLOUDFRONT: &str = "discovery";
-/// Archives: the blob function checks the registry's signed URL (no token,
-/// no DynamoDB read) and redirects to a presigned S3 URL, one S3 GET each.
-const BLOB: &str = "blob";
 
 fn per_init(
     registry: &Registry,

@@ -34,22 +34,20 @@ pub fn free_port() -> Result<u16, Error> {
         .port())
 }
 
-/// A loopback port `p` such that `p` and `p + 1` are free now, below the
+/// A loopback port `p` such that `p` .. `p + count` are free now, below the
 /// kernel's ephemeral range (where outgoing connections take ports):
-/// `cargo lambda watch --tls-*` serves on `p` and its runtime API on `p + 1`.
-pub fn free_port_pair() -> Result<u16, Error> {
+/// `cargo lambda watch --tls-*` serves on `p`, its runtime API on `p + 1`,
+/// and scripts/lambda-local --cloudfront its CloudFront stand-in on `p + 2`.
+pub fn free_ports(count: u16) -> Result<u16, Error> {
     let low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
         .ok()
         .and_then(|s| s.split_whitespace().next()?.parse().ok())
         .unwrap_or(32768);
-    let start = 20000 + (std::process::id() % 4000) as u16 * 2;
-    (start..low.saturating_sub(1))
-        .step_by(2)
-        .find(|p| {
-            std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok()
-                && std::net::TcpListener::bind(("127.0.0.1", p + 1)).is_ok()
-        })
-        .ok_or_else(|| "no two adjacent free ports below the ephemeral range".into())
+    let start = 20000 + (std::process::id() % 2000) as u16 * 4;
+    (start..low.saturating_sub(count))
+        .step_by(4)
+        .find(|p| (0..count).all(|i| std::net::TcpListener::bind(("127.0.0.1", p + i)).is_ok()))
+        .ok_or_else(|| format!("no {count} adjacent free ports below the ephemeral range").into())
 }
 
 /// The median (the mean of the middle two for an even count); 0 when empty.

@@ -57,17 +57,25 @@ impl Registry {
     }
 
     /// Every function under `cargo lambda watch` on DynamoDB and S3 emulators
-    /// of its own, by the README's one command, with the release profile.
-    pub(crate) fn start_lambda(tfreg: &Path, data: &Path) -> Result<Registry, Error> {
-        let port = free_port_pair()?;
+    /// of its own, by the README's one command, with the bench's profile and
+    /// archives handed out the `delivery` way.
+    pub(crate) fn start_lambda(
+        tfreg: &Path,
+        data: &Path,
+        delivery: crate::cost::delivery::Delivery,
+    ) -> Result<Registry, Error> {
+        let port = crate::tools::free_ports(3)?;
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lambda-local");
         std::fs::create_dir_all(data)?;
         let out = data.join("lambda-local.out");
+        let args = super::edge::lambda_local_args(delivery);
         eprintln!(
-            "e2e: starting the Lambda functions (scripts/lambda-local --release; a build if the release binaries are not there)"
+            "e2e: starting the Lambda functions (scripts/lambda-local {}; a build if the binaries are not there)",
+            args.join(" ")
         );
         let child = Command::new(script)
-            .args(["--release", "--port", &port.to_string(), "--data-dir"])
+            .args(&args)
+            .args(["--port", &port.to_string(), "--data-dir"])
             .arg(data)
             .stdout(std::fs::File::create(&out)?)
             .stderr(std::fs::File::create(data.join("lambda-local.err"))?)
