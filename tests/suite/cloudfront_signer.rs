@@ -22,7 +22,6 @@ use tfreg_http::edge_url::CloudFrontSigner;
 use tfreg_lambda::edge::read_key;
 use tfreg_lambda::signin::SecretRef;
 use tfreg_model::blob_key::BlobKey;
-use tfreg_store::aws::{Roots, function_sdk_config};
 
 use crate::support::moto::Moto;
 use crate::support::tools::{Tools, require_emulators};
@@ -251,16 +250,7 @@ fn the_signing_key_is_read_from_ssm_and_secrets_manager() {
     let pem = std::fs::read_to_string(&keys(tmp.path())[0].0).unwrap();
     let parameter_arn = moto.put_parameter("/tfreg/archive-signing-key-a", &pem);
     let secret_arn = moto.create_secret("tfreg/archive-signing-key-b", &pem);
-    let env = |name: &str| std::env::var(name).ok();
-    let sdk = function_sdk_config(Roots::System, env).unwrap();
-    let url = moto.url.clone();
-    let get = move |name: &str| {
-        matches!(
-            name,
-            "AWS_ENDPOINT_URL_SSM" | "AWS_ENDPOINT_URL_SECRETS_MANAGER"
-        )
-        .then(|| url.clone())
-    };
+    let (sdk, get) = moto.function_view();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -272,7 +262,7 @@ fn the_signing_key_is_read_from_ssm_and_secrets_manager() {
             secret_arn.as_str(),
         ] {
             let reference = SecretRef::parse(text).unwrap();
-            let value = read_key(&sdk, &reference, &get)
+            let value = read_key(&sdk, &reference, &*get)
                 .await
                 .unwrap_or_else(|e| panic!("{text}: {e}"));
             assert_eq!(value.as_str(), pem, "{text}");
@@ -282,7 +272,7 @@ fn the_signing_key_is_read_from_ssm_and_secrets_manager() {
             "/tfreg/no-such-key".to_string(),
             secret_arn.replace("archive-signing-key-b", "none"),
         ] {
-            let err = read_key(&sdk, &SecretRef::parse(&missing).unwrap(), &get)
+            let err = read_key(&sdk, &SecretRef::parse(&missing).unwrap(), &*get)
                 .await
                 .err()
                 .unwrap_or_else(|| panic!("{missing} exists?"));

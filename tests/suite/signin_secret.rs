@@ -6,7 +6,6 @@
 
 use tfreg_lambda::auth::read_secret;
 use tfreg_lambda::signin::SecretRef;
-use tfreg_store::aws::{Roots, function_sdk_config};
 
 use crate::support::moto::Moto;
 use crate::support::tools::require_emulators;
@@ -25,16 +24,7 @@ fn the_client_secret_is_read_from_ssm_and_secrets_manager_and_never_shown() {
         secret_arn.starts_with("arn:aws:secretsmanager:"),
         "{secret_arn}"
     );
-    let env = |name: &str| std::env::var(name).ok();
-    let sdk = function_sdk_config(Roots::System, env).unwrap();
-    let url = moto.url.clone();
-    let get = move |name: &str| {
-        matches!(
-            name,
-            "AWS_ENDPOINT_URL_SSM" | "AWS_ENDPOINT_URL_SECRETS_MANAGER"
-        )
-        .then(|| url.clone())
-    };
+    let (sdk, get) = moto.function_view();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -46,7 +36,7 @@ fn the_client_secret_is_read_from_ssm_and_secrets_manager_and_never_shown() {
             secret_arn.as_str(),
         ] {
             let reference = SecretRef::parse(text).unwrap();
-            let secret = read_secret(&sdk, &reference, &get)
+            let secret = read_secret(&sdk, &reference, &*get)
                 .await
                 .unwrap_or_else(|e| panic!("{text}: {e}"));
             assert_eq!(
@@ -66,7 +56,7 @@ fn the_client_secret_is_read_from_ssm_and_secrets_manager_and_never_shown() {
             "/tfreg/no-such-parameter".to_string(),
             secret_arn.replace("oidc-client-secret", "none"),
         ] {
-            let err = read_secret(&sdk, &SecretRef::parse(&missing).unwrap(), &get)
+            let err = read_secret(&sdk, &SecretRef::parse(&missing).unwrap(), &*get)
                 .await
                 .err()
                 .unwrap_or_else(|| panic!("{missing} exists?"));

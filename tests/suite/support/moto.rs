@@ -19,7 +19,29 @@ pub struct Moto {
     http: reqwest::blocking::Client,
 }
 
+/// How a function finds its endpoints: the `AWS_ENDPOINT_URL_<SERVICE>`
+/// variable of `name`, if any.
+pub type Endpoints = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 impl Moto {
+    /// What a function reading a secret at init is given: the SDK
+    /// configuration of this process's environment, and its SSM and
+    /// Secrets Manager endpoints at this server.
+    pub fn function_view(&self) -> (tfreg_store::aws::SdkConfig, Endpoints) {
+        let env = |name: &str| std::env::var(name).ok();
+        let sdk =
+            tfreg_store::aws::function_sdk_config(tfreg_store::aws::Roots::System, env).unwrap();
+        let url = self.url.clone();
+        let get = move |name: &str| {
+            matches!(
+                name,
+                "AWS_ENDPOINT_URL_SSM" | "AWS_ENDPOINT_URL_SECRETS_MANAGER"
+            )
+            .then(|| url.clone())
+        };
+        (sdk, Box::new(get))
+    }
+
     pub fn start(log: &std::path::Path) -> Moto {
         let port = free_port();
         let log = std::fs::File::create(log).unwrap();
