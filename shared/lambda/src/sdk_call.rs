@@ -204,3 +204,6 @@ pub fn operation(
     }
     Ok(builder)
 }
+
+#[cfg(test)]
+pub(crate) mod wire;

@@ -5,126 +5,10 @@
 //! Reading a real parameter and secret (on moto) is in
 //! tests/suite/cloudfront_signer.rs.
 
-use std::sync::{Arc, Mutex};
-
-use aws_credential_types::Credentials;
-use aws_credential_types::provider::SharedCredentialsProvider;
-use aws_smithy_async::rt::sleep::default_async_sleep;
-use aws_smithy_async::time::{SharedTimeSource, StaticTimeSource};
-use aws_smithy_runtime_api::box_error::BoxError;
-use aws_smithy_runtime_api::client::behavior_version::BehaviorVersion;
-use aws_smithy_runtime_api::client::http::{
-    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpConnector,
-};
-use aws_smithy_runtime_api::client::interceptors::Intercept;
-use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextMut;
-use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-use aws_smithy_types::config_bag::ConfigBag;
 use aws_smithy_types::retry::RetryConfig;
-use aws_types::region::Region;
 
 use super::*;
-
-/// Records each request and answers `status` with `body`.
-#[derive(Clone, Debug)]
-struct Capture {
-    sent: Arc<Mutex<Vec<HttpRequest>>>,
-    status: u16,
-    body: String,
-}
-
-impl Capture {
-    fn answering(status: u16, body: &str) -> Self {
-        Capture {
-            sent: Arc::default(),
-            status,
-            body: body.to_string(),
-        }
-    }
-
-    /// The one request: method, URI, headers sorted (no invocation id,
-    /// random per request), body.
-    fn take(&self) -> (String, String, Vec<(String, String)>, Vec<u8>) {
-        let mut requests = self.sent.lock().unwrap();
-        assert_eq!(requests.len(), 1, "one request, no retry");
-        let request = requests.remove(0);
-        let mut headers: Vec<(String, String)> = request
-            .headers()
-            .iter()
-            .map(|(n, v)| (n.to_ascii_lowercase(), v.to_string()))
-            .filter(|(n, _)| n != "amz-sdk-invocation-id")
-            .collect();
-        headers.sort();
-        (
-            request.method().to_string(),
-            request.uri().to_string(),
-            headers,
-            request.body().bytes().unwrap().to_vec(),
-        )
-    }
-}
-
-impl HttpConnector for Capture {
-    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
-        self.sent.lock().unwrap().push(request);
-        HttpConnectorFuture::ready(Ok(HttpResponse::new(
-            self.status.try_into().unwrap(),
-            SdkBody::from(self.body.clone()),
-        )))
-    }
-}
-
-impl HttpClient for Capture {
-    fn http_connector(
-        &self,
-        _: &HttpConnectorSettings,
-        _: &RuntimeComponents,
-    ) -> SharedHttpConnector {
-        SharedHttpConnector::new(self.clone())
-    }
-}
-
-/// The user agents name different clients; everything else is compared.
-#[derive(Debug)]
-struct NoUserAgent;
-
-impl Intercept for NoUserAgent {
-    fn name(&self) -> &'static str {
-        "NoUserAgent"
-    }
-
-    fn modify_before_signing(
-        &self,
-        context: &mut BeforeTransmitInterceptorContextMut<'_>,
-        _: &RuntimeComponents,
-        _: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        let headers = context.request_mut().headers_mut();
-        headers.remove("user-agent");
-        headers.remove("x-amz-user-agent");
-        Ok(())
-    }
-}
-
-fn sdk_config(http: Capture, region: &str, token: Option<&str>) -> SdkConfig {
-    SdkConfig::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new(region.to_string()))
-        .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
-            "AKIDEXAMPLE",
-            "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
-            token.map(str::to_string),
-            None,
-            "test",
-        )))
-        .http_client(http)
-        .sleep_impl(default_async_sleep().unwrap())
-        .time_source(SharedTimeSource::new(StaticTimeSource::from_secs(
-            1_767_225_600,
-        )))
-        .retry_config(RetryConfig::standard())
-        .build()
-}
+use crate::sdk_call::wire::{Capture, NoUserAgent, sdk_config, without_invocation_id};
 
 const PEM: &str = "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n";
 
@@ -163,7 +47,7 @@ async fn the_requests_are_the_sdks_signature_included() {
                     .flatten()
                 };
                 let ours = Capture::answering(200, answer);
-                let sdk = sdk_config(ours.clone(), region, token);
+                let sdk = sdk_config(ours.clone(), region, token, RetryConfig::standard());
                 let value = read_key_with(
                     &sdk,
                     &reference,
@@ -173,10 +57,10 @@ async fn the_requests_are_the_sdks_signature_included() {
                 .await
                 .unwrap();
                 assert_eq!(value.as_str(), PEM, "{case}");
-                let ours = ours.take();
+                let ours = without_invocation_id(ours.take());
 
                 let theirs = Capture::answering(200, answer);
-                let sdk = sdk_config(theirs.clone(), region, token);
+                let sdk = sdk_config(theirs.clone(), region, token, RetryConfig::standard());
                 match &reference {
                     SecretRef::Parameter(name) => {
                         let mut config = aws_sdk_ssm::config::Builder::from(&sdk);
@@ -206,7 +90,7 @@ async fn the_requests_are_the_sdks_signature_included() {
                         assert_eq!(out.secret_string.unwrap(), PEM);
                     }
                 }
-                assert_eq!(ours, theirs.take(), "{case}");
+                assert_eq!(ours, without_invocation_id(theirs.take()), "{case}");
             }
         }
     }
@@ -242,7 +126,12 @@ async fn a_refusal_or_an_empty_answer_names_the_reference_and_never_a_value() {
             "not the JSON expected",
         ),
     ] {
-        let sdk = sdk_config(Capture::answering(status, body), "eu-west-1", None);
+        let sdk = sdk_config(
+            Capture::answering(status, body),
+            "eu-west-1",
+            None,
+            RetryConfig::standard(),
+        );
         let err = read_key(&sdk, &reference, |_| None).await.unwrap_err();
         let text = err.to_string();
         assert!(

@@ -8,27 +8,15 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use aws_credential_types::Credentials;
-use aws_credential_types::provider::SharedCredentialsProvider;
-use aws_smithy_async::rt::sleep::default_async_sleep;
-use aws_smithy_async::time::{SharedTimeSource, StaticTimeSource};
-use aws_smithy_runtime_api::box_error::BoxError;
-use aws_smithy_runtime_api::client::behavior_version::BehaviorVersion;
-use aws_smithy_runtime_api::client::http::{
-    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpConnector,
-};
-use aws_smithy_runtime_api::client::interceptors::Intercept;
-use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextMut;
-use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-use aws_smithy_types::config_bag::ConfigBag;
+use aws_smithy_async::time::SharedTimeSource;
 use aws_smithy_types::retry::RetryConfig;
-use aws_types::region::Region;
 use tfreg_model::cache::lease::{Fill, FillWhat};
 use tfreg_model::upstream::UpstreamHost;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use super::*;
+use crate::sdk_call::wire::{Capture, NoUserAgent, sdk_config, without_invocation_id};
 
 fn fill() -> Fill {
     Fill {
@@ -40,31 +28,6 @@ fn fill() -> Fill {
             platform: "linux_arm64".into(),
         },
     }
-}
-
-fn sdk_config(
-    http: impl HttpClient + 'static,
-    region: &str,
-    token: Option<&str>,
-    retry: RetryConfig,
-) -> SdkConfig {
-    SdkConfig::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new(region.to_string()))
-        .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
-            "AKIDEXAMPLE",
-            "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
-            token.map(str::to_string),
-            None,
-            "test",
-        )))
-        .http_client(http)
-        .sleep_impl(default_async_sleep().unwrap())
-        .time_source(SharedTimeSource::new(StaticTimeSource::from_secs(
-            1_767_225_600,
-        )))
-        .retry_config(retry)
-        .build()
 }
 
 /// The filler of 9afd880, on aws-sdk-lambda: what `InvokeFiller` replaces.
@@ -109,88 +72,6 @@ async fn reference(
     }
 }
 
-/// Records each request and answers 202, as Lambda accepts an event.
-#[derive(Clone, Debug, Default)]
-struct Capture(Arc<Mutex<Vec<HttpRequest>>>);
-
-impl HttpConnector for Capture {
-    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
-        self.0.lock().unwrap().push(request);
-        HttpConnectorFuture::ready(Ok(HttpResponse::new(
-            202.try_into().unwrap(),
-            SdkBody::empty(),
-        )))
-    }
-}
-
-impl HttpClient for Capture {
-    fn http_connector(
-        &self,
-        _: &HttpConnectorSettings,
-        _: &RuntimeComponents,
-    ) -> SharedHttpConnector {
-        SharedHttpConnector::new(self.clone())
-    }
-}
-
-/// A request as sent: method, URI, headers sorted, body.
-type Sent = (String, String, Vec<(String, String)>, Vec<u8>);
-
-impl Capture {
-    fn take(&self) -> Sent {
-        let mut requests = self.0.lock().unwrap();
-        assert_eq!(requests.len(), 1, "one request, no retry");
-        let request = requests.remove(0);
-        let mut headers: Vec<(String, String)> = request
-            .headers()
-            .iter()
-            .map(|(n, v)| (n.to_ascii_lowercase(), v.to_string()))
-            .collect();
-        headers.sort();
-        (
-            request.method().to_string(),
-            request.uri().to_string(),
-            headers,
-            request.body().bytes().unwrap().to_vec(),
-        )
-    }
-}
-
-/// Removes the user agent before signing: aws-sdk-lambda's names itself
-/// and its features, ours names this crate. Everything else is compared.
-#[derive(Debug)]
-struct NoUserAgent;
-
-impl Intercept for NoUserAgent {
-    fn name(&self) -> &'static str {
-        "NoUserAgent"
-    }
-
-    fn modify_before_signing(
-        &self,
-        context: &mut BeforeTransmitInterceptorContextMut<'_>,
-        _: &RuntimeComponents,
-        _: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        let headers = context.request_mut().headers_mut();
-        headers.remove("user-agent");
-        headers.remove("x-amz-user-agent");
-        Ok(())
-    }
-}
-
-/// The invocation id is random for each request (and not signed).
-fn without_invocation_id(mut sent: Sent) -> Sent {
-    let id = sent
-        .2
-        .iter()
-        .position(|(n, _)| n == "amz-sdk-invocation-id")
-        .expect("an invocation id");
-    let (_, value) = sent.2.remove(id);
-    assert_eq!(value.len(), 36, "a UUID: {value}");
-    sent
-}
-
 #[tokio::test]
 async fn the_request_is_the_sdks_signature_included() {
     let functions = [
@@ -207,7 +88,7 @@ async fn the_request_is_the_sdks_signature_included() {
         ] {
             for function in functions {
                 let case = format!("{token:?} {region} {endpoint:?} {function}");
-                let ours = Capture::default();
+                let ours = Capture::answering(202, "");
                 let sdk = sdk_config(ours.clone(), region, token, RetryConfig::standard());
                 let get = |name: &str| {
                     (name == "AWS_ENDPOINT_URL_LAMBDA")
@@ -224,7 +105,7 @@ async fn the_request_is_the_sdks_signature_included() {
                 filler.start(fill()).await.unwrap();
                 let ours = without_invocation_id(ours.take());
 
-                let theirs = Capture::default();
+                let theirs = Capture::answering(202, "");
                 let sdk = sdk_config(theirs.clone(), region, token, RetryConfig::standard());
                 let mut config = aws_sdk_lambda::config::Builder::from(&sdk);
                 if let Some(url) = endpoint {
@@ -280,7 +161,7 @@ async fn the_request_is_the_sdks_signature_included() {
 /// aws-sdk-lambda names its own.
 #[tokio::test]
 async fn the_user_agent_is_the_sdks() {
-    let capture = Capture::default();
+    let capture = Capture::answering(202, "");
     let sdk = sdk_config(capture.clone(), "eu-west-1", None, RetryConfig::standard());
     InvokeFiller::new(&sdk, "tfreg-fill", |_| None)
         .unwrap()
@@ -307,7 +188,7 @@ async fn the_user_agent_is_the_sdks() {
 fn what_cannot_be_invoked_is_refused_at_init() {
     let sdk = |fips: bool| {
         let sdk = sdk_config(
-            Capture::default(),
+            Capture::answering(202, ""),
             "eu-west-1",
             None,
             RetryConfig::standard(),
@@ -333,7 +214,7 @@ fn what_cannot_be_invoked_is_refused_at_init() {
         Err(InvokeSetupError::Missing("region"))
     ));
     // FIPS without an override: Lambda's FIPS endpoint, as the SDK's.
-    let capture = Capture::default();
+    let capture = Capture::answering(202, "");
     let fips = sdk_config(
         capture.clone(),
         "us-gov-west-1",
