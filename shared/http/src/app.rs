@@ -31,6 +31,9 @@ pub const MAX_HEADERS: usize = 100;
 /// a few hundred bytes; a bearer token is under 100.
 pub const MAX_HEADER_BYTES: usize = 32 * 1024;
 
+/// Set once this process has answered a request: the first is a cold start.
+static SERVED_ONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// The response header that names a request's log line.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
@@ -217,6 +220,12 @@ async fn handle(registry: &Registry, served: &Served, req: Request, caller: Call
     // To the microsecond: full precision would print 16 digits on every line.
     let latency_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1000.0;
     let endpoint = endpoint.map(Endpoint::name).unwrap_or("none");
+    registry.metrics.request(&crate::metrics::RequestRecord {
+        endpoint,
+        status,
+        latency: started.elapsed(),
+        cold_start: !SERVED_ONE.swap(true, std::sync::atomic::Ordering::Relaxed),
+    });
     let method = &parts.method;
     match error {
         // Our fault or the store's: the detail the client did not get.

@@ -13,6 +13,8 @@
 //!   configuration, clock); [`signed_url`]: archive URLs; `edge_url`
 //!   (feature `cloudfront`): CloudFront signed archive URLs; [`session`]:
 //!   the web UI's session cookie.
+//! - [`metrics`]: what each request, fill and publish records (EMF in AWS,
+//!   Prometheus in `tfreg serve`); [`usage`]: downloads counted by consumer.
 
 pub mod answer_cache;
 pub mod app;
@@ -23,10 +25,12 @@ pub mod edge_url;
 pub mod error;
 pub mod fill;
 pub mod groups;
+pub mod metrics;
 pub mod registry;
 pub mod session;
 pub mod signed_url;
 pub mod token_cache;
+pub mod usage;
 
 pub use app::{App, Caller};
 pub use error::Error;

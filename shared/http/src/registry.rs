@@ -130,6 +130,10 @@ pub struct Registry {
     pub answers: AnswerCache,
     /// What fetches a miss of the pull-through cache (none: never fetch).
     pub filler: Option<Arc<dyn crate::fill::Filler>>,
+    /// Where requests, fills and publishes are recorded (default: nowhere).
+    pub metrics: Arc<dyn crate::metrics::Recorder>,
+    /// Where downloads are counted (default: nowhere).
+    pub usage: Arc<dyn crate::usage::UsageSink>,
     clock: fn() -> u64,
 }
 
@@ -148,6 +152,8 @@ impl Registry {
             answers: AnswerCache::default(),
             config,
             filler: None,
+            metrics: Arc::new(crate::metrics::NoMetrics),
+            usage: Arc::new(crate::usage::NoUsage),
             clock: unix_now,
         }
     }
@@ -169,6 +175,8 @@ impl Registry {
             answers: AnswerCache::default(),
             config,
             filler: None,
+            metrics: Arc::new(crate::metrics::NoMetrics),
+            usage: Arc::new(crate::usage::NoUsage),
             clock: unix_now,
         }
     }
@@ -216,6 +224,18 @@ impl Registry {
     /// This registry, fetching cache misses with `filler`.
     pub fn with_filler(mut self, filler: Arc<dyn crate::fill::Filler>) -> Self {
         self.filler = Some(filler);
+        self
+    }
+
+    /// This registry, recording to `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<dyn crate::metrics::Recorder>) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// This registry, counting downloads in `usage`.
+    pub fn with_usage(mut self, usage: Arc<dyn crate::usage::UsageSink>) -> Self {
+        self.usage = usage;
         self
     }
 

@@ -19,6 +19,8 @@
 //! - [`upstream`]: other registries the pull-through cache reads from, and
 //!   which addresses and URLs an origin may never make it connect to;
 //!   [`cache`]: what the cache keeps of them and how it answers and fills.
+//! - [`usage`]: downloads and who made them (consumers), and the usage
+//!   report.
 //! - [`error`]: why a value is refused; the HTTP pipeline maps it.
 
 pub mod address;
@@ -44,6 +46,7 @@ pub mod text;
 pub mod token;
 pub mod trust;
 pub mod upstream;
+pub mod usage;
 pub mod version;
 
 /// The property tests' configuration: 256 cases, no failure files written

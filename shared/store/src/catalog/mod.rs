@@ -10,7 +10,8 @@
 //!   [`secret`] (the URL signing secret), [`login`] (sign-ins between
 //!   their steps: pending logins, codes, used nonces), [`sso`] (group mappings),
 //!   [`upstreams`] (the registries the cache reads from), [`cache`] (what it
-//!   keeps of them), [`lease`] (one fetch per miss).
+//!   keeps of them), [`lease`] (one fetch per miss), [`usage`] (download
+//!   counts and consumers).
 //! - [`releases`], [`docs`], [`indexing`], [`import`]: releases, module docs,
 //!   keeping indexes in step, bulk writes; [`cas`]: the one compare-and-swap
 //!   loop; [`codec`]: item bodies as JSON.
@@ -40,6 +41,7 @@ pub mod sso;
 pub mod tokens;
 pub mod uploads;
 pub mod upstreams;
+pub mod usage;
 
 pub use codec::{decode, encode};
 pub use docs::{module_docs, put_module_docs};
