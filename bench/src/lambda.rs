@@ -11,6 +11,7 @@
 mod arm64;
 mod bloat;
 mod check;
+mod edge;
 mod first_requests;
 mod runtime_api;
 mod seed;
@@ -38,6 +39,16 @@ struct Function {
     path: &'static str,
     status: u16,
     table: Table,
+    delivery: Delivery,
+}
+
+/// How the function hands out archive URLs: the registry's own (presigned
+/// S3 behind the blob function, the default), or CloudFront signed URLs
+/// with a key read from SSM at init ([`edge`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Delivery {
+    Presigned,
+    CloudFront,
 }
 
 /// Whether a function's request reads the table: those that do are measured
@@ -62,6 +73,15 @@ const fn function(
         path,
         status,
         table,
+        delivery: Delivery::Presigned,
+    }
+}
+
+/// `function`, in `TFREG_ARCHIVE_DELIVERY=cloudfront` mode.
+const fn at_edge(function: Function) -> Function {
+    Function {
+        delivery: Delivery::CloudFront,
+        ..function
     }
 }
 
@@ -203,6 +223,36 @@ const FUNCTIONS: &[Function] = &[
         404,
         Table::Untouched,
     ),
+    // The signing functions in cloudfront mode (issue 37): the key read from
+    // SSM at init; one URL signed (a provider download), one per platform (a
+    // mirror's version), none (blob refuses an unsigned URL first).
+    at_edge(function(
+        "provider-download, cloudfront",
+        "read",
+        (
+            "GET",
+            "/v1/providers/acme/widget/1.0.0/download/linux/amd64",
+        ),
+        200,
+        Table::Read,
+    )),
+    at_edge(function(
+        "mirror-version, cloudfront",
+        "read",
+        (
+            "GET",
+            "/v1/mirror/registry.example.com/acme/widget/1.0.0.json",
+        ),
+        200,
+        Table::Read,
+    )),
+    at_edge(function(
+        "blob, cloudfront",
+        "blob",
+        ("GET", "/v1/blobs/providers/acme/widget/1.0.0/x.zip"),
+        400,
+        Table::Untouched,
+    )),
 ];
 
 /// The baseline: a `lambda_http` hello-world, built like the functions.
@@ -431,6 +481,17 @@ fn command(
     function: &Function,
     backends: &Backends,
 ) -> tokio::process::Command {
+    command_with(binary, runner, function, backends, &[])
+}
+
+/// [`command`], with `extra` in its environment (a signing function's, [`edge`]).
+fn command_with(
+    binary: &Path,
+    runner: &[String],
+    function: &Function,
+    backends: &Backends,
+    extra: &[(&'static str, String)],
+) -> tokio::process::Command {
     let mut command = match runner.split_first() {
         Some((program, args)) => {
             let mut command = tokio::process::Command::new(program);
@@ -450,7 +511,8 @@ fn command(
         .env("TFREG_BUCKET", &backends.bucket)
         .env("TFREG_HOSTNAME", "registry.example.com")
         .env("TFREG_ANONYMOUS_READS", "true")
-        .env("TFREG_S3_FORCE_PATH_STYLE", "true");
+        .env("TFREG_S3_FORCE_PATH_STYLE", "true")
+        .envs(extra.iter().map(|(k, v)| (k, v)));
     command
 }
 
@@ -589,6 +651,7 @@ async fn cold_starts(dir: &Path, runs: usize) -> Result<Vec<Start>, BoxError> {
     seed::seed(&backends).await?;
     let hello = locate(dir, HELLO)?;
     let hello_dynamodb = locate(dir, HELLO_DYNAMODB)?;
+    let edge = edge::Edge::start().await?;
     let mut samples: Vec<[Vec<f64>; 6]> = FUNCTIONS.iter().map(|_| Default::default()).collect();
     let mut statuses = vec![0u16; FUNCTIONS.len()];
     for _ in 0..runs {
@@ -598,10 +661,14 @@ async fn cold_starts(dir: &Path, runs: usize) -> Result<Vec<Start>, BoxError> {
                 function.path,
             ))?);
             let binary = locate(dir, function.binary)?;
-            let tfreg =
-                runtime_api::cold_start(command(&binary, &[], function, &backends), event.clone())
-                    .await
-                    .map_err(|e| format!("{} ({}): {e}", function.endpoint, binary.display()))?;
+            let extra = match function.delivery {
+                Delivery::Presigned => Vec::new(),
+                Delivery::CloudFront => edge.environment(),
+            };
+            let tfreg = command_with(&binary, &[], function, &backends, &extra);
+            let tfreg = runtime_api::cold_start(tfreg, event.clone())
+                .await
+                .map_err(|e| format!("{} ({}): {e}", function.endpoint, binary.display()))?;
             let baseline =
                 runtime_api::cold_start(command(&hello, &[], function, &backends), event.clone())
                     .await
@@ -728,6 +795,25 @@ fn markdown(sizes: &[Size], starts: &[Start], runs: usize) -> String {
     ) {
         text.push_str(&format!(
             "\nThe functions that read the table, × GetItem: init {init}, first response {first}.\n"
+        ));
+    }
+    let at_edge = |name: &str| {
+        let of = |endpoint: &str| starts.iter().find(|s| s.endpoint == endpoint);
+        let (edge, own) = (of(&format!("{name}, cloudfront"))?, of(name)?);
+        Some(format!(
+            "{name} {:.2} at init, {:.2} to the first response",
+            edge.init_ms / own.init_ms,
+            edge.first_response_ms / own.first_response_ms
+        ))
+    };
+    let beside: Vec<String> = ["provider-download", "mirror-version", "blob"]
+        .into_iter()
+        .filter_map(at_edge)
+        .collect();
+    if !beside.is_empty() {
+        text.push_str(&format!(
+            "\n*cloudfront* rows: the function with `TFREG_ARCHIVE_DELIVERY=cloudfront` (issue 37), its 2048-bit archive signing key read at init from SSM Parameter Store (a moto server on loopback: an HTTP round trip with no TLS, where AWS adds a TLS handshake to SSM's endpoint) and each archive URL of its answer signed with it (one for a provider download, one per platform for a mirror's version; blob refuses the unsigned URL before signing anything). × the same route in the default mode, in the same runs: {}.\n",
+            beside.join("; ")
         ));
     }
     text
@@ -866,6 +952,7 @@ mod tests {
         deployed.retain(|d| *d != fill);
         let measured: Vec<(String, String)> = FUNCTIONS
             .iter()
+            .filter(|f| f.delivery == Delivery::Presigned)
             .map(|f| (f.endpoint.to_string(), f.binary.to_string()))
             .collect();
         assert_eq!(deployed, measured);
