@@ -450,17 +450,26 @@ fn alarms_and_dashboard(stack: &Rehearsal, decided: &Stack, full: bool) {
     }
     // The fill failures alarm reads the namespace the functions write to.
     let fill = &alarms[&format!("{name}-fill-failures")];
-    assert_eq!(fill["metrics"], serde_json::json!(["FillFailures", "FillFailures"]));
+    assert_eq!(
+        fill["metrics"],
+        serde_json::json!(["FillFailures", "FillFailures"])
+    );
     for f in functions.values() {
         assert_eq!(
             fill["namespaces"],
             serde_json::json!([f["environment"]["TFREG_METRICS_NAMESPACE"]])
         );
     }
-    assert_eq!(fill["namespaces"], serde_json::json!([format!("tfreg/{name}")]));
+    assert_eq!(
+        fill["namespaces"],
+        serde_json::json!([format!("tfreg/{name}")])
+    );
     let api = &alarms[&format!("{name}-api-5xx-rate")];
     assert_eq!(api["metrics"], serde_json::json!(["5xx", "Count"]));
-    assert_eq!(alarms[&format!("{name}-api-p99-latency")]["metrics"], serde_json::json!(["Latency"]));
+    assert_eq!(
+        alarms[&format!("{name}-api-p99-latency")]["metrics"],
+        serde_json::json!(["Latency"])
+    );
     for table in ["throttles", "system-errors"] {
         assert_eq!(
             alarms[&format!("{name}-table-{table}")]["namespaces"],
@@ -468,7 +477,10 @@ fn alarms_and_dashboard(stack: &Rehearsal, decided: &Stack, full: bool) {
         );
     }
     // The dashboard, its widgets, and every function in them by its name.
-    assert_eq!(got["dashboards"], serde_json::json!([format!("{name}-tfreg")]));
+    assert_eq!(
+        got["dashboards"],
+        serde_json::json!([format!("{name}-tfreg")])
+    );
     let titles = strings(&got["titles"]);
     for title in [
         "Requests by endpoint",
