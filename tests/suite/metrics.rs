@@ -475,3 +475,70 @@ fn lambda_functions_print_emf_lines_the_specification_accepts() {
         seen.keys().collect::<Vec<_>>()
     );
 }
+
+/// Fills are recorded where a version's fill ends: the version (its
+/// verified SHA256SUMS kept) and an archive filled from a real origin, and
+/// an archive whose origin is gone (origin_failed); a list fill is no
+/// fill of a version.
+#[test]
+fn tfreg_serve_counts_the_cache_s_fills_by_outcome() {
+    use crate::cache_mirror::{LOOPBACK, Origin, Rig};
+    let tmp = tempfile::tempdir().unwrap();
+    let origin = Origin::start(tmp.path(), "127.0.0.138", "origin-metrics.example.test");
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let listen = format!("127.0.0.1:{}", free_port());
+    let server = Server::start_at(
+        &tmp.path().join("data"),
+        &listen,
+        &[
+            "--private",
+            "--upstream-connect-allow",
+            LOOPBACK,
+            "--metrics-listen",
+            &metrics,
+        ],
+    );
+    let rig = Rig::configured(server, origin.upstream_args());
+    let base = format!("/v1/mirror/{}/hashicorp/null", origin.host);
+    let fills = |s: &Scrape, outcome: &str| {
+        s.value(
+            "tfreg_fills",
+            "tfreg_fills_total",
+            &[("kind", "provider"), ("outcome", outcome)],
+        )
+    };
+
+    let (status, _) = rig.get_as(&format!("{base}/index.json"), &rig.fill);
+    assert_eq!(status, 200);
+    assert_eq!(
+        Scrape::of(&metrics).total("tfreg_fills", "tfreg_fills_total"),
+        0.0
+    );
+    let (status, version) = rig.get_as(&format!("{base}/1.0.0.json"), &rig.fill);
+    assert_eq!(status, 200, "{version}");
+    let url = |platform: &str| {
+        version["archives"][platform]["url"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(rig.download(&url("linux_amd64")).0, 200);
+    let filled = Scrape::of(&metrics);
+    assert_eq!(fills(&filled, "filled"), 2.0);
+    assert_eq!(
+        filled.value(
+            "tfreg_fill_duration_seconds",
+            "tfreg_fill_duration_seconds_count",
+            &[("kind", "provider")]
+        ),
+        2.0
+    );
+
+    // The origin gone: the other platform's archive cannot be filled.
+    drop(origin.server);
+    let (status, _) = rig.download(&url("darwin_arm64"));
+    assert!(status >= 500, "{status}");
+    let after = Scrape::of(&metrics);
+    assert_eq!(fills(&after, "origin_failed"), 1.0);
+    assert_eq!(after.total("tfreg_fills", "tfreg_fills_total"), 3.0);
+}
