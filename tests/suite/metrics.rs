@@ -331,6 +331,22 @@ fn emf_lines(log: &str) -> Vec<String> {
         .collect()
 }
 
+/// Every line of `log` that names `_aws`, each a whole JSON document (none
+/// torn by another line written at the same time) the specification
+/// accepts.
+fn validated_emf(log: &str) -> Vec<Value> {
+    let all = emf_lines(log);
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/support/emf-schema.json");
+    let code = format!(
+        "import sys; sys.argv = ['-', {:?}]\n{EMF_VALIDATE}",
+        schema.to_str().unwrap()
+    );
+    let docs = python(&code, &(all.join("\n") + "\n"));
+    let docs = docs.as_array().unwrap().clone();
+    assert_eq!(docs.len(), all.len());
+    docs
+}
+
 #[test]
 fn lambda_functions_print_emf_lines_the_specification_accepts() {
     let tmp = tempfile::tempdir().unwrap();
@@ -366,18 +382,8 @@ fn lambda_functions_print_emf_lines_the_specification_accepts() {
         .unwrap();
     assert_eq!(refused.status(), 400);
 
-    // Every line that names `_aws` is a whole JSON document (none torn
-    // by another line written at the same time) the specification accepts.
-    let log = server.server_log();
-    let all = emf_lines(&log);
-    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/support/emf-schema.json");
-    let code = format!(
-        "import sys; sys.argv = ['-', {:?}]\n{EMF_VALIDATE}",
-        schema.to_str().unwrap()
-    );
-    let docs = python(&code, &(all.join("\n") + "\n"));
-    let docs = docs.as_array().unwrap();
-    assert_eq!(docs.len(), all.len());
+    let docs = validated_emf(&server.server_log());
+    let docs = docs.as_slice();
     for d in docs {
         let directive = &d["_aws"]["CloudWatchMetrics"][0];
         assert_eq!(directive["Namespace"], namespace, "{d}");
@@ -541,4 +547,45 @@ fn tfreg_serve_counts_the_cache_s_fills_by_outcome() {
     let after = Scrape::of(&metrics);
     assert_eq!(fills(&after, "origin_failed"), 1.0);
     assert_eq!(after.total("tfreg_fills", "tfreg_fills_total"), 3.0);
+}
+
+/// The fill function's EMF lines: one per version filled from a real
+/// origin (its release, then an archive), by kind, valid by the schema.
+#[test]
+fn the_fill_function_prints_a_fill_line_per_version_filled() {
+    use crate::cache_mirror::{Origin, Rig};
+    let tmp = tempfile::tempdir().unwrap();
+    let origin = Origin::start(tmp.path(), "127.0.0.139", "origin-emf.example.test");
+    let rig = Rig::on_lambda(tmp.path(), &origin);
+    let base = format!("/v1/mirror/{}/hashicorp/null", origin.host);
+    assert_eq!(rig.get_as(&format!("{base}/index.json"), &rig.fill).0, 200);
+    let (status, version) = rig.get_as(&format!("{base}/1.0.0.json"), &rig.fill);
+    assert_eq!(status, 200, "{version}");
+    let url = version["archives"]["linux_amd64"]["url"].as_str().unwrap();
+    assert_eq!(rig.download(url).0, 200);
+
+    let docs = validated_emf(&rig.server.server_log());
+    let fills: Vec<&Value> = docs.iter().filter(|d| d.get("Fills").is_some()).collect();
+    assert_eq!(fills.len(), 2, "{fills:#?}");
+    for f in &fills {
+        assert_eq!(
+            (
+                &f["Kind"],
+                &f["Outcome"],
+                &f["FillFailures"],
+                &f["Function"]
+            ),
+            (
+                &serde_json::json!("provider"),
+                &serde_json::json!("filled"),
+                &serde_json::json!(0),
+                &serde_json::json!("fill")
+            )
+        );
+        assert!(f["FillDuration"].as_f64().unwrap() > 0.0, "{f}");
+        assert_eq!(
+            f["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+            serde_json::json!([["Kind"]])
+        );
+    }
 }
