@@ -109,6 +109,23 @@ class Stacked:
         # moto keeps a record's name as given, without the final dot.
         return any(s["Name"].rstrip(".") == name and s["Type"] == props["Type"] for s in sets)
 
+    # -------------------------------------------------------------- metrics (issue 38)
+    def topic_exists(self, arn, props):
+        c = self.clients("sns")
+        return _probe(lambda: c.get_topic_attributes(TopicArn=arn))
+
+    def topic_attrs(self, arn):
+        return {"TopicArn": arn, "TopicName": arn.rsplit(":", 1)[-1]}
+
+    def dashboard_exists(self, name, props):
+        """There, with the template's body (moto's CloudFormation stores it)."""
+        c = self.clients("cloudwatch")
+        try:
+            got = c.get_dashboard(DashboardName=name)
+        except c.exceptions.ResourceNotFound:
+            return False
+        return json.loads(got["DashboardBody"]) == json.loads(props["DashboardBody"])
+
 
 # type → (exists method, attrs method or None: no GetAtt expected)
 CFN_TYPES = {
@@ -119,6 +136,8 @@ CFN_TYPES = {
     "AWS::Lambda::Permission": ("permission_exists", None),
     "AWS::Logs::LogGroup": ("log_group_exists", "log_group_attrs"),
     "AWS::Route53::RecordSet": ("record_exists", None),
+    "AWS::SNS::Topic": ("topic_exists", "topic_attrs"),
+    "AWS::CloudWatch::Dashboard": ("dashboard_exists", None),
 }
 
 # Types moto's CloudFormation lists without a physical id (found by the

@@ -64,6 +64,7 @@ def full(clients, region, archive_key):
         "ArchiveSigningPublicKeyA": archive_key("A", secrets_manager=True),
         "ArchiveSigningPublicKeyB": archive_key("B", secrets_manager=True),
         "ArchiveSigningKeySlot": "B",
+        "AlarmEmail": "registry-ops@example.com",
     }
 
 

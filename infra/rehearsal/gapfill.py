@@ -358,6 +358,38 @@ class Fillers:
         self.held.pop(ref, None)
         self.deleted.add(ref)
 
+    # ------------------------------------------------------------ CloudWatch alarms, SNS subscriptions (issue 38)
+    def create_alarm(self, logical_id, props):
+        """PutMetricAlarm with the alarm's properties (CloudFormation's names
+        are the API's: an unknown one fails), its name given by the template."""
+        c = self.clients("cloudwatch")
+        if "AlarmName" not in props:
+            raise GapError(f"{logical_id}: the rehearsal needs the AlarmName CloudFormation would make up")
+        call(c, "PutMetricAlarm", props)
+        alarm = c.describe_alarms(AlarmNames=[props["AlarmName"]])["MetricAlarms"][0]
+        return props["AlarmName"], {"Arn": alarm["AlarmArn"]}, {}
+
+    def exists_alarm(self, ref, info):
+        return bool(self.clients("cloudwatch").describe_alarms(AlarmNames=[ref])["MetricAlarms"])
+
+    def delete_alarm(self, ref, info):
+        self.clients("cloudwatch").delete_alarms(AlarmNames=[ref])
+
+    def create_subscription(self, logical_id, props):
+        arn = call(self.clients("sns"), "Subscribe", props, ReturnSubscriptionArn=True)["SubscriptionArn"]
+        return arn, {"Arn": arn}, {"TopicArn": props["TopicArn"]}
+
+    def exists_subscription(self, ref, info):
+        c = self.clients("sns")
+        try:
+            subs = c.list_subscriptions_by_topic(TopicArn=info["TopicArn"])["Subscriptions"]
+        except c.exceptions.NotFoundException:
+            return False  # its topic is gone, and with it every subscription
+        return any(s["SubscriptionArn"] == ref for s in subs)
+
+    def delete_subscription(self, ref, info):
+        self.clients("sns").unsubscribe(SubscriptionArn=ref)
+
 
 # What moto cannot delete: left on moto after `down`, reported as such.
 UNDELETABLE = {"AWS::CloudFront::KeyGroup"}
@@ -376,4 +408,6 @@ GAP_TYPES = {
     "AWS::CloudFront::ResponseHeadersPolicy": "headers_policy",
     "AWS::S3::BucketPolicy": "bucket_policy",
     "AWS::Lambda::EventInvokeConfig": "invoke_config",
+    "AWS::CloudWatch::Alarm": "alarm",
+    "AWS::SNS::Subscription": "subscription",
 }

@@ -9,6 +9,7 @@ mod housekeeping;
 mod idle;
 mod linger;
 pub mod listener;
+pub mod metrics;
 mod per_address;
 mod signals;
 mod signin;
@@ -97,6 +98,9 @@ pub struct ServeArgs {
     /// What upstreams of the pull-through cache may name (issue 35).
     #[command(flatten)]
     upstream: upstream::UpstreamArgs,
+    /// Prometheus metrics on a listener of their own (issue 38).
+    #[command(flatten)]
+    metrics: metrics::MetricsArgs,
 }
 
 /// Everything start-up prepared: ready to serve.
@@ -234,6 +238,7 @@ async fn start(args: &ServeArgs) -> Result<Ready> {
     let fill_dir = dir.root.join(FILL_TMP);
     let _ = std::fs::remove_dir_all(&fill_dir);
     let max_archive_bytes = config.max_archive_bytes;
+    let recorder = metrics::start(&args.metrics).await?;
     let cache = tfreg_cache::fill::Cache::new(
         items.clone(),
         Arc::new(blobs.clone()),
@@ -241,10 +246,12 @@ async fn start(args: &ServeArgs) -> Result<Ready> {
         tfreg_outbound::Deployment::Serve,
         max_archive_bytes,
     )
-    .with_policy(config.upstream_policy.clone());
+    .with_policy(config.upstream_policy.clone())
+    .with_metrics(recorder.clone());
     let registry = Arc::new(
         Registry::new(items.clone(), Arc::new(blobs.clone()), signer, config)
-            .with_filler(Arc::new(tfreg_cache::fill::InProcess::new(cache))),
+            .with_filler(Arc::new(tfreg_cache::fill::InProcess::new(cache)))
+            .with_metrics(recorder),
     );
 
     let (tls, ca) = match (&args.tls_cert, &args.tls_key) {

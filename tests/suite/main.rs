@@ -126,6 +126,7 @@ mod least_privilege;
 mod load;
 mod login;
 mod login_cli;
+mod metrics;
 mod oidc_fixture;
 mod probes;
 mod publish_attacks;

@@ -1443,7 +1443,10 @@ fn the_auth_function_exists_only_with_sign_in_or_ci_publishing() {
             "AuthTokenRoute",
             "AuthSsoRoute",
             "AuthExchangeRoute",
-            "AuthPermission"
+            "AuthPermission",
+            // Its alarms (issue 38).
+            "AuthErrorsAlarm",
+            "AuthThrottlesAlarm"
         ]
     );
     let mut keys = routes(&t)[id].clone();
@@ -1485,7 +1488,9 @@ fn the_auth_function_exists_only_with_sign_in_or_ci_publishing() {
         };
         for (name, r) in resources(&t) {
             let name = name.as_str().unwrap();
-            let text = format!("{r:?}");
+            // A reference made only under `!If [HasAuth, ...]` needs no auth
+            // function (the dashboard's, issue 38).
+            let text = format!("{:?}", without_if(r, "HasAuth"));
             let reaches = auth_ids
                 .iter()
                 .any(|a| a != name && text.contains(a.as_str()));
@@ -1509,6 +1514,31 @@ fn the_auth_function_exists_only_with_sign_in_or_ci_publishing() {
         "!Ref",
     );
     assert_eq!(resources(&t)[log]["Condition"].as_str(), Some("HasAuth"));
+}
+
+/// `v` with every `!If [condition, then, else]` replaced by its `else`.
+fn without_if(v: &Value, condition: &str) -> Value {
+    match v {
+        Value::Tagged(t) if t.tag == "!If" => match t.value.as_sequence().map(Vec::as_slice) {
+            Some([c, _, otherwise]) if c.as_str() == Some(condition) => {
+                without_if(otherwise, condition)
+            }
+            _ => v.clone(),
+        },
+        Value::Tagged(t) => Value::Tagged(Box::new(serde_norway::value::TaggedValue {
+            tag: t.tag.clone(),
+            value: without_if(&t.value, condition),
+        })),
+        Value::Sequence(items) => {
+            Value::Sequence(items.iter().map(|i| without_if(i, condition)).collect())
+        }
+        Value::Mapping(m) => Value::Mapping(
+            m.iter()
+                .map(|(k, v)| (k.clone(), without_if(v, condition)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 /// Least privilege, from the items the sign-in steps use
@@ -1726,4 +1756,133 @@ fn sign_in_parameters_reach_the_functions_with_the_code_s_defaults() {
         (1800, 10800)
     );
     assert_eq!(ci.audience, None, "the registry's URL");
+}
+
+/// Issue 38: every metric of the functions' namespace that an alarm or the
+/// dashboard reads is one the functions' EMF lines write, with that
+/// dimension (`tfreg_lambda::emf`'s own encoders), and the namespace is
+/// the one the functions are given.
+#[test]
+fn the_alarms_and_dashboard_read_the_metrics_the_functions_write() {
+    use std::time::Duration;
+    use tfreg_http::metrics::*;
+    let t = template();
+    let namespace = "tfreg/${AWS::StackName}";
+    let env = &t["Globals"]["Function"]["Environment"]["Variables"];
+    assert_eq!(
+        tagged_str(&env["TFREG_METRICS_NAMESPACE"], "!Sub"),
+        namespace
+    );
+
+    // What the functions write: metric name -> its dimension set.
+    let props = serde_json::Map::new;
+    let lines = [
+        tfreg_lambda::emf::request_line(
+            "ns",
+            0,
+            &RequestRecord {
+                endpoint: "discovery",
+                status: 200,
+                latency: Duration::ZERO,
+                cold_start: false,
+            },
+            props(),
+        ),
+        tfreg_lambda::emf::fill_line(
+            "ns",
+            0,
+            &FillRecord {
+                kind: PackageKind::Provider,
+                outcome: FillOutcome::Filled,
+                duration: Duration::ZERO,
+            },
+            props(),
+        ),
+        tfreg_lambda::emf::publish_line(
+            "ns",
+            0,
+            &PublishRecord {
+                kind: PackageKind::Module,
+                outcome: PublishOutcome::Published,
+            },
+            props(),
+        ),
+    ];
+    let mut written: BTreeMap<String, String> = BTreeMap::new();
+    for line in &lines {
+        let d = &line["_aws"]["CloudWatchMetrics"][0];
+        let dimension = d["Dimensions"][0][0].as_str().unwrap().to_string();
+        for m in d["Metrics"].as_array().unwrap() {
+            written.insert(m["Name"].as_str().unwrap().to_string(), dimension.clone());
+        }
+    }
+
+    // What the alarms read from the namespace.
+    let mut read: BTreeSet<(String, String)> = BTreeSet::new();
+    for (id, alarm) in of_type(&t, "AWS::CloudWatch::Alarm") {
+        let p = &alarm["Properties"];
+        assert_eq!(p["TreatMissingData"].as_str(), Some("notBreaching"), "{id}");
+        assert!(
+            p["AlarmActions"]
+                .as_sequence()
+                .is_some_and(|a| !a.is_empty()),
+            "{id}"
+        );
+        let metrics: Vec<&Value> = match p["Metrics"].as_sequence() {
+            Some(queries) => queries
+                .iter()
+                .filter_map(|q| q.get("MetricStat").map(|s| &s["Metric"]))
+                .collect(),
+            None => vec![p],
+        };
+        for m in metrics {
+            if tagged(&m["Namespace"], "!Sub").and_then(Value::as_str) != Some(namespace) {
+                continue;
+            }
+            for d in m["Dimensions"].as_sequence().unwrap() {
+                read.insert((
+                    m["MetricName"].as_str().unwrap().to_string(),
+                    d["Name"].as_str().unwrap().to_string(),
+                ));
+            }
+        }
+    }
+    assert!(
+        read.contains(&("FillFailures".into(), "Kind".into())),
+        "{read:?}"
+    );
+    // And the dashboard's searches of it: {"NS",DIMENSION} MetricName="NAME".
+    let body =
+        &of_type(&t, "AWS::CloudWatch::Dashboard")["Dashboard"]["Properties"]["DashboardBody"];
+    let body = tagged(body, "!Sub").unwrap().as_sequence().unwrap()[0]
+        .as_str()
+        .unwrap();
+    let body: serde_json::Value = serde_json::from_str(body).unwrap();
+    let marker = format!("{{\"{namespace}\",");
+    let mut searched = 0;
+    for w in body["widgets"].as_array().unwrap() {
+        for m in w["properties"]["metrics"].as_array().into_iter().flatten() {
+            let Some(e) = m[0]["expression"].as_str() else {
+                continue;
+            };
+            let Some(rest) = e.split_once(&marker).map(|(_, r)| r) else {
+                continue;
+            };
+            let (dimension, rest) = rest.split_once('}').unwrap();
+            let name = rest.split('"').nth(1).unwrap();
+            read.insert((name.to_string(), dimension.to_string()));
+            searched += 1;
+        }
+    }
+    assert!(searched >= 8, "{searched} searches of the namespace");
+    for (name, dimension) in &read {
+        assert_eq!(
+            written.get(name),
+            Some(dimension),
+            "{name} by {dimension} is read but not written: {written:?}"
+        );
+    }
+    // Every metric the functions write is on the dashboard.
+    let shown: BTreeSet<&String> = read.iter().map(|(n, _)| n).collect();
+    assert_eq!(shown, written.keys().collect());
 }

@@ -77,6 +77,9 @@ pub const CLOUDFRONT_KEY_PAIR_ID: &str = "TFREG_CLOUDFRONT_KEY_PAIR_ID";
 /// Secrets Manager secret's ARN. Read once at init by the functions that
 /// sign (read and blob), never logged.
 pub const ARCHIVE_SIGNING_KEY: &str = "TFREG_ARCHIVE_SIGNING_KEY";
+/// The CloudWatch namespace of the functions' embedded-metric-format lines
+/// ([`crate::emf`]); default `tfreg` (the template: `tfreg/<stack name>`).
+pub const METRICS_NAMESPACE: &str = "TFREG_METRICS_NAMESPACE";
 
 pub use crate::signin::{
     CI_AUDIENCE, CI_ISSUERS, CI_MAX_TOKEN_LIFETIME, CI_TOKEN_TTL, LOGIN_PORTS, LOGIN_TOKEN_TTL,
@@ -85,7 +88,7 @@ pub use crate::signin::{
 
 /// Every variable above, and sign-in's ([`crate::signin`]): what a
 /// deployment may set.
-pub const ALL: [&str; 29] = [
+pub const ALL: [&str; 30] = [
     TABLE,
     BUCKET,
     HOSTNAME,
@@ -104,6 +107,7 @@ pub const ALL: [&str; 29] = [
     ARCHIVE_URL,
     CLOUDFRONT_KEY_PAIR_ID,
     ARCHIVE_SIGNING_KEY,
+    METRICS_NAMESPACE,
     OIDC_ISSUER,
     OIDC_CLIENT_ID,
     OIDC_CLIENT_SECRET,

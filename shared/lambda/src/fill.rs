@@ -82,7 +82,8 @@ mod function {
         let config = settings.registry_config();
         Ok(
             Cache::new(items, blobs, temp_dir, deployment, config.max_archive_bytes)
-                .with_policy(config.upstream_policy),
+                .with_policy(config.upstream_policy)
+                .with_metrics(crate::emf::recorder()),
         )
     }
 }

@@ -16,6 +16,7 @@ pub mod auth;
 pub mod config;
 #[cfg(feature = "cloudfront")]
 pub mod edge;
+pub mod emf;
 pub mod env;
 pub mod fill;
 mod response;
@@ -174,7 +175,9 @@ pub async fn registry_from_env(
             let blobs = blobs(&sdk, &settings, archives, &delivery);
             let mut config = settings.registry_config();
             config.archive_delivery = delivery;
-            with_filler(Registry::new(items, blobs, signer, config), &settings, &sdk)?
+            let registry =
+                Registry::new(items, blobs, signer, config).with_metrics(emf::recorder());
+            with_filler(registry, &settings, &sdk)?
         }
         Secret::ReadWhenNeeded => registry_with(settings, &sdk, archives, store, delivery)?,
     };
@@ -275,7 +278,8 @@ fn registry_with(
     let mut config = settings.registry_config();
     let blobs = blobs(sdk, &settings, archives, &delivery);
     config.archive_delivery = delivery;
-    let registry = Registry::with_stored_signer(items(sdk, &settings, store), blobs, config);
+    let registry = Registry::with_stored_signer(items(sdk, &settings, store), blobs, config)
+        .with_metrics(emf::recorder());
     let registry = with_filler(registry, &settings, sdk)?;
     if settings.connect_at_init {
         // Read the URL signing secret (those that sign URLs need it on their

@@ -42,7 +42,14 @@ impl IntoResponse for Answer {
 }
 
 async fn answer(app: &App, request: Request) -> Response<Body> {
-    finish(app.handle(request.map(axum::body::Body::new)).await).await
+    use lambda_http::RequestExt;
+    // The invocation's id, for the request's metric line (crate::emf).
+    let id = request
+        .lambda_context_ref()
+        .map(|c| c.request_id.clone())
+        .unwrap_or_default();
+    let handled = app.handle(request.map(axum::body::Body::new));
+    finish(crate::emf::LAMBDA_REQUEST_ID.scope(id, handled).await).await
 }
 
 /// The pipeline's response as API Gateway is sent it.

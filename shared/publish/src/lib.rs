@@ -86,9 +86,30 @@ async fn handle(
             // Run to the end even if the client goes away: what complete keeps
             // is either recorded or deleted, never abandoned half-way.
             let (registry, target) = (registry.clone(), route.target);
-            tokio::spawn(async move { complete_step(&registry, &target, &req).await }).await?
+            tokio::spawn(async move {
+                let done = complete_step(&registry, &target, &req).await;
+                record_publish(&registry, &target, &done);
+                done
+            })
+            .await?
         }
     }
+}
+
+/// A `complete`'s outcome as a metric (issue 38): published (or
+/// unchanged), refused (the client's mistake, 4xx) or failed (5xx).
+fn record_publish(registry: &Registry, target: &PublishTarget, done: &Result<Response, Error>) {
+    use tfreg_http::metrics::{PackageKind, PublishOutcome, PublishRecord};
+    let kind = match target {
+        PublishTarget::Module { .. } => PackageKind::Module,
+        PublishTarget::Provider { .. } | PublishTarget::Mirror { .. } => PackageKind::Provider,
+    };
+    let outcome = match done {
+        Ok(_) => PublishOutcome::Published,
+        Err(e) if e.status().is_client_error() => PublishOutcome::Refused,
+        Err(_) => PublishOutcome::Failed,
+    };
+    registry.metrics.publish(&PublishRecord { kind, outcome });
 }
 
 async fn begin_step(

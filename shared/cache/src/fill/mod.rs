@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use tfreg_http::fill::Filler;
+use tfreg_http::metrics::{FillOutcome, FillRecord, PackageKind, Recorder};
 use tfreg_model::audit::{Event, Outcome as AuditOutcome};
 use tfreg_model::cache::lease::{Fill, FillWhat, Lease, Outcome};
 use tfreg_model::token::Actor;
@@ -257,6 +258,8 @@ pub struct Cache {
     /// The registry's own archive size limit (an upstream may set less).
     pub(crate) max_archive_bytes: u64,
     pub(crate) clients: clients::Clients,
+    /// Where each fill's outcome is recorded (issue 38).
+    metrics: Arc<dyn Recorder>,
     clock: fn() -> u64,
 }
 
@@ -274,6 +277,7 @@ impl Cache {
             temp_dir,
             max_archive_bytes,
             clients: clients::Clients::new(deployment),
+            metrics: Arc::new(tfreg_http::metrics::NoMetrics),
             clock: tfreg_model::unix_now,
         }
     }
@@ -282,6 +286,12 @@ impl Cache {
     /// (`tfreg serve`'s flags, the fill function's environment).
     pub fn with_policy(mut self, policy: tfreg_model::upstream::OperatorPolicy) -> Self {
         self.clients = self.clients.with_policy(policy);
+        self
+    }
+
+    /// Record each fill's outcome in `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<dyn Recorder>) -> Self {
+        self.metrics = metrics;
         self
     }
 
@@ -318,10 +328,12 @@ impl Cache {
             }
         };
         let held = Arc::new(Mutex::new(held));
+        let started = std::time::Instant::now();
         let result = tokio::select! {
             r = self.fetch(&upstream, fill) => r,
             () = self.keep_renewing(held.clone()) => unreachable!("renewing ends only by pending"),
         };
+        self.record(&fill.what, &result, started.elapsed());
         let outcome = match result {
             Ok(()) => {
                 tracing::info!(fill = %what, "filled");
@@ -345,6 +357,36 @@ impl Cache {
         if let Err(e) = lease::release(self.items.as_ref(), &held, outcome, self.now()).await {
             tracing::warn!(fill = %what, error = %e, "cannot release the fill's lease");
         }
+    }
+
+    /// One version's fill (its release verified and kept, or a provider
+    /// archive's) as a metric; version lists are no fill of a version, and
+    /// the origin's 404 (a version nobody has) is no failure of the cache.
+    fn record(
+        &self,
+        what: &FillWhat,
+        result: &Result<(), FillError>,
+        duration: std::time::Duration,
+    ) {
+        let kind = match what {
+            FillWhat::ProviderVersion { .. } | FillWhat::ProviderArchive { .. } => {
+                PackageKind::Provider
+            }
+            FillWhat::ModuleVersion { .. } => PackageKind::Module,
+            FillWhat::ProviderList | FillWhat::ModuleList { .. } => return,
+        };
+        let outcome = match result {
+            Ok(()) => FillOutcome::Filled,
+            Err(FillError::NotFound(_)) => return,
+            Err(FillError::Refused(_) | FillError::Unreachable(_)) => FillOutcome::Refused,
+            Err(FillError::Unavailable(_)) => FillOutcome::OriginFailed,
+            Err(FillError::Store(_) | FillError::Setup(_)) => FillOutcome::Failed,
+        };
+        self.metrics.fill(&FillRecord {
+            kind,
+            outcome,
+            duration,
+        });
     }
 
     /// Renew the lease every 20 s while the fetch goes on; if it was taken
