@@ -554,6 +554,7 @@ async fn sign_in_items_are_taken_once_and_expire(r: TestRegistry) {
             sub: "alice".into(),
             name: None,
             email: None,
+            ci: None,
         },
         vec!["platform".into()],
         now,
