@@ -620,7 +620,10 @@ async fn counters_add_atomically_and_sum_exactly(r: TestRegistry) {
         "{}",
         r.name
     );
-    assert_eq!((made.data.as_slice(), made.expires_at), (&b"label 100"[..], Some(9_000)));
+    assert_eq!(
+        (made.data.as_slice(), made.expires_at),
+        (&b"label 100"[..], Some(9_000))
+    );
     // No expiry given: the one set stays.
     s.add(add("USAGE#c", "N#1", 3, 200, None)).await.unwrap();
     let summed = s.get("USAGE#c", "N#1").await.unwrap().unwrap();
@@ -634,12 +637,18 @@ async fn counters_add_atomically_and_sum_exactly(r: TestRegistry) {
         "{}",
         r.name
     );
-    assert_eq!((summed.data.as_slice(), summed.expires_at), (&b"label 200"[..], Some(9_000)));
+    assert_eq!(
+        (summed.data.as_slice(), summed.expires_at),
+        (&b"label 200"[..], Some(9_000))
+    );
     // A plain item has no counter; a query returns counters too.
     s.put(item("USAGE#c", "P#1", b"p"), Condition::Always)
         .await
         .unwrap();
-    assert_eq!(s.get("USAGE#c", "P#1").await.unwrap().unwrap().counter, None);
+    assert_eq!(
+        s.get("USAGE#c", "P#1").await.unwrap().unwrap().counter,
+        None
+    );
     let listed = query_all(s, "USAGE#c", "N#").await.unwrap();
     assert_eq!(listed[0].counter.map(|c| c.n), Some(5), "{}", r.name);
 
@@ -647,13 +656,21 @@ async fn counters_add_atomically_and_sum_exactly(r: TestRegistry) {
     let adds = (0..64u64).map(|i| {
         let reader = reader.clone();
         tokio::spawn(async move {
-            reader.add(add("USAGE#c", "N#2", i + 1, 1_000 + i, None)).await
+            reader
+                .add(add("USAGE#c", "N#2", i + 1, 1_000 + i, None))
+                .await
         })
     });
     for done in futures_util::future::join_all(adds).await {
         done.unwrap().unwrap();
     }
-    let counter = s.get("USAGE#c", "N#2").await.unwrap().unwrap().counter.unwrap();
+    let counter = s
+        .get("USAGE#c", "N#2")
+        .await
+        .unwrap()
+        .unwrap()
+        .counter
+        .unwrap();
     assert_eq!(counter.n, (1..=64).sum::<u64>(), "{}: exact", r.name);
     assert!((1_000..1_064).contains(&counter.first_at));
 }
