@@ -142,3 +142,4 @@ mod template;
 mod tfreg_login;
 mod token_lifecycle;
 mod upstream_admin;
+mod usage_counts;
