@@ -115,8 +115,17 @@ struct Ready {
     dir: DataDir,
     /// Sign-in, where an identity provider or CI issuers are configured.
     auth: Option<tfreg_auth::Auth>,
+    /// Download counts, written every [`USAGE_INTERVAL`] and at stop.
+    usage: Arc<tfreg_http::usage::Tallied>,
     _lock: ServeLock,
 }
+
+/// How often counted downloads are written (issue 38): a `kill -9` loses
+/// at most this much; each interval writes one add per distinct counter
+/// (a busy registry's thousands of downloads a second are still a few
+/// hundred adds), so longer saves little and shorter costs writes that
+/// contend with publishes for the database's one write lock.
+const USAGE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Where archives the cache fetches are written until verified.
 const FILL_TMP: &str = "fill-tmp";
@@ -163,7 +172,23 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         app.served = app.served.auth(auth);
     }
     let app = app.router();
+    let (stopped, stop_counting) = tokio::sync::oneshot::channel::<()>();
+    let counting = tokio::spawn(tfreg_http::usage::write_every(
+        ready.usage.clone(),
+        Arc::new(ready.items.clone()),
+        USAGE_INTERVAL,
+        async move {
+            let _ = stop_counting.await;
+        },
+    ));
     listener::serve(ready.listener, ready.tls, app, limits, stop.wait()).await;
+    // Every request has been answered: what they counted is written now.
+    let _ = stopped.send(());
+    match counting.await {
+        Ok(Ok(f)) => tracing::info!(downloads = f.downloads, "download counts written"),
+        Ok(Err(e)) => tracing::error!(error = %e, "download counts of the last seconds are lost"),
+        Err(e) => tracing::error!(error = %e, "the download counter stopped"),
+    }
     tracing::info!("stopped");
     Ok(())
 }
@@ -248,10 +273,12 @@ async fn start(args: &ServeArgs) -> Result<Ready> {
     )
     .with_policy(config.upstream_policy.clone())
     .with_metrics(recorder.clone());
+    let usage = Arc::new(tfreg_http::usage::Tallied::new());
     let registry = Arc::new(
         Registry::new(items.clone(), Arc::new(blobs.clone()), signer, config)
             .with_filler(Arc::new(tfreg_cache::fill::InProcess::new(cache)))
-            .with_metrics(recorder),
+            .with_metrics(recorder)
+            .with_usage(usage.clone()),
     );
 
     let (tls, ca) = match (&args.tls_cert, &args.tls_key) {
@@ -278,6 +305,7 @@ async fn start(args: &ServeArgs) -> Result<Ready> {
         ca,
         dir,
         auth,
+        usage,
         _lock: lock,
     })
 }

@@ -554,6 +554,7 @@ async fn sign_in_items_are_taken_once_and_expire(r: TestRegistry) {
             sub: "alice".into(),
             name: None,
             email: None,
+            ci: None,
         },
         vec!["platform".into()],
         now,
@@ -588,6 +589,142 @@ async fn sign_in_items_are_taken_once_and_expire(r: TestRegistry) {
     );
 }
 
+fn add(pk: &str, sk: &str, by: u64, at: u64, expires_at: Option<u64>) -> tfreg_store::Add {
+    tfreg_store::Add {
+        pk: pk.into(),
+        sk: sk.into(),
+        by,
+        at,
+        data: format!("label {at}").into_bytes(),
+        expires_at,
+    }
+}
+
+/// A counter is made by its first add, summed by every later one (never
+/// read and written back), its times and label set; 64 concurrent adds of
+/// one counter sum exactly.
+async fn counters_add_atomically_and_sum_exactly(r: TestRegistry) {
+    use tfreg_store::Counter;
+    let s = r.registry.items.as_ref();
+    s.add(add("USAGE#c", "N#1", 2, 100, Some(9_000)))
+        .await
+        .unwrap();
+    let made = s.get("USAGE#c", "N#1").await.unwrap().unwrap();
+    assert_eq!(
+        made.counter,
+        Some(Counter {
+            n: 2,
+            first_at: 100,
+            last_at: 100
+        }),
+        "{}",
+        r.name
+    );
+    assert_eq!(
+        (made.data.as_slice(), made.expires_at),
+        (&b"label 100"[..], Some(9_000))
+    );
+    // No expiry given: the one set stays.
+    s.add(add("USAGE#c", "N#1", 3, 200, None)).await.unwrap();
+    let summed = s.get("USAGE#c", "N#1").await.unwrap().unwrap();
+    assert_eq!(
+        summed.counter,
+        Some(Counter {
+            n: 5,
+            first_at: 100,
+            last_at: 200
+        }),
+        "{}",
+        r.name
+    );
+    assert_eq!(
+        (summed.data.as_slice(), summed.expires_at),
+        (&b"label 200"[..], Some(9_000))
+    );
+    // A plain item has no counter; a query returns counters too.
+    s.put(item("USAGE#c", "P#1", b"p"), Condition::Always)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.get("USAGE#c", "P#1").await.unwrap().unwrap().counter,
+        None
+    );
+    let listed = query_all(s, "USAGE#c", "N#").await.unwrap();
+    assert_eq!(listed[0].counter.map(|c| c.n), Some(5), "{}", r.name);
+
+    let reader = r.registry.items.clone();
+    let adds = (0..64u64).map(|i| {
+        let reader = reader.clone();
+        tokio::spawn(async move {
+            reader
+                .add(add("USAGE#c", "N#2", i + 1, 1_000 + i, None))
+                .await
+        })
+    });
+    for done in futures_util::future::join_all(adds).await {
+        done.unwrap().unwrap();
+    }
+    let counter = s
+        .get("USAGE#c", "N#2")
+        .await
+        .unwrap()
+        .unwrap()
+        .counter
+        .unwrap();
+    assert_eq!(counter.n, (1..=64).sum::<u64>(), "{}: exact", r.name);
+    assert!((1_000..1_064).contains(&counter.first_at));
+}
+
+/// Downloads through the read side, counted by serve's sink: one add per
+/// counter per flush, the report naming the reading token; a versions list
+/// counts nothing; a 404 counts nothing.
+async fn downloads_are_counted_and_reported_by_consumer(r: TestRegistry) {
+    use tfreg_model::usage::{ConsumerKind, Package};
+    let publisher = r.token(Scope::Publish, Some("acme")).await;
+    publish_module(&r, &publisher, "acme/counted/aws", "1.0.0", &marker("c"))
+        .await
+        .expect(StatusCode::CREATED, "publish");
+    let sink = Arc::new(tfreg_http::usage::Tallied::new());
+    let counted = sink.clone();
+    let view = r.reconfigure(move |reg: Registry| reg.with_usage(counted));
+    let reader = view.token(Scope::Read, None).await;
+    for _ in 0..3 {
+        view.get_with("/v1/modules/acme/counted/aws/1.0.0/download", &reader)
+            .await
+            .expect(StatusCode::NO_CONTENT, "download");
+    }
+    view.get_with("/v1/modules/acme/counted/aws/versions", &reader)
+        .await
+        .expect(StatusCode::OK, "versions");
+    let missing = view
+        .get_with("/v1/modules/acme/counted/aws/9.9.9/download", &reader)
+        .await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    assert_eq!(sink.pending(), 3, "{}", r.name);
+    let flushed = sink.flush(r.registry.items.as_ref()).await.unwrap();
+    assert_eq!((flushed.downloads, flushed.counters), (3, 2), "{}", r.name);
+    let package = Package::Module {
+        hostname: r.registry.config.hostname.as_str().into(),
+        namespace: "acme".into(),
+        name: "counted".into(),
+        system: "aws".into(),
+    };
+    let report = catalog::usage::report(r.registry.items.as_ref(), &package, None, true)
+        .await
+        .unwrap();
+    assert_eq!(report.versions.len(), 1, "{}: {report:?}", r.name);
+    let v = &report.versions[0];
+    assert_eq!((v.version.as_str(), v.downloads), ("1.0.0", 3));
+    assert_eq!(v.days.len(), 1);
+    assert_eq!(v.consumers.len(), 1);
+    assert_eq!(v.consumers[0].consumer.kind, ConsumerKind::Token);
+    assert!(v.consumers[0].consumer.id.starts_with("token:"));
+    assert!(
+        !serde_json::to_string(&report).unwrap().contains(&reader),
+        "never the secret"
+    );
+}
+
 /// Run each contract test against both backends.
 macro_rules! contract {
     ($($name:ident),* $(,)?) => {
@@ -612,4 +749,6 @@ contract!(
     download_urls_answer_head_and_get_and_refuse_tampering,
     readers_never_make_the_url_secret,
     sign_in_items_are_taken_once_and_expire,
+    counters_add_atomically_and_sum_exactly,
+    downloads_are_counted_and_reported_by_consumer,
 );

@@ -256,6 +256,9 @@ impl ItemStore for FailingStore {
     async fn touch(&self, _: &str, _: &str, _: u64, _: u64) -> Result<bool, StoreError> {
         Err((self.0)())
     }
+    async fn add(&self, _: tfreg_store::Add) -> Result<(), StoreError> {
+        Err((self.0)())
+    }
 }
 
 /// A store that is down is a 503 with Retry-After; corrupt data and our own

@@ -143,3 +143,4 @@ mod template;
 mod tfreg_login;
 mod token_lifecycle;
 mod upstream_admin;
+mod usage_counts;

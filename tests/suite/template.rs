@@ -549,6 +549,29 @@ const TABLE_ARN: &str = "!GetAtt Table.Arn";
 /// The one statement that lets a function which checks tokens record a
 /// token's last use (`tfreg_http::auth`, `DynamoStore::touch`): `UpdateItem` of
 /// `touched_at` on items of the `TOKENS` partition, returning nothing.
+/// The download functions' counting (issue 38): an add to a usage
+/// counter, its attributes alone, nothing returned.
+fn record_usage() -> Value {
+    let yaml = format!(
+        r#"
+Sid: RecordUsage
+Effect: Allow
+Action: dynamodb:UpdateItem
+Resource: !GetAtt Table.Arn
+Condition:
+  ForAllValues:StringLike:
+    dynamodb:LeadingKeys: ["{usage}*"]
+  ForAllValues:StringEquals:
+    dynamodb:Attributes: [{attributes}]
+  StringEqualsIfExists:
+    dynamodb:ReturnValues: NONE
+"#,
+        usage = tfreg_store::catalog::schema::USAGE_PREFIX,
+        attributes = tfreg_store::dynamodb::ADD_ATTRIBUTES.join(", "),
+    );
+    serde_norway::from_str(&yaml).unwrap()
+}
+
 fn record_token_use() -> Value {
     let yaml = format!(
         r#"
@@ -652,9 +675,30 @@ fn only_publish_and_admin_write_and_reads_are_read_only() {
         let conditioned = |s: &&&Value| {
             matches!(
                 s["Sid"].as_str(),
-                Some("RecordTokenUse") | Some("EndSessions") | Some("FindCachedReleases")
+                Some("RecordTokenUse")
+                    | Some("EndSessions")
+                    | Some("FindCachedReleases")
+                    | Some("RecordUsage")
             )
         };
+        // Counting downloads: exactly the download functions, exactly this.
+        let usage: Vec<&&Value> = statements
+            .iter()
+            .filter(|s| s["Sid"].as_str() == Some("RecordUsage"))
+            .collect();
+        let downloads = [
+            "ProviderDownloadFunction",
+            "ModuleDownloadFunction",
+            "MirrorVersionFunction",
+            "CacheProviderDownloadFunction",
+            "CacheModuleDownloadFunction",
+        ];
+        if downloads.contains(&id.as_str()) {
+            assert_eq!(usage.len(), 1, "{id} counts downloads");
+            assert_eq!(*usage[0], &record_usage(), "{id}: RecordUsage");
+        } else {
+            assert!(usage.is_empty(), "{id} counts nothing");
+        }
         // Writes other than the last-use stamp and the ui's sign-out.
         let writes: Vec<String> = statements
             .iter()
@@ -666,7 +710,7 @@ fn only_publish_and_admin_write_and_reads_are_read_only() {
             if !conditioned(&s) {
                 assert!(
                     s["Condition"].is_null(),
-                    "{binary}: only RecordTokenUse, EndSessions and FindCachedReleases have conditions: {s:?}"
+                    "{binary}: only RecordTokenUse, EndSessions, FindCachedReleases and RecordUsage have conditions: {s:?}"
                 );
             }
         }

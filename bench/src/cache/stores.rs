@@ -123,6 +123,11 @@ impl ItemStore for Tally {
         self.wrote(0);
         self.counting.touch(pk, sk, at, unless_after).await
     }
+
+    async fn add(&self, add: tfreg_store::Add) -> Result<(), StoreError> {
+        self.wrote((add.pk.len() + add.sk.len() + add.data.len() + 40) as u64);
+        self.counting.add(add).await
+    }
 }
 
 /// A blob store counting the objects stored (an S3 PUT each).

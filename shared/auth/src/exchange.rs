@@ -15,7 +15,7 @@ use tfreg_model::exchange::{
     ExchangeAnswer, ExchangeRequest, MAX_EXCHANGE_BODY, exchange_token, jti_key, trusted_namespaces,
 };
 use tfreg_model::oidc::LEEWAY_SECS;
-use tfreg_model::token::{Actor, Subject};
+use tfreg_model::token::{Actor, CiJob, Subject};
 use tfreg_store::catalog::{login, sso, tokens};
 
 use crate::ci::{CiIssuers, CiSettings};
@@ -91,6 +91,7 @@ impl Exchange {
             sub: who.sub.clone(),
             name: None,
             email: None,
+            ci: ci_job(&claims),
         };
         let new = exchange_token(&trusted, &subject, now, self.settings.token_ttl_secs);
         let until = new.expires_at.unwrap_or(now);
@@ -138,9 +139,101 @@ impl Exchange {
     }
 }
 
+/// Longest repository or workflow kept on a token (claims are the
+/// issuer's, verified, but shown in tables: bounded).
+const MAX_CI_NAME: usize = 200;
+
+/// The CI job a verified token's claims name, for usage counts: GitHub's
+/// `repository` and workflow file (`workflow_ref`, the run's own workflow
+/// in that repository, else `job_workflow_ref`, a reusable workflow's,
+/// which may live elsewhere: then named whole); GitLab's `project_path`
+/// and `ci_config_ref_uri`'s file. The ref it ran at is left out: a
+/// workflow is one consumer whichever branch ran it. `None` for claims of
+/// neither shape (the consumer is then named by the token's subject).
+pub fn ci_job(claims: &serde_json::Map<String, serde_json::Value>) -> Option<CiJob> {
+    let text = |name: &str| {
+        claims
+            .get(name)
+            .and_then(|v| v.as_str())
+            .filter(|s| !s.is_empty())
+    };
+    let bounded = |s: &str| -> String {
+        s.chars()
+            .filter(|c| !c.is_control())
+            .take(MAX_CI_NAME)
+            .collect()
+    };
+    let without_ref = |r: &str| r.rsplit_once('@').map_or(r, |(p, _)| p).to_string();
+    if let Some(repository) = text("repository") {
+        let workflow = text("workflow_ref").or(text("job_workflow_ref"))?;
+        let workflow = without_ref(workflow);
+        let workflow = workflow
+            .strip_prefix(&format!("{repository}/"))
+            .map_or(workflow.clone(), String::from);
+        return Some(CiJob {
+            repository: bounded(repository),
+            workflow: bounded(&workflow),
+        });
+    }
+    let project = text("project_path")?;
+    let config = without_ref(text("ci_config_ref_uri")?);
+    let file = config.split_once("//").map_or(config.as_str(), |(_, f)| f);
+    Some(CiJob {
+        repository: bounded(project),
+        workflow: bounded(file),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn claims(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn a_ci_job_is_its_repository_and_workflow_file_without_the_ref() {
+        let job = |v| ci_job(&claims(v)).map(|j| (j.repository, j.workflow));
+        let gh = serde_json::json!({
+            "repository": "acme/app",
+            "workflow_ref": "acme/app/.github/workflows/release.yml@refs/tags/v1.2.0",
+            "job_workflow_ref": "acme/shared/.github/workflows/tf.yml@refs/heads/main",
+        });
+        assert_eq!(
+            job(gh),
+            Some(("acme/app".into(), ".github/workflows/release.yml".into()))
+        );
+        // Only a reusable workflow's ref: named whole (another repository).
+        let reusable = serde_json::json!({
+            "repository": "acme/app",
+            "job_workflow_ref": "acme/shared/.github/workflows/tf.yml@refs/heads/main",
+        });
+        assert_eq!(
+            job(reusable),
+            Some((
+                "acme/app".into(),
+                "acme/shared/.github/workflows/tf.yml".into()
+            ))
+        );
+        let gl = serde_json::json!({
+            "project_path": "acme-group/app",
+            "ci_config_ref_uri": "gitlab.com/acme-group/app//.gitlab-ci.yml@refs/heads/main",
+        });
+        assert_eq!(
+            job(gl),
+            Some(("acme-group/app".into(), ".gitlab-ci.yml".into()))
+        );
+        assert_eq!(job(serde_json::json!({"sub": "job"})), None);
+        assert_eq!(job(serde_json::json!({"repository": "acme/app"})), None);
+        let odd = serde_json::json!({
+            "repository": "acme/\u{7}app",
+            "workflow_ref": "x".repeat(500),
+        });
+        let (repo, workflow) = job(odd).unwrap();
+        assert_eq!(repo, "acme/app");
+        assert_eq!(workflow.len(), MAX_CI_NAME);
+    }
 
     #[test]
     fn a_malformed_body_is_not_quoted_back() {

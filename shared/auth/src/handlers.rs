@@ -260,6 +260,7 @@ impl Login {
                 sub: claims.sub,
                 name: claims.name,
                 email: claims.email,
+                ci: None,
             },
             groups: claims.groups,
         })

@@ -23,6 +23,7 @@ mod response;
 #[cfg(any(feature = "invoke", feature = "cloudfront"))]
 mod sdk_call;
 pub mod signin;
+mod usage;
 
 use std::sync::Arc;
 
@@ -76,11 +77,24 @@ pub async fn run(served: Served) -> Result<(), lambda_http::Error> {
 }
 
 /// [`run`] for the read functions, whose roles may only read the table
-/// (and touch a token's last use): their store is [`ReadOnly`], so they
-/// link no DynamoDB write path.
+/// (and touch a token's last use, and add to download counters): their
+/// store is [`ReadOnly`], so they link no DynamoDB write path. Downloads
+/// are counted (issue 38): tallied during the invocation, written after
+/// its response ([`usage`]).
 pub async fn run_reader(served: Served) -> Result<(), lambda_http::Error> {
     init_tracing();
-    serve(served, None, Secret::ReadWhenNeeded, read_only).await
+    let registry = match registry_from_env(None, Secret::ReadWhenNeeded, read_only).await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(error = %e, "init failed");
+            return Err(e.into());
+        }
+    };
+    let sink = Arc::new(tfreg_http::usage::Tallied::new());
+    let registry = registry.with_usage(sink.clone());
+    // Registered at init: before the runtime asks for its first event.
+    let counting = usage::Counting::start(sink, registry.items.clone()).await;
+    response::run_counting(App::new(Arc::new(registry), served), Some(counting)).await
 }
 
 /// [`run`] for a function that reaches the archives in S3 (blob, publish,

@@ -22,10 +22,27 @@ use tfreg_http::body::error_response;
 
 /// Serve invocations with `app` until the runtime stops.
 pub(crate) async fn run(app: App) -> Result<(), lambda_http::Error> {
+    run_counting(app, None).await
+}
+
+/// [`run`], telling `counting` when each answer is ready (download counts
+/// are written then: after the response, by the extension).
+pub(crate) async fn run_counting(
+    app: App,
+    counting: Option<crate::usage::Counting>,
+) -> Result<(), lambda_http::Error> {
     let app = Arc::new(app);
+    let counting = counting.map(Arc::new);
     lambda_http::run(service_fn(move |request: Request| {
         let app = app.clone();
-        async move { Ok::<_, Infallible>(Answer(answer(&app, request).await)) }
+        let counting = counting.clone();
+        async move {
+            let answer = answer(&app, request).await;
+            if let Some(counting) = &counting {
+                counting.done().await;
+            }
+            Ok::<_, Infallible>(Answer(answer))
+        }
     }))
     .await
 }

@@ -342,6 +342,7 @@ mod tests {
             sub: "repo:acme/app:ref:refs/tags/v1\u{202e}".into(),
             name: None,
             email: None,
+            ci: None,
         };
         let t = exchange_token(&trusted, &who, 100, 900).check(100).unwrap();
         assert_eq!(crate::grants::describe(&t.grants), "publish:acme,tools");

@@ -121,6 +121,7 @@ mod tests {
             sub: "alice".into(),
             name: None,
             email: Some("alice@example.com".into()),
+            ci: None,
         };
         let token = login_token(&g, &who, 100, 3600).check(100).unwrap();
         assert_eq!(token.name, "login alice@example.com");

@@ -39,6 +39,20 @@ pub struct Subject {
     pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub email: Option<String>,
+    /// The CI job a token exchange issued it to, from the job token's
+    /// verified claims (none: a sign-in, or an exchange before this was
+    /// kept): what usage counts name a CI consumer by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci: Option<CiJob>,
+}
+
+/// A CI job, as usage names it: the repository and the workflow file that
+/// ran (GitHub's `repository` and `workflow_ref`, GitLab's `project_path`
+/// and `ci_config_ref_uri`), without the ref it ran at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CiJob {
+    pub repository: String,
+    pub workflow: String,
 }
 
 impl Subject {

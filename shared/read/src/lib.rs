@@ -8,6 +8,7 @@ mod asked;
 mod blob;
 mod cached;
 mod cached_module;
+mod counted;
 mod read;
 mod wait;
 

@@ -25,7 +25,25 @@ use crate::{cached, cached_module};
 /// host costs one read as before; the upstream is looked up only when that
 /// finds nothing (`tfreg mirror import` refuses a configured upstream's
 /// hostname, so the two never overlap).
+///
+/// A successful download is counted ([`crate::counted`]), however it was
+/// answered.
 pub async fn handle(
+    registry: &Registry,
+    route: ReadRoute,
+    principal: &Principal,
+) -> Result<Response, Error> {
+    let download = crate::counted::download_of(registry, &route, principal);
+    let answered = answer_route(registry, route, principal).await;
+    if let (Some(download), Ok(response)) = (download, &answered)
+        && response.status().is_success()
+    {
+        registry.usage.count(download);
+    }
+    answered
+}
+
+async fn answer_route(
     registry: &Registry,
     route: ReadRoute,
     principal: &Principal,

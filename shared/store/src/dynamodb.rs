@@ -8,7 +8,10 @@
 //! `PutItem`, conditional (`attribute_not_exists(pk)`) for a publish; `take`
 //! one `DeleteItem` returning the old item (atomic: one taker wins); `touch`
 //! one conditional `UpdateItem` of the `touched_at` attribute alone (the read
-//! functions' roles may update nothing else, and only token items).
+//! functions' roles may update nothing else, and only token items); `add`
+//! one `UpdateItem` (`ADD n :by SET first_at = if_not_exists(..), last_at,
+//! data, expires_at`, `ReturnValues NONE`): atomic, no read (the download
+//! functions' roles may update these attributes of usage items only).
 
 use std::collections::HashMap;
 
@@ -18,7 +21,7 @@ use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::aws::sdk_error as backend;
-use crate::{Condition, Item, ItemStore, Page, StoreError};
+use crate::{Add, Condition, Counter, Item, ItemStore, Page, StoreError};
 
 /// Partition key attribute (string) of the table.
 pub const PK: &str = "pk";
@@ -30,6 +33,15 @@ pub const EXPIRES_AT: &str = "expires_at";
 /// When a token was last used (number, unix seconds): the one attribute the
 /// read functions may update (template.yaml).
 pub const TOUCHED_AT: &str = "touched_at";
+/// A counter's number ([`ItemStore::add`]; template.yaml's `RecordUsage`
+/// names these three, `data`, `expires_at` and the keys).
+pub const COUNT: &str = "n";
+/// When a counter was first added to (unix seconds).
+pub const FIRST_AT: &str = "first_at";
+/// When a counter was last added to (unix seconds).
+pub const LAST_AT: &str = "last_at";
+/// The attributes an add names: what the counting roles may update.
+pub const ADD_ATTRIBUTES: [&str; 7] = [PK, SK, DATA, EXPIRES_AT, COUNT, FIRST_AT, LAST_AT];
 const ABSENT: &str = "attribute_not_exists(pk)";
 /// `data` is a reserved word in expressions.
 const UNCHANGED: &str = "#data = :old";
@@ -55,6 +67,11 @@ fn to_attrs(item: &Item) -> HashMap<String, AttributeValue> {
     }
     if let Some(at) = item.touched_at {
         attrs.insert(TOUCHED_AT.to_string(), AttributeValue::N(at.to_string()));
+    }
+    if let Some(c) = item.counter {
+        for (name, value) in [(COUNT, c.n), (FIRST_AT, c.first_at), (LAST_AT, c.last_at)] {
+            attrs.insert(name.to_string(), AttributeValue::N(value.to_string()));
+        }
     }
     attrs
 }
@@ -90,6 +107,14 @@ fn from_attrs(attrs: &HashMap<String, AttributeValue>) -> Result<Item, StoreErro
         data,
         expires_at: number(attrs, EXPIRES_AT)?,
         touched_at: number(attrs, TOUCHED_AT)?,
+        counter: match number(attrs, COUNT)? {
+            Some(n) => Some(Counter {
+                n,
+                first_at: number(attrs, FIRST_AT)?.unwrap_or(0),
+                last_at: number(attrs, LAST_AT)?.unwrap_or(0),
+            }),
+            None => None,
+        },
     })
 }
 
@@ -288,5 +313,39 @@ impl ItemStore for DynamoStore {
             }
             Err(e) => Err(backend(e)),
         }
+    }
+
+    async fn add(&self, add: Add) -> Result<(), StoreError> {
+        let mut expression =
+            "ADD #n :by SET #first = if_not_exists(#first, :at), #last = :at, #data = :data"
+                .to_string();
+        let mut update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(PK, AttributeValue::S(add.pk))
+            .key(SK, AttributeValue::S(add.sk))
+            .expression_attribute_names("#n", COUNT)
+            .expression_attribute_names("#first", FIRST_AT)
+            .expression_attribute_names("#last", LAST_AT)
+            .expression_attribute_names("#data", DATA)
+            .expression_attribute_values(":by", AttributeValue::N(add.by.to_string()))
+            .expression_attribute_values(":at", AttributeValue::N(add.at.to_string()))
+            .expression_attribute_values(":data", AttributeValue::B(Blob::new(add.data)))
+            // Said, not left to the default (also NONE): the counting roles
+            // may add only when nothing is returned (template.yaml, RecordUsage).
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::None);
+        if let Some(at) = add.expires_at {
+            expression.push_str(", #expires = :expires");
+            update = update
+                .expression_attribute_names("#expires", EXPIRES_AT)
+                .expression_attribute_values(":expires", AttributeValue::N(at.to_string()));
+        }
+        update
+            .update_expression(expression)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(backend)
     }
 }

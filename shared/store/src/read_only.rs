@@ -1,13 +1,14 @@
-//! [`ReadOnly`]: an item store that reads, and touches an item's
-//! `touched_at`, but never writes or deletes: what the read functions'
-//! roles may do in DynamoDB (`GetItem`, `Query`, and `UpdateItem` of a
-//! token's `touched_at`). Chosen when the function is built, not by a
+//! [`ReadOnly`]: an item store that reads, touches an item's `touched_at`
+//! and adds to counters, but never writes or deletes: what the read
+//! functions' roles may do in DynamoDB (`GetItem`, `Query`, `UpdateItem`
+//! of a token's `touched_at`, and the download functions' `UpdateItem` of
+//! a usage counter). Chosen when the function is built, not by a
 //! setting, so a function given it links none of its backend's write paths
 //! (for DynamoDB, `PutItem` and `DeleteItem` with their serialisers).
 
 use async_trait::async_trait;
 
-use crate::traits::{Condition, Item, ItemStore, Page, StoreError};
+use crate::traits::{Add, Condition, Item, ItemStore, Page, StoreError};
 
 /// `S`, for reading only: a write is refused as our bug (a 500), since no
 /// route a read function serves writes.
@@ -52,6 +53,10 @@ impl<S: ItemStore> ItemStore for ReadOnly<S> {
         self.0.touch(pk, sk, at, unless_after).await
     }
 
+    async fn add(&self, add: Add) -> Result<(), StoreError> {
+        self.0.add(add).await
+    }
+
     fn change_counter(&self) -> Option<u64> {
         self.0.change_counter()
     }
@@ -89,13 +94,17 @@ mod tests {
             self.0.lock().unwrap().push("touch");
             Ok(true)
         }
+        async fn add(&self, _: Add) -> Result<(), StoreError> {
+            self.0.lock().unwrap().push("add");
+            Ok(())
+        }
         fn change_counter(&self) -> Option<u64> {
             Some(7)
         }
     }
 
     #[tokio::test]
-    async fn reads_and_touches_pass_writes_and_deletes_never_reach_the_store() {
+    async fn reads_touches_and_adds_pass_writes_and_deletes_never_reach_the_store() {
         let store = ReadOnly(Recorder::default());
         assert_eq!(store.get("p", "s").await.unwrap().unwrap().data, b"x");
         assert!(
@@ -107,6 +116,15 @@ mod tests {
                 .is_empty()
         );
         assert!(store.touch("p", "s", 2, 1).await.unwrap());
+        let add = Add {
+            pk: "p".into(),
+            sk: "s".into(),
+            by: 1,
+            at: 2,
+            data: vec![],
+            expires_at: None,
+        };
+        store.add(add).await.unwrap();
         assert_eq!(store.change_counter(), Some(7));
         let put = store
             .put(Item::new("p", "s", vec![]), Condition::Always)
@@ -114,6 +132,6 @@ mod tests {
         assert!(matches!(put, Err(StoreError::Internal(_))), "{put:?}");
         let take = store.take("p", "s").await;
         assert!(matches!(take, Err(StoreError::Internal(_))), "{take:?}");
-        assert_eq!(*store.0.0.lock().unwrap(), ["get", "query", "touch"]);
+        assert_eq!(*store.0.0.lock().unwrap(), ["get", "query", "touch", "add"]);
     }
 }

@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
-use crate::{Condition, Item, ItemStore, Page, StoreError};
+use crate::{Add, Condition, Counter, Item, ItemStore, Page, StoreError};
 
 /// A SQLite failure as a [`StoreError`]: a database that is busy, locked,
 /// read-only, out of space or failing I/O is unavailable (503, retry later);
@@ -219,27 +219,43 @@ impl SqliteStore {
     }
 }
 
-/// The one item `sql` (with `pk`, `sk` as ?1, ?2) returns as `data, expires_at, touched_at`.
+/// The columns every read returns, in this order after any before them.
+const COLUMNS: &str = "data, expires_at, touched_at, n, first_at, last_at";
+
+/// An item of `pk`, `sk` from a row of [`COLUMNS`] starting at column `at`.
+fn item_of(row: &rusqlite::Row<'_>, pk: &str, sk: String, at: usize) -> rusqlite::Result<Item> {
+    let n: Option<i64> = row.get(at + 3)?;
+    let counter = match n {
+        Some(n) => Some(Counter {
+            n: n.max(0) as u64,
+            first_at: unix(row.get(at + 4)?).unwrap_or(0),
+            last_at: unix(row.get(at + 5)?).unwrap_or(0),
+        }),
+        None => None,
+    };
+    Ok(Item {
+        pk: pk.to_string(),
+        sk,
+        data: row.get(at)?,
+        expires_at: unix(row.get(at + 1)?),
+        touched_at: unix(row.get(at + 2)?),
+        counter,
+    })
+}
+
+/// The one item `sql` (with `pk`, `sk` as ?1, ?2) returns as [`COLUMNS`].
 fn one_item(c: &Connection, sql: &str, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
     let mut stmt = c.prepare_cached(sql).map_err(sqlite_error)?;
-    stmt.query_row(params![pk, sk], |row| {
-        Ok(Item {
-            pk: pk.to_string(),
-            sk: sk.to_string(),
-            data: row.get(0)?,
-            expires_at: unix(row.get(1)?),
-            touched_at: unix(row.get(2)?),
-        })
-    })
-    .optional()
-    .map_err(sqlite_error)
+    stmt.query_row(params![pk, sk], |row| item_of(row, pk, sk.to_string(), 0))
+        .optional()
+        .map_err(sqlite_error)
 }
 
 /// One page of `pk`'s items whose sort key starts with `prefix`, after `after`.
 fn page(c: &Connection, pk: &str, prefix: &str, after: Option<&str>) -> Result<Page, StoreError> {
     let mut stmt = c
         .prepare_cached(
-            "SELECT sk, data, expires_at, touched_at FROM items
+            "SELECT sk, data, expires_at, touched_at, n, first_at, last_at FROM items
              WHERE pk = ?1 AND substr(sk, 1, ?2) = ?3 AND (?4 IS NULL OR sk > ?4)
              ORDER BY sk LIMIT ?5",
         )
@@ -253,15 +269,7 @@ fn page(c: &Connection, pk: &str, prefix: &str, after: Option<&str>) -> Result<P
                 after,
                 PAGE_SIZE as i64 + 1
             ],
-            |row| {
-                Ok(Item {
-                    pk: pk.to_string(),
-                    sk: row.get(0)?,
-                    data: row.get(1)?,
-                    expires_at: unix(row.get(2)?),
-                    touched_at: unix(row.get(3)?),
-                })
-            },
+            |row| item_of(row, pk, row.get(0)?, 1),
         )
         .map_err(sqlite_error)?;
     let mut items = rows.collect::<Result<Vec<_>, _>>().map_err(sqlite_error)?;
@@ -272,6 +280,11 @@ fn page(c: &Connection, pk: &str, prefix: &str, after: Option<&str>) -> Result<P
         None
     };
     Ok(Page { items, next })
+}
+
+/// A time or count as SQLite's integer (past i64 is as good as never).
+fn clamp(t: u64) -> i64 {
+    i64::try_from(t).unwrap_or(i64::MAX)
 }
 
 fn unix(t: Option<i64>) -> Option<u64> {
@@ -293,8 +306,8 @@ fn init(conn: Connection) -> Result<Connection, StoreError> {
          ) WITHOUT ROWID;",
     )
     .map_err(sqlite_error)?;
-    // A database made before items could expire or be touched: add the columns.
-    for column in ["expires_at", "touched_at"] {
+    // A database made before items could expire, be touched or count: add the columns.
+    for column in ["expires_at", "touched_at", "n", "first_at", "last_at"] {
         let present: bool = conn
             .query_row(
                 "SELECT COUNT(*) FROM pragma_table_info('items') WHERE name = ?1",
@@ -318,7 +331,7 @@ impl ItemStore for SqliteStore {
         self.read(move |c| {
             one_item(
                 c,
-                "SELECT data, expires_at, touched_at FROM items WHERE pk = ?1 AND sk = ?2",
+                &format!("SELECT {COLUMNS} FROM items WHERE pk = ?1 AND sk = ?2"),
                 &pk,
                 &sk,
             )
@@ -344,25 +357,37 @@ impl ItemStore for SqliteStore {
             let expires_at = item
                 .expires_at
                 .map(|t| i64::try_from(t).unwrap_or(i64::MAX));
-            let touched_at = item
-                .touched_at
-                .map(|t| i64::try_from(t).unwrap_or(i64::MAX));
-            let row = params![item.pk, item.sk, item.data, expires_at, touched_at];
+            let touched_at = item.touched_at.map(clamp);
+            let counter = item.counter;
+            let (n, first_at, last_at) = (
+                counter.map(|c| clamp(c.n)),
+                counter.map(|c| clamp(c.first_at)),
+                counter.map(|c| clamp(c.last_at)),
+            );
+            let row = params![
+                item.pk, item.sk, item.data, expires_at, touched_at, n, first_at, last_at
+            ];
             let changed = match condition {
                 Condition::Always => c.execute(
-                    "INSERT OR REPLACE INTO items (pk, sk, data, expires_at, touched_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                    "INSERT OR REPLACE INTO items
+                     (pk, sk, data, expires_at, touched_at, n, first_at, last_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                     row,
                 ),
                 Condition::IfAbsent => c.execute(
-                    "INSERT OR IGNORE INTO items (pk, sk, data, expires_at, touched_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                    "INSERT OR IGNORE INTO items
+                     (pk, sk, data, expires_at, touched_at, n, first_at, last_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                     row,
                 ),
                 Condition::IfUnchanged(old) => c.execute(
-                    "UPDATE items SET data = ?3, expires_at = ?4, touched_at = ?5
-                     WHERE pk = ?1 AND sk = ?2 AND data = ?6",
-                    params![item.pk, item.sk, item.data, expires_at, touched_at, old],
+                    "UPDATE items SET data = ?3, expires_at = ?4, touched_at = ?5,
+                     n = ?6, first_at = ?7, last_at = ?8
+                     WHERE pk = ?1 AND sk = ?2 AND data = ?9",
+                    params![
+                        item.pk, item.sk, item.data, expires_at, touched_at, n, first_at, last_at,
+                        old
+                    ],
                 ),
             }
             .map_err(sqlite_error)?;
@@ -379,7 +404,7 @@ impl ItemStore for SqliteStore {
         self.write(move |c| {
             one_item(
                 c,
-                "DELETE FROM items WHERE pk = ?1 AND sk = ?2 RETURNING data, expires_at, touched_at",
+                &format!("DELETE FROM items WHERE pk = ?1 AND sk = ?2 RETURNING {COLUMNS}"),
                 &pk,
                 &sk,
             )
@@ -402,6 +427,34 @@ impl ItemStore for SqliteStore {
                 params![pk, sk, at as i64, unless_after as i64],
             )
             .map(|n| n > 0)
+            .map_err(sqlite_error)
+        })
+        .await
+    }
+
+    async fn add(&self, add: Add) -> Result<(), StoreError> {
+        self.write(move |c| {
+            // One statement, so one transaction: the sum is exact however
+            // many processes add at once (each waits for the write lock).
+            c.execute(
+                "INSERT INTO items (pk, sk, data, expires_at, n, first_at, last_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
+                 ON CONFLICT (pk, sk) DO UPDATE SET
+                     n = coalesce(n, 0) + excluded.n,
+                     first_at = coalesce(first_at, excluded.first_at),
+                     last_at = excluded.last_at,
+                     data = excluded.data,
+                     expires_at = coalesce(excluded.expires_at, expires_at)",
+                params![
+                    add.pk,
+                    add.sk,
+                    add.data,
+                    add.expires_at.map(clamp),
+                    clamp(add.by),
+                    clamp(add.at)
+                ],
+            )
+            .map(|_| ())
             .map_err(sqlite_error)
         })
         .await

@@ -97,6 +97,37 @@ pub struct Item {
     /// [`ItemStore::touch`] (a token's last use). Kept apart from `data` so a
     /// function allowed to touch an item cannot change what it holds.
     pub touched_at: Option<u64>,
+    /// A counter's fields, set only by [`ItemStore::add`] (download
+    /// counts): kept apart from `data`, like `touched_at`, so the function
+    /// allowed to count may change nothing else.
+    pub counter: Option<Counter>,
+}
+
+/// What [`ItemStore::add`] keeps: a number and when it was first and last
+/// added to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counter {
+    pub n: u64,
+    /// Unix seconds of the add that created it.
+    pub first_at: u64,
+    /// Unix seconds of the last add (the last to be written, which across
+    /// processes is not always the latest time: each add sets its own).
+    pub last_at: u64,
+}
+
+/// One atomic add to a counter ([`ItemStore::add`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Add {
+    pub pk: String,
+    pub sk: String,
+    /// Added to the counter's number.
+    pub by: u64,
+    /// The counter's `last_at`, and its `first_at` when this creates it.
+    pub at: u64,
+    /// The item's `data`, set on every add (the latest wins: a label).
+    pub data: Vec<u8>,
+    /// The item's expiry, set on every add; `None` leaves it as it was.
+    pub expires_at: Option<u64>,
 }
 
 impl Item {
@@ -108,6 +139,7 @@ impl Item {
             data,
             expires_at: None,
             touched_at: None,
+            counter: None,
         }
     }
 
@@ -171,6 +203,12 @@ pub trait ItemStore: Send + Sync {
         at: u64,
         unless_after: u64,
     ) -> Result<bool, StoreError>;
+    /// Add `add.by` to a counter, atomically, creating the item when it is
+    /// absent (with `first_at = add.at`); set `last_at`, `data` and (when
+    /// given) `expires_at`. Never a read-modify-write: concurrent adds of
+    /// any number of processes sum exactly. Returns nothing (DynamoDB's
+    /// `UpdateItem` with `ReturnValues NONE`, all a counting role may do).
+    async fn add(&self, add: Add) -> Result<(), StoreError>;
     /// A number that differs whenever anything in the store has changed
     /// since it was last read: every write through this value, once the
     /// write returns, and (where the backend can see them) other processes'

@@ -17,12 +17,14 @@ pub struct Counts {
     pub puts: u64,
     pub takes: u64,
     pub touches: u64,
+    /// Counter adds (an `UpdateItem` each).
+    pub adds: u64,
 }
 
 impl Counts {
     /// Every request.
     pub fn total(&self) -> u64 {
-        self.gets + self.queries + self.puts + self.takes + self.touches
+        self.gets + self.queries + self.puts + self.takes + self.touches + self.adds
     }
 
     /// Reads (GetItem and Query pages).
@@ -32,7 +34,7 @@ impl Counts {
 
     /// Writes (PutItem, DeleteItem, UpdateItem).
     pub fn writes(&self) -> u64 {
-        self.puts + self.takes + self.touches
+        self.puts + self.takes + self.touches + self.adds
     }
 }
 
@@ -45,6 +47,7 @@ impl std::ops::Sub for Counts {
             puts: self.puts - before.puts,
             takes: self.takes - before.takes,
             touches: self.touches - before.touches,
+            adds: self.adds - before.adds,
         }
     }
 }
@@ -86,7 +89,12 @@ pub fn item_size(item: &Item) -> u64 {
         + 4
         + item.data.len()
         + number(item.expires_at, "expires_at")
-        + number(item.touched_at, "touched_at")) as u64
+        + number(item.touched_at, "touched_at")
+        + item.counter.map_or(0, |c| {
+            number(Some(c.n), "n")
+                + number(Some(c.first_at), "first_at")
+                + number(Some(c.last_at), "last_at")
+        })) as u64
 }
 
 /// 4 KB blocks, rounded up (at least one: an empty read is billed too).
@@ -101,6 +109,7 @@ struct Counters {
     puts: AtomicU64,
     takes: AtomicU64,
     touches: AtomicU64,
+    adds: AtomicU64,
     bytes_read: AtomicU64,
     half_units: AtomicU64,
 }
@@ -129,6 +138,7 @@ impl CountingStore {
             puts: c.puts.load(Ordering::Relaxed),
             takes: c.takes.load(Ordering::Relaxed),
             touches: c.touches.load(Ordering::Relaxed),
+            adds: c.adds.load(Ordering::Relaxed),
         }
     }
 
@@ -194,5 +204,10 @@ impl ItemStore for CountingStore {
     ) -> Result<bool, StoreError> {
         bump(&self.counters.touches);
         self.inner.touch(pk, sk, at, unless_after).await
+    }
+
+    async fn add(&self, add: tfreg_store::Add) -> Result<(), StoreError> {
+        bump(&self.counters.adds);
+        self.inner.add(add).await
     }
 }

@@ -220,17 +220,7 @@ impl Call {
             }
         }
         if let Some(update) = body["UpdateExpression"].as_str() {
-            // SET a = :v, #b = :w / REMOVE c / ADD d :x: the names assigned.
-            for clause in update.split(',') {
-                let words: Vec<&str> = clause.split_whitespace().collect();
-                let target = match words.first() {
-                    Some(&("SET" | "REMOVE" | "ADD" | "DELETE")) => words.get(1),
-                    other => other,
-                };
-                if let Some(t) = target {
-                    attributes.push(name(t.trim_end_matches('=')));
-                }
-            }
+            attributes.extend(updated_names(update).into_iter().map(|n| name(&n)));
         }
         attributes.sort();
         attributes.dedup();
@@ -277,6 +267,53 @@ impl Call {
             self.source_prefix = Some(first_segment(key.split('?').next().unwrap_or(key)));
         }
     }
+}
+
+/// The names an update expression assigns: the first path of each action
+/// of its clauses (`SET a = :v, #b = if_not_exists(#b, :w)`, `REMOVE c`,
+/// `ADD d :x`, `DELETE e :y`, in any order), commas inside a function's
+/// parentheses not splitting actions.
+fn updated_names(update: &str) -> Vec<String> {
+    const CLAUSES: [&str; 4] = ["SET", "REMOVE", "ADD", "DELETE"];
+    let mut names = Vec::new();
+    let mut depth = 0usize;
+    // At the start of an action: its first word is the name.
+    let mut expecting = false;
+    let mut word = String::new();
+    let mut flush = |word: &mut String, expecting: &mut bool, depth: usize| {
+        if word.is_empty() {
+            return;
+        }
+        if depth == 0 && CLAUSES.contains(&word.to_ascii_uppercase().as_str()) {
+            *expecting = true;
+        } else if *expecting {
+            names.push(std::mem::take(word));
+            *expecting = false;
+        }
+        word.clear();
+    };
+    for c in update.chars() {
+        match c {
+            '(' => {
+                flush(&mut word, &mut expecting, depth);
+                depth += 1;
+            }
+            ')' => {
+                flush(&mut word, &mut expecting, depth);
+                depth = depth.saturating_sub(1);
+            }
+            ',' if depth == 0 => {
+                flush(&mut word, &mut expecting, depth);
+                expecting = true;
+            }
+            c if c.is_whitespace() || c == '=' || c == '+' || c == '-' => {
+                flush(&mut word, &mut expecting, depth)
+            }
+            c => word.push(c),
+        }
+    }
+    flush(&mut word, &mut expecting, depth);
+    names
 }
 
 /// `scheme://authority/path?query` as its authority, path and query.
@@ -432,6 +469,31 @@ mod tests {
             br#"{"TableName":"t","Item":{"pk":{"S":"AUDIT"},"sk":{"S":"1"},"data":{"B":"AA=="}}}"#;
         let call = Call::of_request("DynamoDB", "PutItem", "http://h/", none, Some(put));
         assert_eq!(call.attributes, ["data", "pk", "sk"]);
+    }
+
+    #[test]
+    fn an_update_names_every_attribute_it_assigns_whatever_its_clauses() {
+        assert_eq!(updated_names("SET #t = :at"), ["#t"]);
+        assert_eq!(
+            updated_names(
+                "ADD #n :by SET #first = if_not_exists(#first, :at), #last = :at, #data = :data"
+            ),
+            ["#n", "#first", "#last", "#data"]
+        );
+        assert_eq!(
+            updated_names("SET a=:v,b = b + :w REMOVE c, d ADD e :x DELETE f :y"),
+            ["a", "b", "c", "d", "e", "f"]
+        );
+        let body: &[u8] = br##"{"TableName":"t","Key":{"pk":{"S":"USAGE#h/acme/null"},"sk":{"S":"DAY#1"}},
+            "UpdateExpression":"ADD #n :by SET #first = if_not_exists(#first, :at), #last = :at, #data = :data, #expires = :e",
+            "ExpressionAttributeNames":{"#n":"n","#first":"first_at","#last":"last_at","#data":"data","#expires":"expires_at"},
+            "ReturnValues":"NONE"}"##;
+        let call = Call::of_request("DynamoDB", "UpdateItem", "http://h/", none, Some(body));
+        assert_eq!(call.partition.as_deref(), Some("USAGE#*"));
+        assert_eq!(
+            call.attributes,
+            ["data", "expires_at", "first_at", "last_at", "n", "pk", "sk"]
+        );
     }
 
     #[test]

@@ -93,6 +93,7 @@ mod tests {
                 sub: "alice".into(),
                 name: None,
                 email: None,
+                ci: None,
             },
             groups: vec!["platform".into()],
         };

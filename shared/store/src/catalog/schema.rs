@@ -33,6 +33,8 @@
 //! | an origin's module 404, remembered briefly | `CACHEMOD#<host>/<ns>/<name>/<system>` | `MISSING#<version or "versions">` |
 //! | a fill in progress (lease, outcome) | `FILLING`                       | `<sha256 of what is filled>`        |
 //! | a provider or module the cache holds (listing) | `CACHED`             | `<host>/<ns>/<type>` or `<host>/<ns>/<name>/<system>` |
+//! | a version's downloads of one day (a counter, expiring) | `USAGE#<host>/<ns>/<type>` or `USAGE#<host>/<ns>/<name>/<system>` | `DAY#<version>#<yyyy-mm-dd>#<platform or ->` |
+//! | a consumer's downloads of a version (a counter) | the package's `USAGE#` partition | `CONSUMER#<version>#<consumer id>` |
 //!
 //! One release is one item holding every platform, so a download is one
 //! `GetItem`; a versions list is one `GetItem` of the partition's index.
@@ -101,6 +103,33 @@ pub const MISSING_PREFIX: &str = "MISSING#";
 pub const FILLING_PK: &str = "FILLING";
 /// The partition listing every provider the cache holds (`tfreg cache list`).
 pub const CACHED_PK: &str = "CACHED";
+
+/// The prefix of the usage partitions, one per package: the only
+/// partitions the download functions' roles may write (`UpdateItem` of a
+/// counter, template.yaml's `RecordUsage`).
+pub const USAGE_PREFIX: &str = "USAGE#";
+/// Sort keys of day counters start with this.
+pub const USAGE_DAY_PREFIX: &str = "DAY#";
+/// Sort keys of consumer counters start with this.
+pub const USAGE_CONSUMER_PREFIX: &str = "CONSUMER#";
+
+/// The usage partition of `package` (its address, host included).
+pub fn usage_pk(package: &tfreg_model::usage::Package) -> String {
+    format!("{USAGE_PREFIX}{}", package.address())
+}
+
+/// The sort key of a version's day counter (`-`: no platform shown).
+pub fn usage_day_sk(version: &str, day: &str, platform: Option<&str>) -> String {
+    format!(
+        "{USAGE_DAY_PREFIX}{version}#{day}#{}",
+        platform.unwrap_or("-")
+    )
+}
+
+/// The sort key of a version's consumer counter.
+pub fn usage_consumer_sk(version: &str, consumer_id: &str) -> String {
+    format!("{USAGE_CONSUMER_PREFIX}{version}#{consumer_id}")
+}
 
 /// The cache partition of `namespace/type` from upstream `host`.
 pub fn cache_pk(host: &str, namespace: &str, provider_type: &str) -> String {

@@ -302,6 +302,7 @@ mod tests {
             sub: "repo:acme/app:ref:refs/heads/main".into(),
             name: None,
             email: None,
+            ci: None,
         };
         let mut held = Vec::new();
         for i in 0..MAX_LIVE_EXCHANGED {

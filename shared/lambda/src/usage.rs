@@ -1,0 +1,162 @@
+//! Download counts in a Lambda function (issue 38): tallied in memory
+//! during the invocation ([`Tallied`]) and written after the response is
+//! sent, before the sandbox is frozen, by an internal Lambda extension in
+//! this process (the Extensions API): registered for `INVOKE` at init, on
+//! each `INVOKE` it waits for the handler's "done", flushes, then asks for
+//! the next event, so Lambda holds the sandbox until the counts are written
+//! while API Gateway already has the answer.
+//!
+//! Not the `lambda-extension` crate: it links a hyper server (for the Logs
+//! and Telemetry APIs), chrono and more into the read function for two
+//! requests that the runtime's own client ([`lambda_runtime_api_client`],
+//! already in every function's graph through lambda_http) makes as well.
+//!
+//! A runtime API without the Extensions API (registration refused, or not
+//! answering): the counts are written before the handler returns instead
+//! (the answer waits for the writes), said once in the log.
+
+use std::sync::Arc;
+
+use lambda_http::http;
+use lambda_runtime_api_client::body::Body;
+use tfreg_http::usage::Tallied;
+use tfreg_store::ItemStore;
+use tokio::sync::mpsc;
+
+/// The name the extension registers under.
+const EXTENSION_NAME: &str = "tfreg-usage";
+const NAME_HEADER: &str = "Lambda-Extension-Name";
+const ID_HEADER: &str = "Lambda-Extension-Identifier";
+
+/// How the function's counts reach the store.
+pub(crate) struct Counting {
+    sink: Arc<Tallied>,
+    store: Arc<dyn ItemStore>,
+    /// The extension's "the handler is done" signal; `None`: flush inline.
+    done: Option<mpsc::UnboundedSender<()>>,
+}
+
+impl Counting {
+    /// Register the extension (at init, before the runtime's first `next`)
+    /// and start it; fall back to flushing inline when the runtime API has
+    /// no Extensions API.
+    pub(crate) async fn start(sink: Arc<Tallied>, store: Arc<dyn ItemStore>) -> Counting {
+        let registered = match client() {
+            Ok(client) => register(&client).await.map(|id| (client, id)),
+            Err(e) => Err(e),
+        };
+        let done = match registered {
+            Ok((client, id)) => {
+                let (tx, rx) = mpsc::unbounded_channel();
+                tokio::spawn(extension(client, id, rx, sink.clone(), store.clone()));
+                tracing::debug!("download counts are written after each response (extension)");
+                Some(tx)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the runtime API has no Extensions API: download counts are written before each response");
+                None
+            }
+        };
+        Counting { sink, store, done }
+    }
+
+    /// The handler has its answer: the extension writes the counts once the
+    /// response is on its way; without one, they are written now.
+    pub(crate) async fn done(&self) {
+        match &self.done {
+            Some(tx) => {
+                let _ = tx.send(());
+            }
+            None => {
+                let _ = self.sink.flush(self.store.as_ref()).await;
+            }
+        }
+    }
+}
+
+/// What stops the extension from registering.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ExtensionError {
+    #[error("no runtime API address (AWS_LAMBDA_RUNTIME_API)")]
+    NoRuntimeApi,
+    #[error("the Extensions API: {0}")]
+    Api(String),
+}
+
+fn client() -> Result<lambda_runtime_api_client::Client, ExtensionError> {
+    let api = std::env::var("AWS_LAMBDA_RUNTIME_API").map_err(|_| ExtensionError::NoRuntimeApi)?;
+    let uri: http::Uri = format!("http://{api}")
+        .parse()
+        .map_err(|_| ExtensionError::NoRuntimeApi)?;
+    lambda_runtime_api_client::Client::builder()
+        .with_endpoint(uri)
+        .build()
+        .map_err(|e| ExtensionError::Api(e.to_string()))
+}
+
+async fn register(client: &lambda_runtime_api_client::Client) -> Result<String, ExtensionError> {
+    let request = lambda_runtime_api_client::build_request()
+        .method(http::Method::POST)
+        .uri("/2020-01-01/extension/register")
+        .header(NAME_HEADER, EXTENSION_NAME)
+        .body(Body::from(r#"{"events":["INVOKE"]}"#))
+        .map_err(|e| ExtensionError::Api(e.to_string()))?;
+    let response = tokio::time::timeout(std::time::Duration::from_secs(2), client.call(request))
+        .await
+        .map_err(|_| ExtensionError::Api("registration did not answer".into()))?
+        .map_err(|e| ExtensionError::Api(e.to_string()))?;
+    if !response.status().is_success() {
+        return Err(ExtensionError::Api(format!(
+            "registration answered {}",
+            response.status()
+        )));
+    }
+    response
+        .headers()
+        .get(ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(String::from)
+        .ok_or_else(|| ExtensionError::Api(format!("registration gave no {ID_HEADER}")))
+}
+
+/// The extension's life: next event, wait for the handler, flush, again.
+async fn extension(
+    client: lambda_runtime_api_client::Client,
+    id: String,
+    mut done: mpsc::UnboundedReceiver<()>,
+    sink: Arc<Tallied>,
+    store: Arc<dyn ItemStore>,
+) {
+    loop {
+        let request = lambda_runtime_api_client::build_request()
+            .method(http::Method::GET)
+            .uri("/2020-01-01/extension/event/next")
+            .header(ID_HEADER, id.as_str())
+            .body(Body::empty());
+        let answered = match request {
+            Ok(request) => client.call(request).await,
+            Err(e) => Err(e.into()),
+        };
+        match answered {
+            Ok(response) if response.status().is_success() => {}
+            Ok(response) => {
+                tracing::warn!(status = %response.status(), "the Extensions API refused the next event");
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the Extensions API did not give the next event");
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                continue;
+            }
+        }
+        // An INVOKE (the only event an internal extension gets): wait for
+        // the handler's answer, then write what it counted.
+        if done.recv().await.is_none() {
+            return;
+        }
+        // Counts of invocations whose "done" was queued meanwhile too.
+        while done.try_recv().is_ok() {}
+        let _ = sink.flush(store.as_ref()).await;
+    }
+}
