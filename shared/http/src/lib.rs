@@ -3,7 +3,7 @@
 //!
 //! - [`app`]: the registry as one service for every entry point; its
 //!   [`pipeline`], one tower layer per job, from the outside in: request
-//!   id → metrics → the log line → HEAD bodies → audit (one typed record
+//!   id → the log line → metrics → HEAD bodies → audit (one typed record
 //!   per change of state) → errors to HTTP → header limits → route (the
 //!   model's router) → UI session → authorise ([`auth`], once, for every
 //!   route, by what the route needs) → panic guard → dispatch to the

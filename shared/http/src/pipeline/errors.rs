@@ -29,7 +29,11 @@ pub(super) async fn layer(State(shared): State<Arc<Shared>>, req: Request, next:
     let request_id = RequestId::of(req.extensions());
     // A UI path's answers are pages, where this process serves the UI (kept:
     // the page is written for the request, which the layers inside take).
-    let pages = (shared.served.ui.as_ref()).filter(|_| is_ui_path(req.uri().path()));
+    let pages = shared
+        .served
+        .ui
+        .as_ref()
+        .filter(|_| is_ui_path(req.uri().path()));
     let asked = pages.map(|_| Asked {
         method: req.method().clone(),
         uri: req.uri().clone(),

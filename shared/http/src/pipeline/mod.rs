@@ -3,9 +3,9 @@
 //! this order from the outside in:
 //!
 //! 1. [`request_id`]: the request's id, and its `x-request-id` header.
-//! 2. [`metrics`]: the request's record for the registry's recorder
+//! 2. [`log`]: the one `request` log line.
+//! 3. [`metrics`]: the request's record for the registry's recorder
 //!    (endpoint, final status, latency, cold start).
-//! 3. [`log`]: the one `request` log line.
 //! 4. [`head`]: a HEAD's answer without its body.
 //! 5. [`audit`]: one [`AuditRecord`] per change of state.
 //! 6. [`errors`]: every failure inside written as HTTP (JSON, a UI page,
@@ -69,8 +69,8 @@ pub fn service(
     let shared = Arc::new(Shared { registry, served });
     ServiceBuilder::new()
         .layer(from_fn(request_id::layer))
-        .layer(from_fn_with_state(shared.clone(), metrics::layer))
         .layer(from_fn(log::layer))
+        .layer(from_fn_with_state(shared.clone(), metrics::layer))
         .layer(from_fn(head::layer))
         .layer(from_fn_with_state(shared.clone(), audit::layer))
         .layer(from_fn_with_state(shared.clone(), errors::layer))
@@ -81,3 +81,6 @@ pub fn service(
         .layer(from_fn(guard::layer))
         .service(dispatch::Dispatch(shared))
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,1 @@
+//! The layers' own logic, each alone around a stub service.
