@@ -5,8 +5,6 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
-use axum::middleware::Next;
 use http::Extensions;
 use tfreg_model::audit::{Event, Outcome};
 use tfreg_model::token::{Actor, Principal};
@@ -14,18 +12,27 @@ use tfreg_store::catalog::audit;
 
 use super::Shared;
 use super::facts::{Failed, RequestId, Routed};
-use crate::body::Response;
+use super::layer::{Inner, Job, Next};
+use crate::body::{Request, Response};
 use crate::groups::{AuditAs, Identified, Note};
 
-pub(super) async fn layer(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
-    let request_id = RequestId::of(req.extensions());
-    let resp = next.run(req).await;
-    if let Some(record) = AuditRecord::of(resp.status().as_u16(), resp.extensions(), request_id) {
-        let keep = record.keep;
-        let event = record.event(shared.registry.now());
-        audit::record(shared.registry.items.as_ref(), &event, keep).await;
+/// Writes the audit record.
+#[derive(Clone)]
+pub(super) struct Audit(pub(super) Arc<Shared>);
+
+impl Job for Audit {
+    async fn run<S: Inner>(self, req: Request, next: Next<S>) -> Response {
+        let shared = self.0;
+        let request_id = RequestId::of(req.extensions());
+        let resp = next.run(req).await;
+        if let Some(record) = AuditRecord::of(resp.status().as_u16(), resp.extensions(), request_id)
+        {
+            let keep = record.keep;
+            let event = record.event(shared.registry.now());
+            audit::record(shared.registry.items.as_ref(), &event, keep).await;
+        }
+        resp
     }
-    resp
 }
 
 /// One request's entry in the audit trail.

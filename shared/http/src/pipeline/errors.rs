@@ -6,15 +6,14 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
-use axum::middleware::Next;
 use http::{HeaderMap, Method, Uri};
 use tfreg_model::router::is_ui_path;
 use tfreg_model::token::Principal;
 
 use super::Shared;
 use super::facts::{Failed, RequestId, Routed};
-use crate::body::{Response, error_response, error_text};
+use super::layer::{Inner, Job, Next};
+use crate::body::{Request, Response, error_response, error_text};
 use crate::groups::{Call, Pages};
 use crate::session::Session;
 
@@ -25,44 +24,51 @@ struct Asked {
     headers: HeaderMap,
 }
 
-pub(super) async fn layer(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
-    let request_id = RequestId::of(req.extensions());
-    // A UI path's answers are pages, where this process serves the UI (kept:
-    // the page is written for the request, which the layers inside take).
-    let pages = shared
-        .served
-        .ui
-        .as_ref()
-        .filter(|_| is_ui_path(req.uri().path()));
-    let asked = pages.map(|_| Asked {
-        method: req.method().clone(),
-        uri: req.uri().clone(),
-        headers: req.headers().clone(),
-    });
-    let mut resp = next.run(req).await;
-    if let Some(Failed(error)) = resp.extensions().get::<Failed>().cloned() {
-        let mut page = match (pages, &asked) {
-            (Some(ui), Some(asked)) => {
-                error_page(&shared, ui.as_ref(), &error, request_id, asked, &resp)
-            }
-            _ if resp
-                .extensions()
-                .get::<Routed>()
-                .is_some_and(|r| r.in_browser) =>
-            {
-                error_text(&error, &request_id.to_string())
-            }
-            _ => error_response(&error, &request_id.to_string()),
-        };
-        // What the layers inside learned stays with the answer, for those outside.
-        let facts = std::mem::take(resp.extensions_mut());
-        page.extensions_mut().extend(facts);
-        resp = page;
+/// Writes failures as HTTP.
+#[derive(Clone)]
+pub(super) struct Errors(pub(super) Arc<Shared>);
+
+impl Job for Errors {
+    async fn run<S: Inner>(self, req: Request, next: Next<S>) -> Response {
+        let shared = self.0;
+        let request_id = RequestId::of(req.extensions());
+        // A UI path's answers are pages, where this process serves the UI (kept:
+        // the page is written for the request, which the layers inside take).
+        let pages = shared
+            .served
+            .ui
+            .as_ref()
+            .filter(|_| is_ui_path(req.uri().path()));
+        let asked = pages.map(|_| Asked {
+            method: req.method().clone(),
+            uri: req.uri().clone(),
+            headers: req.headers().clone(),
+        });
+        let mut resp = next.run(req).await;
+        if let Some(Failed(error)) = resp.extensions().get::<Failed>().cloned() {
+            let mut page = match (pages, &asked) {
+                (Some(ui), Some(asked)) => {
+                    error_page(&shared, ui.as_ref(), &error, request_id, asked, &resp)
+                }
+                _ if resp
+                    .extensions()
+                    .get::<Routed>()
+                    .is_some_and(|r| r.in_browser) =>
+                {
+                    error_text(&error, &request_id.to_string())
+                }
+                _ => error_response(&error, &request_id.to_string()),
+            };
+            // What the layers inside learned stays with the answer, for those outside.
+            let facts = std::mem::take(resp.extensions_mut());
+            page.extensions_mut().extend(facts);
+            resp = page;
+        }
+        if let Some(ui) = pages {
+            ui.secure(resp.headers_mut());
+        }
+        resp
     }
-    if let Some(ui) = pages {
-        ui.secure(resp.headers_mut());
-    }
-    resp
 }
 
 /// The UI's page for `error`, for whoever the authorisation found (anonymous

@@ -7,24 +7,29 @@
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
 
-use axum::extract::Request;
-use axum::middleware::Next;
 use futures_util::FutureExt as _;
 
 use super::facts::fail;
-use crate::body::Response;
+use super::layer::{Inner, Job, Next};
+use crate::body::{Request, Response};
 use crate::error::Error;
 
-pub(super) async fn layer(req: Request, next: Next) -> Response {
-    AssertUnwindSafe(next.run(req))
-        .catch_unwind()
-        .await
-        .unwrap_or_else(|panic| {
-            fail(Error::internal(format!(
-                "the handler panicked: {}",
-                message(panic.as_ref())
-            )))
-        })
+/// Catches a handler's panic.
+#[derive(Clone)]
+pub(super) struct Guard;
+
+impl Job for Guard {
+    async fn run<S: Inner>(self, req: Request, next: Next<S>) -> Response {
+        AssertUnwindSafe(next.run(req))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|panic| {
+                fail(Error::internal(format!(
+                    "the handler panicked: {}",
+                    message(panic.as_ref())
+                )))
+            })
+    }
 }
 
 /// A panic's message, if it has one.

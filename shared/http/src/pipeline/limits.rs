@@ -1,12 +1,11 @@
 //! Bounds on a request's headers, checked before anything reads them: too
 //! many lines or too many bytes is a 431.
 
-use axum::extract::Request;
-use axum::middleware::Next;
 use http::HeaderMap;
 
 use super::facts::fail;
-use crate::body::Response;
+use super::layer::{Inner, Job, Next};
+use crate::body::{Request, Response};
 use crate::error::Error;
 
 /// Most header lines a request may have (real clients send about ten).
@@ -15,10 +14,16 @@ pub const MAX_HEADERS: usize = 100;
 /// a few hundred bytes; a bearer token is under 100.
 pub const MAX_HEADER_BYTES: usize = 32 * 1024;
 
-pub(super) async fn layer(req: Request, next: Next) -> Response {
-    match check_headers(req.headers()) {
-        Ok(()) => next.run(req).await,
-        Err(e) => fail(e),
+/// Bounds the headers.
+#[derive(Clone)]
+pub(super) struct Limits;
+
+impl Job for Limits {
+    async fn run<S: Inner>(self, req: Request, next: Next<S>) -> Response {
+        match check_headers(req.headers()) {
+            Ok(()) => next.run(req).await,
+            Err(e) => fail(e),
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! The pipeline: one request's path through the registry, each job a tower
-//! layer of its own (axum's `from_fn` middleware, as crates.io's are), in
-//! this order from the outside in:
+//! layer of its own (a [`layer::Job`], written as crates.io's middleware
+//! is, an async fn of the request and the rest), in this order from the
+//! outside in:
 //!
 //! 1. [`request_id`]: the request's id, and its `x-request-id` header.
 //! 2. [`log`]: the one `request` log line.
@@ -30,6 +31,7 @@ mod errors;
 pub mod facts;
 mod guard;
 mod head;
+mod layer;
 pub mod limits;
 mod log;
 mod metrics;
@@ -40,11 +42,11 @@ mod session;
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::middleware::{from_fn, from_fn_with_state};
 use tower::{Service, ServiceBuilder};
 
 pub use audit::AuditRecord;
 pub use dispatch::discovery_of;
+use layer::Step;
 
 use crate::body::{Request, Response};
 use crate::groups::Served;
@@ -68,17 +70,17 @@ pub fn service(
 + 'static {
     let shared = Arc::new(Shared { registry, served });
     ServiceBuilder::new()
-        .layer(from_fn(request_id::layer))
-        .layer(from_fn(log::layer))
-        .layer(from_fn_with_state(shared.clone(), metrics::layer))
-        .layer(from_fn(head::layer))
-        .layer(from_fn_with_state(shared.clone(), audit::layer))
-        .layer(from_fn_with_state(shared.clone(), errors::layer))
-        .layer(from_fn(limits::layer))
-        .layer(from_fn(route::layer))
-        .layer(from_fn_with_state(shared.clone(), session::layer))
-        .layer(from_fn_with_state(shared.clone(), authorize::layer))
-        .layer(from_fn(guard::layer))
+        .layer(Step(request_id::MakeRequestId))
+        .layer(Step(log::LogLine))
+        .layer(Step(metrics::Measure(shared.clone())))
+        .layer(Step(head::HeadBody))
+        .layer(Step(audit::Audit(shared.clone())))
+        .layer(Step(errors::Errors(shared.clone())))
+        .layer(Step(limits::Limits))
+        .layer(Step(route::Router))
+        .layer(Step(session::UiSession(shared.clone())))
+        .layer(Step(authorize::Authorize(shared.clone())))
+        .layer(Step(guard::Guard))
         .service(dispatch::Dispatch(shared))
 }
 

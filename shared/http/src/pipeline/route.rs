@@ -2,21 +2,26 @@
 //! path no route matches is a 404, a method it does not take a 405), for
 //! the layers inside; what it is ([`Routed`]) for those outside.
 
-use axum::extract::Request;
-use axum::middleware::Next;
 use tfreg_model::router::{Route, route};
 
 use super::facts::{Routed, fail};
-use crate::body::Response;
+use super::layer::{Inner, Job, Next};
+use crate::body::{Request, Response};
 
-pub(super) async fn layer(mut req: Request, next: Next) -> Response {
-    let found: Route = match route(req.method(), req.uri().path()) {
-        Ok(found) => found,
-        Err(e) => return fail(e.into()),
-    };
-    let routed = Routed::of(&found);
-    req.extensions_mut().insert(found);
-    let mut resp = next.run(req).await;
-    resp.extensions_mut().insert(routed);
-    resp
+/// Routes the request.
+#[derive(Clone)]
+pub(super) struct Router;
+
+impl Job for Router {
+    async fn run<S: Inner>(self, mut req: Request, next: Next<S>) -> Response {
+        let found: Route = match route(req.method(), req.uri().path()) {
+            Ok(found) => found,
+            Err(e) => return fail(e.into()),
+        };
+        let routed = Routed::of(&found);
+        req.extensions_mut().insert(found);
+        let mut resp = next.run(req).await;
+        resp.extensions_mut().insert(routed);
+        resp
+    }
 }

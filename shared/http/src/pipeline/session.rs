@@ -5,37 +5,39 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
-use axum::middleware::Next;
 use http::HeaderMap;
 use tfreg_model::router::Route;
 
 use super::Shared;
-use crate::body::{Response, authorization};
+use super::layer::{Inner, Job, Next};
+use crate::body::{Request, Response, authorization};
 use crate::registry::Registry;
 use crate::session::{self, Session};
 
-pub(super) async fn layer(
-    State(shared): State<Arc<Shared>>,
-    mut req: Request,
-    next: Next,
-) -> Response {
-    // Only this layer says what the session is.
-    req.extensions_mut().remove::<Session>();
-    let ui = matches!(req.extensions().get::<Route>(), Some(Route::Ui(_)));
-    let found = if ui && authorization(req.headers()).is_none() {
-        ui_session(&shared.registry, req.headers()).await
-    } else {
-        None
-    };
-    let Some(found) = found else {
-        return next.run(req).await;
-    };
-    req.extensions_mut().insert(found.clone());
-    let mut resp = next.run(req).await;
-    // A UI error page says who is signed in.
-    resp.extensions_mut().insert(found);
-    resp
+/// Finds a browser's session.
+#[derive(Clone)]
+pub(super) struct UiSession(pub(super) Arc<Shared>);
+
+impl Job for UiSession {
+    async fn run<S: Inner>(self, mut req: Request, next: Next<S>) -> Response {
+        let shared = self.0;
+        // Only this layer says what the session is.
+        req.extensions_mut().remove::<Session>();
+        let ui = matches!(req.extensions().get::<Route>(), Some(Route::Ui(_)));
+        let found = if ui && authorization(req.headers()).is_none() {
+            ui_session(&shared.registry, req.headers()).await
+        } else {
+            None
+        };
+        let Some(found) = found else {
+            return next.run(req).await;
+        };
+        req.extensions_mut().insert(found.clone());
+        let mut resp = next.run(req).await;
+        // A UI error page says who is signed in.
+        resp.extensions_mut().insert(found);
+        resp
+    }
 }
 
 async fn ui_session(registry: &Registry, headers: &HeaderMap) -> Option<Session> {

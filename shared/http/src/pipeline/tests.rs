@@ -4,7 +4,6 @@
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 
-use axum::middleware::{from_fn, from_fn_with_state};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use tfreg_model::address::Hostname;
 use tfreg_model::router::{Endpoint, UiRoute};
@@ -14,6 +13,7 @@ use tfreg_store::sqlite::SqliteStore;
 use tower::{Service, ServiceBuilder, ServiceExt as _};
 
 use super::facts::{Caller, Failed, RequestId, Routed, fail};
+use super::layer::Step;
 use super::*;
 use crate::body::{Body, empty};
 use crate::error::Error;
@@ -91,7 +91,7 @@ fn failed(resp: &Response) -> Option<String> {
 async fn header_limits_refuse_too_many_lines_and_too_many_bytes() {
     let limited = || {
         ServiceBuilder::new()
-            .layer(from_fn(limits::layer))
+            .layer(Step(limits::Limits))
             .service(stub(|_| empty(StatusCode::NO_CONTENT)))
     };
     let with = |headers: Vec<(String, String)>| {
@@ -132,7 +132,7 @@ async fn header_limits_refuse_too_many_lines_and_too_many_bytes() {
 async fn a_head_answer_keeps_its_headers_and_drops_its_body() {
     let head = || {
         ServiceBuilder::new()
-            .layer(from_fn(head::layer))
+            .layer(Step(head::HeadBody))
             .service(stub(|_| {
                 let mut resp = http::Response::new(Body::from("hello"));
                 resp.headers_mut()
@@ -152,7 +152,7 @@ async fn a_head_answer_keeps_its_headers_and_drops_its_body() {
 async fn a_panic_is_a_500_carrying_its_message_for_the_log() {
     let guarded = |message: &'static str, owned: bool| {
         ServiceBuilder::new()
-            .layer(from_fn(guard::layer))
+            .layer(Step(guard::Guard))
             .service(stub(move |_| {
                 if owned {
                     std::panic::panic_any(format!("{message}!"))
@@ -170,7 +170,7 @@ async fn a_panic_is_a_500_carrying_its_message_for_the_log() {
         );
     }
     let fine = ServiceBuilder::new()
-        .layer(from_fn(guard::layer))
+        .layer(Step(guard::Guard))
         .service(stub(|_| empty(StatusCode::NO_CONTENT)));
     assert_eq!(call(fine, get("/")).await.status(), StatusCode::NO_CONTENT);
 }
@@ -178,7 +178,7 @@ async fn a_panic_is_a_500_carrying_its_message_for_the_log() {
 #[tokio::test]
 async fn the_request_id_is_one_for_the_layers_and_the_header() {
     let service = ServiceBuilder::new()
-        .layer(from_fn(request_id::layer))
+        .layer(Step(request_id::MakeRequestId))
         .service(stub(|req| {
             let mut resp = empty(StatusCode::OK);
             let seen = RequestId::of(req.extensions()).to_string();
@@ -199,7 +199,7 @@ async fn the_request_id_is_one_for_the_layers_and_the_header() {
 async fn routing_tells_the_layers_inside_the_route_and_those_outside_what_it_was() {
     let routed_service = || {
         ServiceBuilder::new()
-            .layer(from_fn(route::layer))
+            .layer(Step(route::Router))
             .service(stub(|req| {
                 let found = req.extensions().get::<tfreg_model::router::Route>();
                 assert_eq!(found, Some(&tfreg_model::router::Route::Discovery));
@@ -221,8 +221,8 @@ async fn the_operator_is_authorised_and_a_refusal_keeps_who_asked() {
     let shared = shared(Served::new(), None);
     let authorized = || {
         ServiceBuilder::new()
-            .layer(from_fn(route::layer))
-            .layer(from_fn_with_state(shared.clone(), authorize::layer))
+            .layer(Step(route::Router))
+            .layer(Step(authorize::Authorize(shared.clone())))
             .service(stub(|req| {
                 let who = req.extensions().get::<Principal>().unwrap();
                 assert!(matches!(who, Principal::Operator), "{who:?}");
@@ -292,7 +292,7 @@ fn with_errors(
     answer: impl Fn(Request) -> Response + Send + Sync + 'static,
 ) -> impl Service<Request, Response = Response, Error = Infallible> {
     ServiceBuilder::new()
-        .layer(from_fn_with_state(shared(served, None), errors::layer))
+        .layer(Step(errors::Errors(shared(served, None))))
         .service(stub(answer))
 }
 
@@ -470,9 +470,9 @@ async fn metrics_see_the_final_status_and_the_endpoint_and_one_cold_start() {
     let shared = shared(Served::new(), Some(recorded.clone()));
     let measured = || {
         ServiceBuilder::new()
-            .layer(from_fn_with_state(shared.clone(), metrics::layer))
-            .layer(from_fn_with_state(shared.clone(), errors::layer))
-            .layer(from_fn(route::layer))
+            .layer(Step(metrics::Measure(shared.clone())))
+            .layer(Step(errors::Errors(shared.clone())))
+            .layer(Step(route::Router))
             .service(stub(|_| empty(StatusCode::OK)))
     };
     call(measured(), get("/.well-known/terraform.json")).await;
