@@ -69,7 +69,8 @@ pub trait Pages: Handler<UiRoute> {
 }
 
 /// What a handler tells the audit trail about a change it made (carried in
-/// the response's extensions, read by the pipeline).
+/// the response's extensions; the pipeline's audit layer folds it, with
+/// [`AuditAs`] and [`Identified`], into its [`crate::pipeline::AuditRecord`]).
 #[derive(Debug, Clone)]
 pub struct Note(pub String);
 

@@ -1,10 +1,13 @@
 //! tfreg's HTTP pipeline: one request's path through the registry, the same
 //! for `tfreg serve`, every Lambda function and in-process tests.
 //!
-//! - [`app`]: route (the model's router) → authorise ([`auth`], once, for
-//!   every route, by what the route needs) → dispatch to the handler group
-//!   this process was given ([`groups`]) → one log line, and one audit
-//!   record per change of state.
+//! - [`app`]: the registry as one service for every entry point; its
+//!   [`pipeline`], one tower layer per job, from the outside in: request
+//!   id → the log line → metrics → HEAD bodies → audit (one typed record
+//!   per change of state) → errors to HTTP → header limits → route (the
+//!   model's router) → UI session → authorise ([`auth`], once, for every
+//!   route, by what the route needs) → panic guard → dispatch to the
+//!   handler group this process was given ([`groups`]).
 //! - [`error`]: every error becomes HTTP here and only here (4xx for the
 //!   client's mistake, 503 with `Retry-After` for a store that is down, 500
 //!   for our bug, logged with detail and answered briefly); [`body`]: the
@@ -26,6 +29,7 @@ pub mod error;
 pub mod fill;
 pub mod groups;
 pub mod metrics;
+pub mod pipeline;
 pub mod registry;
 pub mod session;
 pub mod signed_url;
