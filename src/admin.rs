@@ -1,4 +1,5 @@
-//! `tfreg token|key|deprecate|yank|delete|audit|sso|trust|upstream`: the admin API, spoken two
+//! `tfreg token|key|deprecate|yank|delete|audit|sso|trust|upstream` (and
+//! `tfreg usage`, [`crate::usage`]): the admin API, spoken two
 //! ways with the same requests and answers:
 //! - to a registry's URL with an admin token (`--registry`, `--token`), as
 //!   any client would;
@@ -40,7 +41,7 @@ pub use upstream::{CacheCommand, UpstreamCommand, cache, upstream};
 
 /// Which registry an admin command works on.
 #[derive(Args, Clone)]
-pub struct Where {
+pub(crate) struct Where {
     /// A registry's base URL (e.g. https://registry.example.com); needs an
     /// admin token (--token or TFREG_TOKEN).
     #[arg(long, conflicts_with_all = ["data_dir", "table"])]
@@ -64,24 +65,38 @@ pub struct Where {
     /// Path-style S3 URLs (S3 emulators), with --table.
     #[arg(long, env = "TFREG_S3_FORCE_PATH_STYLE")]
     s3_force_path_style: bool,
+    /// The registry's hostname as its addresses spell it (`tfreg serve
+    /// --hostname`, a stack's TFREG_HOSTNAME), for the commands on the
+    /// stores that find its packages' downloads by it: `tfreg usage`, the
+    /// delete guard. Not needed with --registry.
+    #[arg(long, env = "TFREG_HOSTNAME")]
+    hostname: Option<String>,
     /// Print the answer as JSON.
     #[arg(long)]
     json: bool,
 }
 
-enum Transport {
+pub(crate) enum Transport {
     Remote(PublishClient),
     Local(Arc<Registry>),
 }
 
 impl Where {
-    async fn connect(&self) -> Result<Transport> {
+    /// On the stores directly (not a registry's URL) without --hostname:
+    /// the registry's own packages' downloads cannot be found.
+    pub(crate) fn hostname_unknown(&self) -> bool {
+        self.registry.is_none() && self.hostname.is_none()
+    }
+
+    pub(crate) async fn connect(&self) -> Result<Transport> {
         if let Some(url) = &self.registry {
             let client = PublishClient::new(url, self.token.clone(), self.ca_cert.as_deref())?;
             return Ok(Transport::Remote(client));
         }
-        // Admin commands never build download URLs: the hostname is a placeholder.
-        let mut config = Config::new(Hostname::parse("localhost").map_err(|e| e.to_string())?);
+        // Admin commands never build download URLs: the hostname names the
+        // registry's packages' downloads (a placeholder where not given).
+        let hostname = self.hostname.as_deref().unwrap_or("localhost");
+        let mut config = Config::new(Hostname::parse(hostname).map_err(|e| e.to_string())?);
         // As the operator: the allow-list of the server's own variables
         // (`tfreg serve` reads the same, and checks again at each fill).
         config.upstream_policy = upstream::operator_policy_from_env()?;
@@ -129,7 +144,7 @@ impl Transport {
         self.call(method, &path, body).await
     }
 
-    async fn call<T: DeserializeOwned>(
+    pub(crate) async fn call<T: DeserializeOwned>(
         &self,
         method: Method,
         path: &str,
@@ -173,7 +188,11 @@ impl Transport {
 
 impl Where {
     /// Show an answer: as JSON with `--json`, else as `human` prints it.
-    fn show<T: serde::Serialize>(&self, value: &T, human: impl FnOnce(&T)) -> Result<()> {
+    pub(crate) fn show<T: serde::Serialize>(
+        &self,
+        value: &T,
+        human: impl FnOnce(&T),
+    ) -> Result<()> {
         if self.json {
             let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
             println!("{text}");
@@ -185,7 +204,7 @@ impl Where {
 }
 
 /// `2026-11-23 01:02:03Z`, or `-`.
-fn when(at: Option<u64>) -> String {
+pub(crate) fn when(at: Option<u64>) -> String {
     at.map(|t| {
         humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(t))
             .to_string()

@@ -14,6 +14,7 @@ mod publish;
 mod serve;
 mod tls;
 mod trust;
+mod usage;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -89,6 +90,10 @@ enum Command {
     /// signed by a new key), cache.passthrough (a module source handed to
     /// clients unfetched).
     Audit(admin::AuditArgs),
+    /// Who downloads which version of a provider (NAMESPACE/TYPE) or module
+    /// (NAMESPACE/NAME/SYSTEM): counts per version, day and platform, the
+    /// consumers (tokens, SSO users, CI jobs) with first and last seen.
+    Usage(usage::UsageArgs),
     /// AWS mode helpers (DynamoDB table and S3 bucket).
     #[command(subcommand)]
     Aws(aws::AwsCommand),
@@ -216,6 +221,7 @@ async fn main() -> ExitCode {
         Command::Yank(args) => admin::yank(args).await,
         Command::Delete(args) => admin::delete(args).await,
         Command::Audit(args) => admin::audit(args).await,
+        Command::Usage(args) => usage::run(args).await,
         Command::Aws(cmd) => aws::run(cmd).await,
         Command::DevCert(args) => dev_cert(args),
     };

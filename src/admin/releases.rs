@@ -2,9 +2,10 @@
 //! API (a registry's URL, or the stores as the operator: [`super::Where`]).
 
 use clap::{Args, ValueEnum};
+use http::Method;
 use tfreg_model::address::{Hostname, ModuleName, ProviderName};
 use tfreg_model::protocol::{DeleteResult, LifecycleRequest, LifecycleResult};
-use tfreg_model::router::{AdminRoute, LifecycleAction, PublishTarget};
+use tfreg_model::router::{AdminRoute, LifecycleAction, PublishTarget, Route};
 use tfreg_model::version::Version;
 
 use super::Where;
@@ -101,6 +102,10 @@ pub struct YankArgs {
 pub struct DeleteArgs {
     #[command(flatten)]
     release: ReleaseArgs,
+    /// Delete it even though it was downloaded in the last 30 days (the
+    /// registry refuses otherwise, naming who downloaded it: `tfreg usage`).
+    #[arg(long)]
+    force: bool,
     #[command(flatten)]
     r#where: Where,
 }
@@ -154,10 +159,19 @@ pub async fn yank(args: YankArgs) -> Result<()> {
 
 pub async fn delete(args: DeleteArgs) -> Result<()> {
     let release = args.release.target()?;
+    let own = !matches!(release, PublishTarget::Mirror { .. });
+    if !args.force && own && args.r#where.hostname_unknown() {
+        return Err(
+            "on the stores directly, the delete guard needs the registry's hostname to see who downloads the version: pass --hostname (as `tfreg serve --hostname`, the stack's TFREG_HOSTNAME), or --force"
+                .into(),
+        );
+    }
     let api = args.r#where.connect().await?;
-    let result: DeleteResult = api
-        .send(AdminRoute::Delete { release }, None::<&()>)
-        .await?;
+    let mut path = Route::Admin(AdminRoute::Delete { release }).path();
+    if args.force {
+        path.push_str("?force=true");
+    }
+    let result: DeleteResult = api.call(Method::DELETE, &path, None).await?;
     args.r#where.show(&result, |result| {
         eprintln!(
             "{}: deleted from every response; {} archive files removed",

@@ -461,6 +461,18 @@ fn admin_probes(op: AdminOp) -> Vec<(String, Method, Need, Make)> {
             ),
         )],
         AdminOp::RemoveUpstream => vec![(name("remove upstream"), d, admin, Make::RemoveUpstream)],
+        AdminOp::ProviderUsage => vec![(
+            name("usage of a provider in A"),
+            g,
+            admin_a,
+            get(format!("/v1/admin/usage/providers/{A}/null")),
+        )],
+        AdminOp::ModuleUsage => vec![(
+            name("usage of a module in A"),
+            g,
+            admin_a,
+            get(format!("/v1/admin/usage/modules/{A}/m/aws")),
+        )],
         AdminOp::ListCached => vec![
             (
                 name("list the cache"),

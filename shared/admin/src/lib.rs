@@ -1,7 +1,7 @@
 //! The admin API (`/v1/admin/...`): tokens, namespace signing keys, release
 //! lifecycle (deprecate, yank, delete), the audit trail, sign-in data
 //! ([`sso`]: group mappings, CI trust policies) and the registries the
-//! cache reads from ([`upstreams`]). The pipeline
+//! cache reads from ([`upstreams`]), who downloads what ([`usage`]). The pipeline
 //! has already checked the caller holds an admin token covering the
 //! route's realm (or is the operator, for the CLI on a local data dir);
 //! every change is audited there too, with the [`Note`] left here.
@@ -25,6 +25,7 @@ use tfreg_verify::signing::PublicKey;
 
 mod sso;
 mod upstreams;
+pub mod usage;
 
 /// The admin API.
 pub struct Admin;
@@ -204,6 +205,8 @@ async fn handle(
             ))
         }
         AdminRoute::Delete { release } => {
+            // A version in use is deleted only when asked to be anyway.
+            usage::guard_delete(registry, &release, usage::force_of(query)?).await?;
             let keys = catalog::delete_release(items, &release).await?;
             let mut left = Vec::new();
             for key in &keys {
@@ -246,6 +249,9 @@ async fn handle(
         | AdminRoute::RemoveUpstream { .. }
         | AdminRoute::ListCached { .. } => {
             upstreams::handle(registry, &by, route, headers, req_body).await
+        }
+        AdminRoute::ProviderUsage { .. } | AdminRoute::ModuleUsage { .. } => {
+            usage::handle(registry, principal, route, query).await
         }
         AdminRoute::Audit => {
             let limit = audit_limit(query)?;

@@ -16,6 +16,7 @@ pub mod cached;
 pub mod pages;
 mod sign;
 pub mod snippets;
+pub mod usage;
 
 use askama::Template;
 use async_trait::async_trait;
@@ -23,8 +24,9 @@ use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use tfreg_http::body::{Body, Response, redirect};
 use tfreg_http::{Call, Error, Handler, Pages, Registry, session};
 use tfreg_model::address::{ModuleName, ProviderName};
-use tfreg_model::router::UiRoute;
+use tfreg_model::router::{AdminRoute, UiRoute};
 use tfreg_model::token::{Principal, Realm};
+use tfreg_model::usage::Package as UsagePackage;
 use tfreg_model::version::Version;
 use tfreg_store::catalog::index::VersionIndex;
 use tfreg_store::catalog::listing::{self, Entry, Kind};
@@ -126,10 +128,12 @@ async fn handle(
             })
         }
         UiRoute::Module { module, version } => {
-            module_page(registry, &module, version, layout(module.to_string())).await
+            let layout = layout(module.to_string());
+            module_page(registry, req.principal, &module, version, layout).await
         }
         UiRoute::Provider { provider, version } => {
-            provider_page(registry, &provider, version, layout(provider.to_string())).await
+            let layout = layout(provider.to_string());
+            provider_page(registry, req.principal, &provider, version, layout).await
         }
         UiRoute::Cache => {
             cached::page(registry, layout("Cached from other registries".into())).await
@@ -223,6 +227,7 @@ fn marks(lifecycle: &catalog::Lifecycle) -> Marks {
 
 async fn module_page(
     registry: &Registry,
+    principal: &Principal,
     module: &ModuleName,
     version: Option<Version>,
     layout: Layout,
@@ -249,7 +254,22 @@ async fn module_page(
         .unwrap_or_default();
     let usage = snippets::module_usage(&module.name, &address, &version, &required);
     let base = format!("/ui/modules/{module}");
+    let consumers = crate::usage::may_see_consumers(
+        registry,
+        principal,
+        AdminRoute::ModuleUsage {
+            module: module.clone(),
+        },
+    );
+    let package = UsagePackage::Module {
+        hostname: registry.config.hostname.to_string(),
+        namespace: module.namespace.clone(),
+        name: module.name.clone(),
+        system: module.system.clone(),
+    };
+    let downloads = crate::usage::view(registry, &package, &version.to_string(), consumers).await;
     page(&pages::Module {
+        downloads,
         versions: version_links(&index, &base, &version),
         layout,
         address,
@@ -264,6 +284,7 @@ async fn module_page(
 
 async fn provider_page(
     registry: &Registry,
+    principal: &Principal,
     provider: &ProviderName,
     version: Option<Version>,
     layout: Layout,
@@ -289,7 +310,21 @@ async fn provider_page(
         })
         .collect();
     platforms.sort_by(|a, b| (&a.os, &a.arch).cmp(&(&b.os, &b.arch)));
+    let consumers = crate::usage::may_see_consumers(
+        registry,
+        principal,
+        AdminRoute::ProviderUsage {
+            provider: provider.clone(),
+        },
+    );
+    let package = UsagePackage::Provider {
+        hostname: registry.config.hostname.to_string(),
+        namespace: provider.namespace.clone(),
+        r#type: provider.r#type.clone(),
+    };
+    let downloads = crate::usage::view(registry, &package, &version.to_string(), consumers).await;
     page(&pages::Provider {
+        downloads,
         versions: version_links(&index, &base, &version),
         layout,
         required_providers: snippets::required_providers(&provider.r#type, &source, &version),

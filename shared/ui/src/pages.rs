@@ -120,6 +120,8 @@ pub struct Module {
     pub usage: String,
     pub versions: Vec<VersionLink>,
     pub docs: Option<DocsView>,
+    /// Its downloads (`None`: the counts could not be read).
+    pub downloads: Option<crate::usage::UsageView>,
 }
 
 /// A module version's docs, ready to show.
@@ -290,6 +292,8 @@ pub struct Provider {
     pub required_providers: String,
     pub lock_entry: String,
     pub versions: Vec<VersionLink>,
+    /// Its downloads (`None`: the counts could not be read).
+    pub downloads: Option<crate::usage::UsageView>,
 }
 
 #[derive(Template)]

@@ -72,6 +72,11 @@ pub enum AdminRoute {
     RemoveUpstream { host: UpstreamHost },
     /// `GET /v1/admin/cache` or `/v1/admin/cache/{host}`: what the cache holds.
     ListCached { host: Option<UpstreamHost> },
+    /// `GET /v1/admin/usage/providers/{namespace}/{type}[?version=V&host=H]`:
+    /// a provider's downloads and consumers ([`crate::usage::UsageReport`]).
+    ProviderUsage { provider: ProviderName },
+    /// `GET /v1/admin/usage/modules/{namespace}/{name}/{system}[?version=V&host=H]`.
+    ModuleUsage { module: ModuleName },
 }
 
 impl AdminRoute {
@@ -95,7 +100,9 @@ impl AdminRoute {
             | AdminRoute::ListTrust { .. }
             | AdminRoute::ListUpstreams
             | AdminRoute::ShowUpstream { .. }
-            | AdminRoute::ListCached { .. } => GET,
+            | AdminRoute::ListCached { .. }
+            | AdminRoute::ProviderUsage { .. }
+            | AdminRoute::ModuleUsage { .. } => GET,
             AdminRoute::SetUpstream { .. } => PUT,
             AdminRoute::CreateToken
             | AdminRoute::AddKeys { .. }
@@ -114,7 +121,10 @@ impl AdminRoute {
     /// Token management, group mappings (which grant any namespace), every
     /// namespace's trust policies, the upstream registries (which any
     /// namespace may be cached from) and the audit trail are registry-wide;
-    /// keys, a namespace's trust policies and releases are in their namespace.
+    /// keys, a namespace's trust policies, releases and the usage of its
+    /// packages are in their namespace (the usage of a mirror-imported or
+    /// cached package, `?host=` another registry, also needs the registry:
+    /// [`AdminRoute::usage_realm`]).
     pub fn realm(&self) -> Realm<'_> {
         match self {
             AdminRoute::ListTokens
@@ -138,6 +148,8 @@ impl AdminRoute {
             }
             | AdminRoute::AddTrust { namespace }
             | AdminRoute::RemoveTrust { namespace, .. } => Realm::Namespace(namespace),
+            AdminRoute::ProviderUsage { provider } => Realm::Namespace(&provider.namespace),
+            AdminRoute::ModuleUsage { module } => Realm::Namespace(&module.namespace),
             AdminRoute::Lifecycle { release, .. } | AdminRoute::Delete { release } => {
                 release.realm()
             }
@@ -180,6 +192,26 @@ impl AdminRoute {
             AdminRoute::ListCached { host: Some(host) } => {
                 format!("{ADMIN_V1}cache/{}", host_segment(host.hostname()))
             }
+            AdminRoute::ProviderUsage { provider } => {
+                format!("{ADMIN_V1}usage/providers/{provider}")
+            }
+            AdminRoute::ModuleUsage { module } => format!("{ADMIN_V1}usage/modules/{module}"),
+        }
+    }
+
+    /// What reading usage needs for a package of `host` (`None`: this
+    /// registry's own): the route's realm, the package's namespace, for
+    /// this registry's packages; the whole registry for another
+    /// registry's (mirror-imported or cached), as their reads and releases
+    /// are registry-wide ([`crate::router::ReadRoute::realm`],
+    /// [`PublishTarget::realm`]). `None` for a route that is not a usage one.
+    pub fn usage_realm(&self, foreign_host: bool) -> Option<Realm<'_>> {
+        match self {
+            AdminRoute::ProviderUsage { .. } | AdminRoute::ModuleUsage { .. } if foreign_host => {
+                Some(Realm::Registry)
+            }
+            AdminRoute::ProviderUsage { .. } | AdminRoute::ModuleUsage { .. } => Some(self.realm()),
+            _ => None,
         }
     }
 }
@@ -291,6 +323,14 @@ pub(crate) fn admin_route(
                 DELETE,
             )
         }
+        ["usage", "providers", ns, ty] => {
+            let provider = ProviderName::parse(ns, ty)?;
+            pick(&[(Method::GET, A::ProviderUsage { provider })], GET)
+        }
+        ["usage", "modules", ns, name, system] => {
+            let module = ModuleName::parse(ns, name, system)?;
+            pick(&[(Method::GET, A::ModuleUsage { module })], GET)
+        }
         ["upstreams"] => pick(&[(Method::GET, A::ListUpstreams)], GET),
         ["cache"] => pick(&[(Method::GET, A::ListCached { host: None })], GET),
         ["cache", host] => {
@@ -383,6 +423,12 @@ impl AdminOp {
                     host: Some(upstream()),
                 },
             ],
+            AdminOp::ProviderUsage => vec![AdminRoute::ProviderUsage {
+                provider: ProviderName::parse("team", "null").expect("a provider"),
+            }],
+            AdminOp::ModuleUsage => vec![AdminRoute::ModuleUsage {
+                module: ModuleName::parse("team", "vpc", "aws").expect("a module"),
+            }],
         }
     }
 }

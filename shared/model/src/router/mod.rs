@@ -131,7 +131,9 @@ impl Route {
                 | AdminRoute::ListTrust { .. }
                 | AdminRoute::ListUpstreams
                 | AdminRoute::ShowUpstream { .. }
-                | AdminRoute::ListCached { .. } => None,
+                | AdminRoute::ListCached { .. }
+                | AdminRoute::ProviderUsage { .. }
+                | AdminRoute::ModuleUsage { .. } => None,
                 AdminRoute::SetUpstream { .. } => Some("upstream.set"),
                 AdminRoute::RemoveUpstream { .. } => Some("upstream.remove"),
                 AdminRoute::MapGroup => Some("sso.map"),
@@ -183,6 +185,8 @@ impl Route {
                 }
                 AdminRoute::ListUpstreams => "upstreams".into(),
                 AdminRoute::ListCached { .. } => "cache".into(),
+                AdminRoute::ProviderUsage { provider } => format!("usage of {provider}"),
+                AdminRoute::ModuleUsage { module } => format!("usage of {module}"),
                 AdminRoute::ShowUpstream { host }
                 | AdminRoute::SetUpstream { host }
                 | AdminRoute::RemoveUpstream { host } => format!("upstream {host}"),

@@ -585,3 +585,54 @@ fn upstreams_are_registry_wide_admin_routes() {
         assert_eq!(status_of(&err), 404, "{host}: {err:?}");
     }
 }
+
+/// The usage of a package (issue 38): one GET each for a provider and a
+/// module, an admin token over the package's namespace (another registry's
+/// package, `?host=`: over the registry), no audit record (a read).
+#[test]
+fn usage_routes_are_namespace_admin_reads() {
+    let host = Hostname::parse("registry.test").unwrap();
+    let p = get("/v1/admin/usage/providers/Acme/null").unwrap();
+    assert_eq!(
+        p,
+        Route::Admin(AdminRoute::ProviderUsage {
+            provider: ProviderName::parse("acme", "null").unwrap()
+        })
+    );
+    let m = get("/v1/admin/usage/modules/acme/vpc/aws").unwrap();
+    assert!(matches!(
+        &m,
+        Route::Admin(AdminRoute::ModuleUsage { module }) if module.to_string() == "acme/vpc/aws"
+    ));
+    for r in [&p, &m] {
+        assert_eq!(
+            r.access(&host),
+            Access::Token {
+                scope: Scope::Admin,
+                realm: Realm::Namespace("acme")
+            }
+        );
+        assert_eq!(r.audit_action(), None, "a read changes nothing");
+        assert_eq!(r.methods(), &[Method::GET]);
+        let Route::Admin(a) = r else { unreachable!() };
+        assert_eq!(a.usage_realm(false), Some(Realm::Namespace("acme")));
+        assert_eq!(a.usage_realm(true), Some(Realm::Registry));
+    }
+    assert_eq!(AdminRoute::Audit.usage_realm(false), None);
+    assert!(matches!(
+        route(&Method::DELETE, "/v1/admin/usage/providers/acme/null"),
+        Err(RouteError::MethodNotAllowed { .. })
+    ));
+    for bad in [
+        "/v1/admin/usage/providers/acme",
+        "/v1/admin/usage/providers/acme/null/1.0.0",
+        "/v1/admin/usage/modules/acme/vpc",
+        "/v1/admin/usage",
+    ] {
+        assert!(matches!(get(bad), Err(RouteError::NotFound(_))), "{bad}");
+    }
+    assert!(matches!(
+        get("/v1/admin/usage/providers/ac%20me/null"),
+        Err(RouteError::BadRequest(_))
+    ));
+}
