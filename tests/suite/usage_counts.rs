@@ -125,3 +125,119 @@ fn a_terraform_init_against_the_lambda_functions_is_counted() {
         }
     );
 }
+
+/// The admin API's usage of `path` (`/v1/admin/usage/...`) with `token`.
+fn usage_api(server: &Server, token: &str, path: &str) -> reqwest::blocking::Response {
+    server
+        .http
+        .get(server.url(path))
+        .bearer_auth(token)
+        .send()
+        .unwrap()
+}
+
+/// 20 concurrent "inits" (a provider download and a module download each)
+/// by three identities, counted exactly, as the admin API reports them;
+/// a read token may not see them. Returns the admin token.
+fn twenty_concurrent_inits_count_exactly(server: &Server) -> String {
+    let tokens = [
+        server.token("read", None),
+        server.token("publish", None),
+        server.token("admin", None),
+    ];
+    let provider = format!("/v1/providers/{NS}/null/2.1.2/download/linux/amd64");
+    let module = format!("/v1/modules/{NS}/greeting/null/1.1.0/download");
+    std::thread::scope(|scope| {
+        for i in 0..20 {
+            let (token, provider, module) = (&tokens[i % 3], &provider, &module);
+            scope.spawn(move || {
+                for path in [provider, module] {
+                    let resp = server
+                        .http
+                        .get(server.url(path))
+                        .bearer_auth(token)
+                        .send()
+                        .unwrap();
+                    assert!(resp.status().is_success(), "{path}: {}", resp.status());
+                }
+            });
+        }
+    });
+    let admin = tokens[2].clone();
+    let path = format!("/v1/admin/usage/providers/{NS}/null?version=2.1.2");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let report: serde_json::Value = loop {
+        let resp = usage_api(server, &admin, &path);
+        assert_eq!(resp.status(), 200, "the usage API answers an admin");
+        let report: serde_json::Value = resp.json().unwrap();
+        if report["versions"][0]["downloads"].as_u64() >= Some(20) {
+            break report;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "counts did not converge: {report}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let version = &report["versions"][0];
+    assert_eq!(version["version"], "2.1.2", "{report}");
+    assert_eq!(version["downloads"], 20, "exactly: {report}");
+    let mut by_label: Vec<(String, u64)> = version["consumers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let label = c["consumer"]["label"].as_str().unwrap();
+            let name = label.split(' ').next().unwrap().to_string();
+            (name, c["downloads"].as_u64().unwrap())
+        })
+        .collect();
+    by_label.sort();
+    assert_eq!(
+        by_label,
+        [
+            ("test-admin".to_string(), 6),
+            ("test-publish".to_string(), 7),
+            ("test-read".to_string(), 7),
+        ],
+        "{report}"
+    );
+    let module_path = format!("/v1/admin/usage/modules/{NS}/greeting/null?version=1.1.0");
+    let module: serde_json::Value = usage_api(server, &admin, &module_path).json().unwrap();
+    assert_eq!(module["versions"][0]["downloads"], 20, "{module}");
+    // A read token counts but cannot see who else did.
+    let refused = usage_api(server, &tokens[0], &path);
+    assert_eq!(refused.status(), 403);
+    let body = refused.text().unwrap();
+    assert!(!body.contains("test-publish"), "{body}");
+    admin
+}
+
+#[test]
+fn concurrent_inits_by_three_identities_count_exactly_on_serve_and_survive_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let server = Server::start(&data, &["--private"]);
+    let token = server.token("publish", None);
+    publish_fixture(&server, &token, tmp.path());
+    let admin = twenty_concurrent_inits_count_exactly(&server);
+    let listen = server.host.clone();
+    // A graceful stop writes what is still tallied; the next start reads it.
+    drop(server);
+    let server = Server::start_at(&data, &listen, &["--private"]);
+    let path = format!("/v1/admin/usage/providers/{NS}/null?version=2.1.2");
+    let report: serde_json::Value = usage_api(&server, &admin, &path).json().unwrap();
+    assert_eq!(
+        report["versions"][0]["downloads"], 20,
+        "after a restart: {report}"
+    );
+}
+
+#[test]
+fn concurrent_inits_by_three_identities_count_exactly_on_the_lambda_functions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = Server::start_lambda(&tmp.path().join("lambda"));
+    let token = server.token("publish", None);
+    publish_fixture(&server, &token, tmp.path());
+    twenty_concurrent_inits_count_exactly(&server);
+}
