@@ -145,7 +145,7 @@ pub fn of(v: &VersionUsage, now: u64, consumers: bool) -> UsageView {
         total: v.downloads,
         recent: days.iter().map(|d| d.1).sum(),
         recent_days: RECENT_DAYS,
-        last_download: v.last_download.map(crate::pages::date).unwrap_or_default(),
+        last_download: v.last_download.map(tfreg_model::date::ymd).unwrap_or_default(),
         bars,
         width: RECENT_DAYS * (BAR_W + BAR_GAP) - BAR_GAP,
         height: BARS_H,
@@ -162,8 +162,8 @@ pub fn of(v: &VersionUsage, now: u64, consumers: bool) -> UsageView {
                         ConsumerKind::Anonymous => "anonymous",
                     },
                     downloads: c.downloads,
-                    first_seen: crate::pages::date(c.first_seen),
-                    last_seen: crate::pages::date(c.last_seen),
+                    first_seen: tfreg_model::date::ymd(c.first_seen),
+                    last_seen: tfreg_model::date::ymd(c.last_seen),
                 })
                 .collect()
         }),
