@@ -68,7 +68,8 @@ pub(crate) struct Where {
     /// The registry's hostname as its addresses spell it (`tfreg serve
     /// --hostname`, a stack's TFREG_HOSTNAME), for the commands on the
     /// stores that find its packages' downloads by it: `tfreg usage`, the
-    /// delete guard. Not needed with --registry.
+    /// delete guard. Not needed with --registry, nor on a data directory
+    /// `tfreg serve` has run on (it records its hostname there).
     #[arg(long, env = "TFREG_HOSTNAME")]
     hostname: Option<String>,
     /// Print the answer as JSON.
@@ -85,7 +86,23 @@ impl Where {
     /// On the stores directly (not a registry's URL) without --hostname:
     /// the registry's own packages' downloads cannot be found.
     pub(crate) fn hostname_unknown(&self) -> bool {
-        self.registry.is_none() && self.hostname.is_none()
+        self.registry.is_none() && self.hostname().is_none()
+    }
+
+    /// The registry's hostname: --hostname, else on a local data directory
+    /// the one its `tfreg serve` last answered as.
+    fn hostname(&self) -> Option<String> {
+        self.hostname.clone().or_else(|| {
+            (self.table.is_none())
+                .then(|| DataDir::served_hostname(&self.local_root()))
+                .flatten()
+        })
+    }
+
+    fn local_root(&self) -> PathBuf {
+        self.data_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(data_dir::DEFAULT))
     }
 
     pub(crate) async fn connect(&self) -> Result<Transport> {
@@ -95,8 +112,8 @@ impl Where {
         }
         // Admin commands never build download URLs: the hostname names the
         // registry's packages' downloads (a placeholder where not given).
-        let hostname = self.hostname.as_deref().unwrap_or("localhost");
-        let mut config = Config::new(Hostname::parse(hostname).map_err(|e| e.to_string())?);
+        let hostname = self.hostname().unwrap_or_else(|| "localhost".to_string());
+        let mut config = Config::new(Hostname::parse(&hostname).map_err(|e| e.to_string())?);
         // As the operator: the allow-list of the server's own variables
         // (`tfreg serve` reads the same, and checks again at each fill).
         config.upstream_policy = upstream::operator_policy_from_env()?;
@@ -107,10 +124,7 @@ impl Where {
             let blobs = Arc::new(tfreg_store::s3::S3BlobStore::new(s3, bucket, ttl));
             Registry::with_stored_signer(items, blobs, config)
         } else {
-            let root = self
-                .data_dir
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(data_dir::DEFAULT));
+            let root = self.local_root();
             if !root.join("registry.db").exists() {
                 return Err(format!(
                     "{} holds no registry (no registry.db): pass --data-dir as given to `tfreg serve`, or --registry URL",

@@ -16,6 +16,9 @@ use crate::cli_error::Result;
 /// Default data directory, relative to where tfreg runs.
 pub const DEFAULT: &str = "tfreg-data";
 
+/// Where `tfreg serve` records the hostname it answers as.
+const HOSTNAME_FILE: &str = "hostname";
+
 #[derive(Clone)]
 pub struct DataDir {
     pub root: PathBuf,
@@ -34,6 +37,20 @@ impl DataDir {
         let root = std::fs::canonicalize(root)
             .map_err(|e| format!("cannot resolve data directory {}: {e}", root.display()))?;
         Ok(Self { root })
+    }
+
+    /// Record the hostname `tfreg serve` answers as, so that the commands on
+    /// this directory find its packages' downloads without `--hostname`.
+    pub fn remember_hostname(&self, hostname: &str) -> Result<()> {
+        let path = self.root.join(HOSTNAME_FILE);
+        std::fs::write(&path, format!("{hostname}\n"))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()).into())
+    }
+
+    /// The hostname the last `tfreg serve` on `root` answered as, if any.
+    pub fn served_hostname(root: &Path) -> Option<String> {
+        let text = std::fs::read_to_string(root.join(HOSTNAME_FILE)).ok()?;
+        Some(text.trim().to_string()).filter(|h| !h.is_empty())
     }
 
     pub fn db_path(&self) -> PathBuf {

@@ -27,11 +27,10 @@ const DAY: u64 = 86_400;
 
 #[derive(Args)]
 #[command(after_help = "Examples:
-  tfreg usage acme/vpc/aws --registry https://registry.example.com   # a module's versions and consumers
-  tfreg usage acme/null --version 1.2.0                               # one provider version, on ./tfreg-data
-  tfreg usage acme/vpc/aws --unused-for 90                            # versions nobody installed for 90 days
-  tfreg usage hashicorp/aws --host registry.terraform.io              # a cached or mirrored provider
-  tfreg usage acme/vpc/aws --json                                     # the usage report")]
+  tfreg usage acme/vpc/aws                                      # a module's versions and consumers, on ./tfreg-data; --registry URL for another registry
+  tfreg usage acme/null --version 1.0.0                         # one provider version, on ./tfreg-data
+  tfreg usage acme/vpc/aws --unused-for 90                      # versions nobody installed for 90 days
+  tfreg usage acme/vpc/aws --json                               # the usage report")]
 pub struct UsageArgs {
     /// NAMESPACE/TYPE (a provider) or NAMESPACE/NAME/SYSTEM (a module).
     address: String,
@@ -39,7 +38,7 @@ pub struct UsageArgs {
     #[arg(long)]
     version: Option<String>,
     /// The origin registry of a mirror-imported or cached package (default:
-    /// this registry's own).
+    /// this registry's own), e.g. `--host registry.terraform.io`.
     #[arg(long)]
     host: Option<String>,
     /// How many days the table's per-day column shows.

@@ -203,6 +203,7 @@ async fn start(args: &ServeArgs) -> Result<Ready> {
             .clone()
             .unwrap_or_else(|| format!("127.0.0.1:{}", args.listen.port())),
     )?;
+    dir.remember_hostname(hostname.as_str())?;
     if !hostname
         .as_str()
         .split(':')

@@ -190,9 +190,9 @@ async fn handle(
             let (lifecycle, changed) =
                 catalog::change_lifecycle(items, &release, action, mark).await?;
             let note = match (changed, message.is_empty()) {
-                (false, _) => format!("already {}d: nothing changed", action.name()),
-                (true, true) => format!("{}d", action.name()),
-                (true, false) => format!("{}d: {message}", action.name()),
+                (false, _) => format!("already {}: nothing changed", action.done()),
+                (true, true) => action.done().to_string(),
+                (true, false) => format!("{}: {message}", action.done()),
             };
             Ok(noted(
                 StatusCode::OK,

@@ -266,20 +266,14 @@ pub(crate) async fn guard_delete(
     }
     let package = release_package(&registry.config.hostname, release);
     let version = release.version().to_string();
-    let report = usage::report(registry.items.as_ref(), &package, Some(&version), true).await?;
+    let consumers = usage::version_consumers(registry.items.as_ref(), &package, &version).await?;
     let since = registry.now().saturating_sub(GUARD_DAYS * 86_400);
-    let Some(used) = report
-        .versions
-        .iter()
-        .find(|u| u.version == version && u.last_download.is_some_and(|at| at >= since))
-    else {
+    let recent: Vec<_> = consumers.iter().filter(|c| c.last_seen >= since).collect();
+    if recent.is_empty() {
         return Ok(());
-    };
-    let recent: Vec<_> = used
-        .consumers
-        .iter()
-        .filter(|c| c.last_seen >= since)
-        .collect();
+    }
+    let downloads: u64 = consumers.iter().map(|c| c.downloads).sum();
+    let last = recent[0].last_seen;
     let named: Vec<String> = recent
         .iter()
         .take(GUARD_NAMED)
@@ -294,10 +288,8 @@ pub(crate) async fn guard_delete(
     let more = recent.len().saturating_sub(GUARD_NAMED);
     Err(Error::Conflict(format!(
         "{release} was downloaded in the last {GUARD_DAYS} days ({} downloads in all, last {}) by {} consumer{}: {}{}; delete it anyway with force=true (`tfreg delete --force`)",
-        used.downloads,
-        used.last_download
-            .map(tfreg_model::date::ymd)
-            .unwrap_or_default(),
+        downloads,
+        tfreg_model::date::ymd(last),
         recent.len(),
         if recent.len() == 1 { "" } else { "s" },
         named.join(", "),

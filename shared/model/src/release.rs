@@ -38,6 +38,16 @@ impl LifecycleAction {
         self.into()
     }
 
+    /// The action done, for audit lines and answers ("yanked", "deprecated").
+    pub fn done(self) -> &'static str {
+        match self {
+            Self::Deprecate => "deprecated",
+            Self::Undeprecate => "undeprecated",
+            Self::Yank => "yanked",
+            Self::Unyank => "unyanked",
+        }
+    }
+
     pub fn parse(s: &str) -> Option<Self> {
         <Self as strum::VariantArray>::VARIANTS
             .iter()

@@ -145,7 +145,10 @@ pub fn of(v: &VersionUsage, now: u64, consumers: bool) -> UsageView {
         total: v.downloads,
         recent: days.iter().map(|d| d.1).sum(),
         recent_days: RECENT_DAYS,
-        last_download: v.last_download.map(tfreg_model::date::ymd).unwrap_or_default(),
+        last_download: v
+            .last_download
+            .map(tfreg_model::date::ymd)
+            .unwrap_or_default(),
         bars,
         width: RECENT_DAYS * (BAR_W + BAR_GAP) - BAR_GAP,
         height: BARS_H,

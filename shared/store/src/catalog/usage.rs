@@ -295,6 +295,34 @@ pub async fn report(
     })
 }
 
+/// Who downloaded `version` of `package`, and how often: one query of the
+/// version's consumer counters (bounded by its consumers, never by the
+/// package's other versions or days). The delete guard's read.
+pub async fn version_consumers(
+    store: &dyn ItemStore,
+    package: &Package,
+    version: &str,
+) -> Result<Vec<ConsumerUsage>, StoreError> {
+    let prefix = format!("{USAGE_CONSUMER_PREFIX}{version}#");
+    let mut consumers = Vec::new();
+    for item in query_all(store, &usage_pk(package), &prefix).await? {
+        let body: ConsumerBody = decode(&item)?;
+        let counter = item.counter.unwrap_or_default();
+        consumers.push(ConsumerUsage {
+            consumer: body.consumer,
+            downloads: counter.n,
+            first_seen: counter.first_at,
+            last_seen: counter.last_at,
+        });
+    }
+    consumers.sort_by(|a, b| {
+        b.last_seen
+            .cmp(&a.last_seen)
+            .then_with(|| a.consumer.id.cmp(&b.consumer.id))
+    });
+    Ok(consumers)
+}
+
 /// The report's entry of `version`, made empty when it is not there yet.
 fn version_entry<'a>(
     versions: &'a mut BTreeMap<String, VersionUsage>,
