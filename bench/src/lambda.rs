@@ -11,6 +11,7 @@
 mod arm64;
 mod bloat;
 mod check;
+mod counting;
 mod edge;
 mod first_requests;
 mod runtime_api;
@@ -19,6 +20,7 @@ mod seed;
 use arm64::{arm64_markdown, arm64_zip};
 use bloat::{bloat, bloat_markdown};
 use check::{check_markdown, check_starts};
+use counting::{counting, counting_markdown};
 use first_requests::{first_requests, first_requests_markdown};
 
 use std::io::Write;
@@ -299,6 +301,10 @@ pub struct Args {
     /// the next one.
     #[arg(long, requires = "check")]
     pub panic_probe: Option<PathBuf>,
+    /// Measure only what counting downloads costs a download (the section's
+    /// last table), not the sizes and cold starts.
+    #[arg(long, conflicts_with = "check")]
+    pub only_counting: bool,
 }
 
 impl Default for Args {
@@ -310,6 +316,7 @@ impl Default for Args {
             no_bloat: false,
             runner: None,
             panic_probe: None,
+            only_counting: false,
         }
     }
 }
@@ -588,6 +595,20 @@ pub fn run(args: &Args) -> Result<Section, BoxError> {
         Some(dir) => dir.clone(),
         None => build()?,
     };
+    if args.only_counting {
+        let counting = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(counting(&dir, args.runs.clamp(1, 11)))?;
+        let markdown = counting_markdown(&counting, args.runs.clamp(1, 11));
+        println!("{markdown}");
+        return Ok(Section {
+            name: "lambda-counting".into(),
+            title: "Lambda functions: what counting downloads costs a download".into(),
+            markdown,
+            figures: serde_json::json!({ "runs": args.runs, "counting": counting }),
+        });
+    }
     let mut sizes = Vec::new();
     for name in binaries(!args.check) {
         let bytes = std::fs::read(locate(&dir, name)?)?;
@@ -621,11 +642,13 @@ pub fn run(args: &Args) -> Result<Section, BoxError> {
     }
     let starts = runtime.block_on(cold_starts(&dir, args.runs.max(1)))?;
     let first_requests = runtime.block_on(first_requests(&dir, args.runs.clamp(1, 7)))?;
+    let counting = runtime.block_on(counting(&dir, args.runs.clamp(1, 11)))?;
     let arm64 = arm64_zip()?;
     let bloat = if args.no_bloat { None } else { Some(bloat()?) };
     let mut markdown = markdown(&sizes, &starts, args.runs.max(1));
     markdown += &bloat_markdown(bloat.as_deref());
     markdown += &first_requests_markdown(&first_requests, args.runs.clamp(1, 7));
+    markdown += &counting_markdown(&counting, args.runs.clamp(1, 11));
     markdown += &arm64_markdown(arm64.as_ref());
     println!("{markdown}");
     Ok(Section {
@@ -637,6 +660,7 @@ pub fn run(args: &Args) -> Result<Section, BoxError> {
             "sizes": sizes,
             "cold_starts": starts,
             "first_requests": first_requests,
+            "counting": counting,
             "arm64": arm64,
             "bloat": bloat,
         }),

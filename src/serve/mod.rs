@@ -58,6 +58,11 @@ pub struct ServeArgs {
     /// namespace (`tfreg key add`) verifies them, in every namespace.
     #[arg(long)]
     require_namespace_keys: bool,
+    /// Count no downloads (who installs what: `tfreg usage`, the version
+    /// pages, the delete guard); by default each is counted, in memory,
+    /// and written every few seconds.
+    #[arg(long)]
+    no_download_counts: bool,
     /// Seconds a verified token is trusted without looking it up again: how
     /// long a token revoked by another process (`tfreg token revoke
     /// --data-dir`) may keep working here. Revoking through this server's
@@ -275,12 +280,13 @@ async fn start(args: &ServeArgs) -> Result<Ready> {
     .with_policy(config.upstream_policy.clone())
     .with_metrics(recorder.clone());
     let usage = Arc::new(tfreg_http::usage::Tallied::new());
-    let registry = Arc::new(
-        Registry::new(items.clone(), Arc::new(blobs.clone()), signer, config)
-            .with_filler(Arc::new(tfreg_cache::fill::InProcess::new(cache)))
-            .with_metrics(recorder)
-            .with_usage(usage.clone()),
-    );
+    let mut registry = Registry::new(items.clone(), Arc::new(blobs.clone()), signer, config)
+        .with_filler(Arc::new(tfreg_cache::fill::InProcess::new(cache)))
+        .with_metrics(recorder);
+    if !args.no_download_counts {
+        registry = registry.with_usage(usage.clone());
+    }
+    let registry = Arc::new(registry);
 
     let (tls, ca) = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => (tls::server_config(cert, key)?, None),

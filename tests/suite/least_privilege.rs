@@ -24,9 +24,17 @@ const PUBLIC_KEY: &str = "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAt0599aQJ0s
 /// The configurations: a first `sam deploy --guided` (every default, the
 /// archive key of slot A in SSM), every option on (the client secret in
 /// SSM or in Secrets Manager; archive keys in both slots, in Secrets
-/// Manager, slot B signing), and archives presigned.
-pub const STACKS: [(&str, &[(&str, &str)]); 4] = [
+/// Manager, slot B signing), archives presigned, and no download counts
+/// (the read functions may then write no usage item).
+pub const STACKS: [(&str, &[(&str, &str)]); 5] = [
     ("basic", &[("ArchiveSigningPublicKeyA", PUBLIC_KEY)]),
+    (
+        "no download counts",
+        &[
+            ("ArchiveSigningPublicKeyA", PUBLIC_KEY),
+            ("DownloadCounts", "false"),
+        ],
+    ),
     ("presigned archives", &[("ArchiveDelivery", "presigned")]),
     (
         "full, secret in SSM",

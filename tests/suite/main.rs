@@ -100,6 +100,7 @@ mod backend_contract;
 mod bad_input;
 mod browser;
 mod browser_sso;
+mod browser_usage;
 mod cache_attacks;
 mod cache_git;
 mod cache_lambda;

@@ -199,6 +199,39 @@ fn guided_stack_serves_the_user_path_under_each_functions_role() {
         let lock = lock_file(&work);
         assert!(lock.contains(&h1(&published.zips_2_1_2[0])), "{lock}");
     }
+    // Both inits were counted under the download functions' roles (the
+    // RecordUsage statement: an add to a USAGE# item), and the admin
+    // function reads them under its own: `tfreg usage` names the read token.
+    let deadline = Instant::now() + std::time::Duration::from_secs(30);
+    let usage = loop {
+        let usage: Value = serde_json::from_str(&admin(
+            &r,
+            &admin_token,
+            &[
+                "usage",
+                &format!("{NS}/null"),
+                "--version",
+                "2.1.2",
+                "--json",
+            ],
+        ))
+        .unwrap();
+        if usage["versions"][0]["downloads"].as_u64() >= Some(2) {
+            break usage;
+        }
+        assert!(Instant::now() < deadline, "not counted: {usage}");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    assert_eq!(usage["versions"][0]["downloads"], 2, "{usage}");
+    let consumers = usage["versions"][0]["consumers"].as_array().unwrap();
+    assert_eq!(consumers.len(), 1, "{usage}");
+    assert!(
+        consumers[0]["consumer"]["label"]
+            .as_str()
+            .unwrap()
+            .starts_with("laptops ("),
+        "{usage}"
+    );
     // infra/smoke-test, the check the README tells an operator to run after
     // `sam deploy`, at the address that stands in for the stack's registry
     // URL (its RegistryUrl output is the CloudFront domain), with a read

@@ -115,14 +115,12 @@ fn a_terraform_init_against_the_lambda_functions_is_counted() {
     let rt = crate::login::runtime();
     let registry = rt.block_on(tfreg_testkit::TestRegistry::aws_existing(&table));
     counted_after_one_init(&server, registry.registry.items.as_ref(), tmp.path());
-    let inline = server.server_log().contains("has no Extensions API");
-    eprintln!(
-        "FIGURE usage counts under cargo lambda watch written by: {}",
-        if inline {
-            "the handler (no Extensions API)"
-        } else {
-            "the internal extension"
-        }
+    // Written by the extension, after each response: the functions found
+    // the Extensions API (cargo lambda watch has one, as Lambda does).
+    let log = server.server_log();
+    assert!(
+        !log.contains("has no Extensions API"),
+        "the counts were written before the responses:\n{log}"
     );
 }
 
@@ -240,4 +238,36 @@ fn concurrent_inits_by_three_identities_count_exactly_on_the_lambda_functions() 
     let token = server.token("publish", None);
     publish_fixture(&server, &token, tmp.path());
     twenty_concurrent_inits_count_exactly(&server);
+}
+
+/// `tfreg serve --no-download-counts`: downloads answered, none counted
+/// (a graceful stop writes whatever is tallied, so none was).
+#[test]
+fn serve_without_download_counts_counts_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let server = Server::start(&data, &["--private", "--no-download-counts"]);
+    let token = server.token("publish", None);
+    publish_fixture(&server, &token, tmp.path());
+    let read = server.token("read", None);
+    for path in [
+        format!("/v1/providers/{NS}/null/2.1.2/download/linux/amd64"),
+        format!("/v1/modules/{NS}/greeting/null/1.1.0/download"),
+    ] {
+        let resp = server
+            .http
+            .get(server.url(&path))
+            .bearer_auth(&read)
+            .send()
+            .unwrap();
+        assert!(resp.status().is_success(), "{path}: {}", resp.status());
+    }
+    let (provider, module) = packages(&server.host);
+    drop(server);
+    let store = tfreg_store::sqlite::SqliteStore::open(&data.join("registry.db")).unwrap();
+    let rt = crate::login::runtime();
+    for package in [provider, module] {
+        let r = rt.block_on(report(&store, &package, None, true)).unwrap();
+        assert!(r.versions.is_empty(), "counted: {r:?}");
+    }
 }

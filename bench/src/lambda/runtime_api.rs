@@ -3,7 +3,11 @@
 //! of a cold start as Lambda sees them: the first `GET
 //! /2018-06-01/runtime/invocation/next` (init done), the response POSTed for
 //! that event, and how long each later event took from its `next` to its
-//! response.
+//! response. With [`Extensions::Lambda`] it has Lambda's Extensions API
+//! too: an extension the function registers gets an `INVOKE` per event, and,
+//! as in Lambda, an invocation is complete (the next event handed out) only
+//! once the runtime has POSTed its response *and* every extension has asked
+//! for its next event.
 
 use std::convert::Infallible;
 use std::process::Stdio;
@@ -35,6 +39,21 @@ pub struct ColdStart {
     /// Each event's handling, from its `invocation/next` to its response:
     /// the first event's, then the warm ones'.
     pub handling: Vec<Duration>,
+    /// Each event's invocation, from its `invocation/next` until it was
+    /// complete: its response, or later the extension's next `event/next`
+    /// (what Lambda bills, and what the next event waits for).
+    pub completed: Vec<Duration>,
+    /// Whether the function registered an extension.
+    pub extension: bool,
+}
+
+/// Whether the Runtime API has Lambda's Extensions API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extensions {
+    /// None: registering answers 404 (as the bench's API did before).
+    None,
+    /// Lambda's: register, `event/next` with an `INVOKE` per event.
+    Lambda,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +86,62 @@ struct State {
     next_at: Mutex<Vec<Duration>>,
     responses: Mutex<Vec<(Duration, Bytes)>>,
     outcome: Mutex<Option<oneshot::Sender<Outcome>>>,
+    extensions: Extensions,
+    registered: std::sync::atomic::AtomicBool,
+    /// Events handed to the runtime so far.
+    handed: tokio::sync::watch::Sender<usize>,
+    /// Events the extension is done with (it asked for the next one).
+    extension_done: tokio::sync::watch::Sender<usize>,
+    extension_nexts: AtomicUsize,
+    /// When the extension was done with each event.
+    extension_done_at: Mutex<Vec<Duration>>,
+}
+
+const REGISTER: &str = "/2020-01-01/extension/register";
+const EXTENSION_NEXT: &str = "/2020-01-01/extension/event/next";
+
+/// An extension's `register` and `event/next`.
+async fn extension(state: &State, path: &str) -> Option<Response<Full<Bytes>>> {
+    if path == REGISTER {
+        if state.extensions == Extensions::None {
+            return Some(reply(404, Bytes::new()));
+        }
+        state.registered.store(true, Ordering::SeqCst);
+        let mut response = reply(
+            200,
+            Bytes::from_static(
+                br#"{"functionName":"bench","functionVersion":"$LATEST","handler":"bootstrap"}"#,
+            ),
+        );
+        response.headers_mut().insert(
+            "lambda-extension-identifier",
+            "bench-extension".parse().expect("header"),
+        );
+        return Some(response);
+    }
+    if path != EXTENSION_NEXT {
+        return None;
+    }
+    // Its k-th `next` says it is done with event k (the first: with init).
+    let k = state.extension_nexts.fetch_add(1, Ordering::SeqCst);
+    if k > 0 {
+        state
+            .extension_done_at
+            .lock()
+            .expect("extension lock")
+            .push(state.started.elapsed());
+        state.extension_done.send_replace(k);
+    }
+    if k >= state.invocations {
+        std::future::pending::<()>().await;
+    }
+    let mut handed = state.handed.subscribe();
+    let _ = handed.wait_for(|n| *n > k).await;
+    let body = format!(
+        r#"{{"eventType":"INVOKE","requestId":"bench-{}","deadlineMs":0,"invokedFunctionArn":"arn:aws:lambda:us-east-1:000000000000:function:bench","tracing":{{}}}}"#,
+        k + 1
+    );
+    Some(reply(200, Bytes::from(body)))
 }
 
 const NEXT: &str = "/2018-06-01/runtime/invocation/next";
@@ -79,11 +154,19 @@ fn reply(status: u16, body: Bytes) -> Response<Full<Bytes>> {
 
 async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Full<Bytes>> {
     let path = request.uri().path().to_string();
+    if let Some(response) = extension(&state, &path).await {
+        return response;
+    }
     if path == NEXT {
         let n = state.nexts.fetch_add(1, Ordering::SeqCst);
         if n >= state.invocations {
             // No more events: the next one never comes (the process is killed).
             std::future::pending::<()>().await;
+        }
+        // As Lambda: event n+1 only once the extension is done with event n.
+        if n > 0 && state.registered.load(Ordering::SeqCst) {
+            let mut done = state.extension_done.subscribe();
+            let _ = done.wait_for(|d| *d >= n).await;
         }
         if n == 0 {
             *state.init_at.lock().expect("init lock") = Some(state.started.elapsed());
@@ -98,6 +181,7 @@ async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<Full<
             .lock()
             .expect("next lock")
             .push(state.started.elapsed());
+        state.handed.send_replace(n + 1);
         let deadline = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .expect("after 1970")
@@ -161,7 +245,24 @@ pub async fn cold_start_then(
     event: Bytes,
     invocations: usize,
 ) -> Result<ColdStart, RunError> {
-    run(command, event, invocations, Duration::ZERO).await
+    run(
+        command,
+        event,
+        invocations,
+        Duration::ZERO,
+        Extensions::None,
+    )
+    .await
+}
+
+/// [`cold_start_then`] against a Runtime API with `extensions`.
+pub async fn with_extensions(
+    command: tokio::process::Command,
+    event: Bytes,
+    invocations: usize,
+    extensions: Extensions,
+) -> Result<ColdStart, RunError> {
+    run(command, event, invocations, Duration::ZERO, extensions).await
 }
 
 /// [`cold_start_then`] of a function initialised ahead of its first event
@@ -173,7 +274,14 @@ pub async fn initialised_ahead(
     invocations: usize,
     first_event_after: Duration,
 ) -> Result<ColdStart, RunError> {
-    run(command, event, invocations, first_event_after).await
+    run(
+        command,
+        event,
+        invocations,
+        first_event_after,
+        Extensions::None,
+    )
+    .await
 }
 
 async fn run(
@@ -181,6 +289,7 @@ async fn run(
     event: Bytes,
     invocations: usize,
     first_event_after: Duration,
+    extensions: Extensions,
 ) -> Result<ColdStart, RunError> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
@@ -195,6 +304,12 @@ async fn run(
         next_at: Mutex::new(Vec::new()),
         responses: Mutex::new(Vec::new()),
         outcome: Mutex::new(Some(done)),
+        extensions,
+        registered: std::sync::atomic::AtomicBool::new(false),
+        handed: tokio::sync::watch::channel(0).0,
+        extension_done: tokio::sync::watch::channel(0).0,
+        extension_nexts: AtomicUsize::new(0),
+        extension_done_at: Mutex::new(Vec::new()),
     });
     let server_state = state.clone();
     let server = tokio::spawn(async move {
@@ -229,9 +344,28 @@ async fn run(
             Err(e) => RunError::Io(e),
         }),
     };
+    // The last invocation is complete once the extension is done with it.
+    let extension = state.registered.load(Ordering::SeqCst);
+    if result.is_ok() && extension {
+        let mut done = state.extension_done.subscribe();
+        let last = state.invocations;
+        if tokio::time::timeout(GIVE_UP, done.wait_for(|d| *d >= last))
+            .await
+            .is_err()
+        {
+            let _ = child.kill().await;
+            server.abort();
+            return Err(RunError::TimedOut);
+        }
+    }
     let _ = child.kill().await;
     server.abort();
     result?;
+    let extension_done_at = state
+        .extension_done_at
+        .lock()
+        .expect("extension lock")
+        .clone();
     let next_at = state.next_at.lock().expect("next lock").clone();
     let responses = state.responses.lock().expect("responses lock").clone();
     let init = state
@@ -253,6 +387,16 @@ async fn run(
             .zip(&responses)
             .map(|(next, (response, _))| response.saturating_sub(*next))
             .collect(),
+        completed: next_at
+            .iter()
+            .zip(&responses)
+            .enumerate()
+            .map(|(i, (next, (response, _)))| {
+                let done = extension_done_at.get(i).copied().unwrap_or_default();
+                (*response).max(done).saturating_sub(*next)
+            })
+            .collect(),
+        extension,
     })
 }
 

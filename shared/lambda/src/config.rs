@@ -80,6 +80,10 @@ pub const ARCHIVE_SIGNING_KEY: &str = "TFREG_ARCHIVE_SIGNING_KEY";
 /// The CloudWatch namespace of the functions' embedded-metric-format lines
 /// ([`crate::emf`]); default `tfreg` (the template: `tfreg/<stack name>`).
 pub const METRICS_NAMESPACE: &str = "TFREG_METRICS_NAMESPACE";
+/// `false` to count no downloads (issue 38): the read functions then keep
+/// no usage items (no write, no extension) and the usage views show none;
+/// default `true`.
+pub const DOWNLOAD_COUNTS: &str = "TFREG_DOWNLOAD_COUNTS";
 
 pub use crate::signin::{
     CI_AUDIENCE, CI_ISSUERS, CI_MAX_TOKEN_LIFETIME, CI_TOKEN_TTL, LOGIN_PORTS, LOGIN_TOKEN_TTL,
@@ -88,7 +92,7 @@ pub use crate::signin::{
 
 /// Every variable above, and sign-in's ([`crate::signin`]): what a
 /// deployment may set.
-pub const ALL: [&str; 30] = [
+pub const ALL: [&str; 31] = [
     TABLE,
     BUCKET,
     HOSTNAME,
@@ -108,6 +112,7 @@ pub const ALL: [&str; 30] = [
     CLOUDFRONT_KEY_PAIR_ID,
     ARCHIVE_SIGNING_KEY,
     METRICS_NAMESPACE,
+    DOWNLOAD_COUNTS,
     OIDC_ISSUER,
     OIDC_CLIENT_ID,
     OIDC_CLIENT_SECRET,
@@ -242,6 +247,8 @@ pub struct Settings {
     /// sign (tfreg-lambda's feature `cloudfront`: read and blob) act on
     /// `cloudfront`; the others never hand out archive URLs.
     pub delivery: Delivery,
+    /// [`DOWNLOAD_COUNTS`].
+    pub download_counts: bool,
 }
 
 pub(crate) use crate::env::flag;
@@ -324,6 +331,7 @@ impl Settings {
             token_cache,
             s3_force_path_style: flag(&get, S3_FORCE_PATH_STYLE)?,
             connect_at_init: flag(&get, CONNECT_AT_INIT)?,
+            download_counts: crate::env::flag_or(&get, DOWNLOAD_COUNTS, true)?,
             fill_function: get(FILL_FUNCTION)
                 .map(|v| v.trim().to_string())
                 .filter(|v| !v.is_empty()),
@@ -434,6 +442,28 @@ mod tests {
         (CLOUDFRONT_KEY_PAIR_ID, "K2JCJMDEHXQW5F"),
         (ARCHIVE_SIGNING_KEY, "/tfreg/archive-signing-key-a"),
     ];
+
+    #[test]
+    fn downloads_are_counted_unless_turned_off() {
+        assert!(settings(&BASE).unwrap().download_counts);
+        for (value, counted) in [("", true), ("true", true), ("false", false), ("0", false)] {
+            let mut vars = BASE.to_vec();
+            vars.push((DOWNLOAD_COUNTS, value));
+            assert_eq!(
+                settings(&vars).unwrap().download_counts,
+                counted,
+                "{value:?}"
+            );
+        }
+        let mut vars = BASE.to_vec();
+        vars.push((DOWNLOAD_COUNTS, "off"));
+        assert!(
+            settings(&vars)
+                .unwrap_err()
+                .to_string()
+                .contains(DOWNLOAD_COUNTS)
+        );
+    }
 
     #[test]
     fn archives_are_presigned_unless_cloudfront_is_asked_for() {

@@ -12,6 +12,18 @@ pub enum ConfigError {
 }
 
 /// A boolean setting: unset, empty, `false` or `0` is off; `true` or `1` is on.
+/// [`flag`] with `default` where the variable is unset or empty.
+pub fn flag_or(
+    get: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+    default: bool,
+) -> Result<bool, ConfigError> {
+    match get(name).as_deref().map(str::trim) {
+        None | Some("") => Ok(default),
+        _ => flag(get, name),
+    }
+}
+
 pub fn flag(
     get: &impl Fn(&str) -> Option<String>,
     name: &'static str,

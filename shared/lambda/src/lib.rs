@@ -90,6 +90,10 @@ pub async fn run_reader(served: Served) -> Result<(), lambda_http::Error> {
             return Err(e.into());
         }
     };
+    // Validated by registry_from_env already.
+    if !Settings::from_env().is_ok_and(|s| s.download_counts) {
+        return response::run_counting(App::new(Arc::new(registry), served), None).await;
+    }
     let sink = Arc::new(tfreg_http::usage::Tallied::new());
     let registry = registry.with_usage(sink.clone());
     // Registered at init: before the runtime asks for its first event.

@@ -23,6 +23,8 @@ use tfreg_http::usage::Tallied;
 use tfreg_store::ItemStore;
 use tokio::sync::mpsc;
 
+/// How often counts left over are written while the extension waits.
+const SWEEP: std::time::Duration = std::time::Duration::from_secs(1);
 /// The name the extension registers under.
 const EXTENSION_NAME: &str = "tfreg-usage";
 const NAME_HEADER: &str = "Lambda-Extension-Name";
@@ -83,11 +85,13 @@ pub(crate) enum ExtensionError {
     Api(String),
 }
 
+/// A client of the runtime API, whose address is read as the runtime reads
+/// it (`lambda_runtime_api_client`'s own rule): `127.0.0.1:9001` in Lambda,
+/// a URL with a path (`http://127.0.0.1:9000/.rt/<function>`) under
+/// `cargo lambda watch`.
 fn client() -> Result<lambda_runtime_api_client::Client, ExtensionError> {
     let api = std::env::var("AWS_LAMBDA_RUNTIME_API").map_err(|_| ExtensionError::NoRuntimeApi)?;
-    let uri: http::Uri = format!("http://{api}")
-        .parse()
-        .map_err(|_| ExtensionError::NoRuntimeApi)?;
+    let uri = http::Uri::try_from(api.as_str()).map_err(|_| ExtensionError::NoRuntimeApi)?;
     lambda_runtime_api_client::Client::builder()
         .with_endpoint(uri)
         .build()
@@ -127,15 +131,33 @@ async fn extension(
     sink: Arc<Tallied>,
     store: Arc<dyn ItemStore>,
 ) {
+    let mut sweep = tokio::time::interval(SWEEP);
+    sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
-        let request = lambda_runtime_api_client::build_request()
-            .method(http::Method::GET)
-            .uri("/2020-01-01/extension/event/next")
-            .header(ID_HEADER, id.as_str())
-            .body(Body::empty());
-        let answered = match request {
-            Ok(request) => client.call(request).await,
-            Err(e) => Err(e.into()),
+        let next = async {
+            let request = lambda_runtime_api_client::build_request()
+                .method(http::Method::GET)
+                .uri("/2020-01-01/extension/event/next")
+                .header(ID_HEADER, id.as_str())
+                .body(Body::empty())?;
+            client.call(request).await
+        };
+        tokio::pin!(next);
+        // Waiting for the next event, counts left over are written each
+        // SWEEP: never in Lambda, which delivers every INVOKE (and freezes
+        // the sandbox meanwhile); under a runtime API that may miss one to
+        // an extension busy writing (`cargo lambda watch`), the counts of
+        // that invocation would wait for another. It only writes: the
+        // handler's "done"s stay for the INVOKE they belong to.
+        let answered = loop {
+            tokio::select! {
+                answered = &mut next => break answered,
+                _ = sweep.tick() => {
+                    if sink.pending() > 0 {
+                        let _ = sink.flush(store.as_ref()).await;
+                    }
+                }
+            }
         };
         match answered {
             Ok(response) if response.status().is_success() => {}
