@@ -25,6 +25,8 @@ use tokio::sync::mpsc;
 
 /// How often counts left over are written while the extension waits.
 const SWEEP: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long the extension waits for the handler's answer to an INVOKE.
+const DONE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// The name the extension registers under.
 const EXTENSION_NAME: &str = "tfreg-usage";
 const NAME_HEADER: &str = "Lambda-Extension-Name";
@@ -174,8 +176,18 @@ async fn extension(
         }
         // An INVOKE (the only event an internal extension gets): wait for
         // the handler's answer, then write what it counted.
-        if done.recv().await.is_none() {
-            return;
+        // Bounded: a handler never called (an event lambda_http cannot
+        // read) must not hold the invocation until the function's timeout;
+        // its counts, if any, are written with a later invocation's.
+        match tokio::time::timeout(DONE_WAIT, done.recv()).await {
+            Ok(Some(())) => {}
+            Ok(None) => return,
+            Err(_) => {
+                tracing::warn!(
+                    "no answer from the handler in {DONE_WAIT:?}: its download counts are written later"
+                );
+                continue;
+            }
         }
         // Counts of invocations whose "done" was queued meanwhile too.
         while done.try_recv().is_ok() {}
