@@ -17,15 +17,6 @@ fn shots() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots")
 }
 
-fn get(server: &Server, token: &str, path: &str) -> reqwest::blocking::Response {
-    server
-        .http
-        .get(server.url(path))
-        .bearer_auth(token)
-        .send()
-        .unwrap()
-}
-
 #[test]
 fn a_reader_sees_the_counts_and_an_admin_the_consumers_in_chromium() {
     let tmp = tempfile::tempdir().unwrap();
@@ -43,14 +34,14 @@ fn a_reader_sees_the_counts_and_an_admin_the_consumers_in_chromium() {
         (&ci, "linux/amd64"),
         (&ci, "linux/amd64"),
     ] {
-        let resp = get(&server, token, &download(platform));
+        let resp = server.get_as(token, &download(platform));
         assert_eq!(resp.status(), 200, "{platform}");
     }
     // serve writes its tally every 5 s: wait for the admin API to show it.
     let deadline = Instant::now() + Duration::from_secs(30);
     let api = format!("/v1/admin/usage/providers/{NS}/null?version=2.1.2");
     loop {
-        let report: serde_json::Value = get(&server, &admin, &api).json().unwrap();
+        let report: serde_json::Value = server.get_as(&admin, &api).json().unwrap();
         if report["versions"][0]["downloads"] == 5 {
             break;
         }

@@ -124,16 +124,6 @@ fn a_terraform_init_against_the_lambda_functions_is_counted() {
     );
 }
 
-/// The admin API's usage of `path` (`/v1/admin/usage/...`) with `token`.
-fn usage_api(server: &Server, token: &str, path: &str) -> reqwest::blocking::Response {
-    server
-        .http
-        .get(server.url(path))
-        .bearer_auth(token)
-        .send()
-        .unwrap()
-}
-
 /// 20 concurrent "inits" (a provider download and a module download each)
 /// by three identities, counted exactly, as the admin API reports them;
 /// a read token may not see them. Returns the admin token.
@@ -150,12 +140,7 @@ fn twenty_concurrent_inits_count_exactly(server: &Server) -> String {
             let (token, provider, module) = (&tokens[i % 3], &provider, &module);
             scope.spawn(move || {
                 for path in [provider, module] {
-                    let resp = server
-                        .http
-                        .get(server.url(path))
-                        .bearer_auth(token)
-                        .send()
-                        .unwrap();
+                    let resp = server.get_as(token, path);
                     assert!(resp.status().is_success(), "{path}: {}", resp.status());
                 }
             });
@@ -165,7 +150,7 @@ fn twenty_concurrent_inits_count_exactly(server: &Server) -> String {
     let path = format!("/v1/admin/usage/providers/{NS}/null?version=2.1.2");
     let deadline = Instant::now() + Duration::from_secs(30);
     let report: serde_json::Value = loop {
-        let resp = usage_api(server, &admin, &path);
+        let resp = server.get_as(&admin, &path);
         assert_eq!(resp.status(), 200, "the usage API answers an admin");
         let report: serde_json::Value = resp.json().unwrap();
         if report["versions"][0]["downloads"].as_u64() >= Some(20) {
@@ -201,10 +186,10 @@ fn twenty_concurrent_inits_count_exactly(server: &Server) -> String {
         "{report}"
     );
     let module_path = format!("/v1/admin/usage/modules/{NS}/greeting/null?version=1.1.0");
-    let module: serde_json::Value = usage_api(server, &admin, &module_path).json().unwrap();
+    let module: serde_json::Value = server.get_as(&admin, &module_path).json().unwrap();
     assert_eq!(module["versions"][0]["downloads"], 20, "{module}");
     // A read token counts but cannot see who else did.
-    let refused = usage_api(server, &tokens[0], &path);
+    let refused = server.get_as(&tokens[0], &path);
     assert_eq!(refused.status(), 403);
     let body = refused.text().unwrap();
     assert!(!body.contains("test-publish"), "{body}");
@@ -224,7 +209,7 @@ fn concurrent_inits_by_three_identities_count_exactly_on_serve_and_survive_a_res
     drop(server);
     let server = Server::start_at(&data, &listen, &["--private"]);
     let path = format!("/v1/admin/usage/providers/{NS}/null?version=2.1.2");
-    let report: serde_json::Value = usage_api(&server, &admin, &path).json().unwrap();
+    let report: serde_json::Value = server.get_as(&admin, &path).json().unwrap();
     assert_eq!(
         report["versions"][0]["downloads"], 20,
         "after a restart: {report}"
@@ -254,12 +239,7 @@ fn serve_without_download_counts_counts_nothing() {
         format!("/v1/providers/{NS}/null/2.1.2/download/linux/amd64"),
         format!("/v1/modules/{NS}/greeting/null/1.1.0/download"),
     ] {
-        let resp = server
-            .http
-            .get(server.url(&path))
-            .bearer_auth(&read)
-            .send()
-            .unwrap();
+        let resp = server.get_as(&read, &path);
         assert!(resp.status().is_success(), "{path}: {}", resp.status());
     }
     let (provider, module) = packages(&server.host);

@@ -717,6 +717,15 @@ impl Server {
         self.http.get(self.url(path)).send().unwrap()
     }
 
+    /// [`Server::get`] with `token` as its bearer.
+    pub fn get_as(&self, token: &str, path: &str) -> reqwest::blocking::Response {
+        self.http
+            .get(self.url(path))
+            .bearer_auth(token)
+            .send()
+            .unwrap()
+    }
+
     /// The server's log, with a line for every request answered so far.
     /// `tfreg serve` queues its lines to one writer thread, in order, so a
     /// marker request's line in the file means every earlier line is there
