@@ -1930,3 +1930,55 @@ fn the_alarms_and_dashboard_read_the_metrics_the_functions_write() {
     let shown: BTreeSet<&String> = read.iter().map(|(n, _)| n).collect();
     assert_eq!(shown, written.keys().collect());
 }
+
+/// `Monitoring=false`: no alarm, topic, subscription or dashboard (they
+/// cost money idle), nor the outputs naming them; by default all of them,
+/// the auth function's alarms only with the auth function, the email
+/// subscription only with an address.
+#[test]
+fn monitoring_false_creates_no_alarm_topic_or_dashboard() {
+    use crate::support::cfn::{Stack, template_yaml};
+    let t = template_yaml();
+    const MONITORING: [&str; 4] = [
+        "AWS::CloudWatch::Alarm",
+        "AWS::CloudWatch::Dashboard",
+        "AWS::SNS::Topic",
+        "AWS::SNS::Subscription",
+    ];
+    let ids: Vec<(&String, &str)> = t["Resources"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter_map(|(id, r)| {
+            let ty = r["Type"].as_str()?;
+            MONITORING.contains(&ty).then_some((id, ty))
+        })
+        .collect();
+    assert!(ids.len() >= 42, "{ids:?}");
+    let existing = |given: &[(&str, &str)]| -> Vec<&str> {
+        let stack = Stack::new(&t, given);
+        ids.iter()
+            .filter(|(id, _)| stack.exists(id))
+            .map(|(id, _)| id.as_str())
+            .collect()
+    };
+    let email = ("AlarmEmail", "ops@example.com");
+    let sign_in = ("CiIssuers", "https://token.actions.githubusercontent.com");
+    assert_eq!(
+        existing(&[email, sign_in]).len(),
+        ids.len(),
+        "every one by default, with an email and the auth function"
+    );
+    let without_auth = existing(&[]);
+    assert!(!without_auth.contains(&"AlarmEmailSubscription"));
+    assert!(!without_auth.iter().any(|id| id.starts_with("Auth")));
+    assert!(without_auth.contains(&"Dashboard") && without_auth.contains(&"AlarmTopic"));
+    assert_eq!(
+        existing(&[email, sign_in, ("Monitoring", "false")]),
+        Vec::<&str>::new(),
+        "Monitoring=false"
+    );
+    for output in ["AlarmTopicArn", "DashboardUrl"] {
+        assert_eq!(t["Outputs"][output]["Condition"], "Monitored", "{output}");
+    }
+}
