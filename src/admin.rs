@@ -105,6 +105,21 @@ impl Where {
             .unwrap_or_else(|| PathBuf::from(data_dir::DEFAULT))
     }
 
+    /// The stores themselves (`tfreg gc`, `tfreg verify`): never a
+    /// registry's URL, whose API has no such routes.
+    pub(crate) async fn stores(&self, verb: &str) -> Result<Arc<Registry>> {
+        if self.registry.is_some() {
+            return Err(format!(
+                "tfreg {verb} works on the stores themselves, not through a registry's URL: pass --data-dir (a local registry) or --table and --bucket (a stack, with this machine's AWS credentials)"
+            )
+            .into());
+        }
+        match self.connect().await? {
+            Transport::Local(registry) => Ok(registry),
+            Transport::Remote(_) => Err("not the stores".into()),
+        }
+    }
+
     pub(crate) async fn connect(&self) -> Result<Transport> {
         if let Some(url) = &self.registry {
             let client = PublishClient::new(url, self.token.clone(), self.ca_cert.as_deref())?;

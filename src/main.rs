@@ -9,6 +9,7 @@ mod credentials;
 mod data_dir;
 mod log_writer;
 mod login;
+mod maintenance;
 mod net_error;
 mod publish;
 mod serve;
@@ -94,6 +95,13 @@ enum Command {
     /// (NAMESPACE/NAME/SYSTEM): counts per version, day and platform, the
     /// consumers (tokens, SSO users, CI jobs) with first and last seen.
     Usage(usage::UsageArgs),
+    /// Delete what no record refers to: files of publishes that failed or
+    /// lost a race, of deletes cut short, and uploads of no publish in
+    /// progress (a dry run unless --apply).
+    Gc(maintenance::GcArgs),
+    /// Re-hash every stored file against what its record promises (bit rot,
+    /// an edited bucket); report and audit each mismatch, change nothing.
+    Verify(maintenance::VerifyArgs),
     /// AWS mode helpers (DynamoDB table and S3 bucket).
     #[command(subcommand)]
     Aws(aws::AwsCommand),
@@ -222,6 +230,8 @@ async fn main() -> ExitCode {
         Command::Delete(args) => admin::delete(args).await,
         Command::Audit(args) => admin::audit(args).await,
         Command::Usage(args) => usage::run(args).await,
+        Command::Gc(args) => maintenance::gc(args).await,
+        Command::Verify(args) => maintenance::verify(args).await,
         Command::Aws(cmd) => aws::run(cmd).await,
         Command::DevCert(args) => dev_cert(args),
     };

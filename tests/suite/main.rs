@@ -127,6 +127,7 @@ mod least_privilege;
 mod load;
 mod login;
 mod login_cli;
+mod maintenance;
 mod metrics;
 mod oidc_fixture;
 mod probes;

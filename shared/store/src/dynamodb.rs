@@ -21,7 +21,7 @@ use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::aws::sdk_error as backend;
-use crate::{Add, Condition, Counter, Item, ItemStore, Page, StoreError};
+use crate::{Add, Condition, Counter, Item, ItemStore, Page, ScanPage, StoreError};
 
 /// Partition key attribute (string) of the table.
 pub const PK: &str = "pk";
@@ -231,6 +231,38 @@ impl ItemStore for DynamoStore {
             _ => None,
         };
         Ok(Page { items, next })
+    }
+
+    async fn scan_page(&self, start_after: Option<(&str, &str)>) -> Result<ScanPage, StoreError> {
+        // Strongly consistent, as every read here: a write acknowledged
+        // before the scan began is in it.
+        let mut scan = self
+            .client
+            .scan()
+            .table_name(&self.table)
+            .consistent_read(true);
+        if let Some((pk, sk)) = start_after {
+            scan = scan
+                .exclusive_start_key(PK, AttributeValue::S(pk.into()))
+                .exclusive_start_key(SK, AttributeValue::S(sk.into()));
+        }
+        let out = scan.send().await.map_err(backend)?;
+        let items = out
+            .items
+            .unwrap_or_default()
+            .iter()
+            .map(from_attrs)
+            .collect::<Result<Vec<_>, _>>()?;
+        let next = out
+            .last_evaluated_key
+            .as_ref()
+            .and_then(|k| match (k.get(PK), k.get(SK)) {
+                (Some(AttributeValue::S(pk)), Some(AttributeValue::S(sk))) => {
+                    Some((pk.clone(), sk.clone()))
+                }
+                _ => None,
+            });
+        Ok(ScanPage { items, next })
     }
 
     async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError> {

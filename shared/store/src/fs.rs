@@ -182,7 +182,9 @@ fn hash_file(file: &mut std::fs::File) -> std::io::Result<Digest> {
     })
 }
 
-fn list_under(dir: &Path, rel: &str, prefix: &str, out: &mut Vec<BlobKey>) {
+/// Every object under `dir` (its key `rel`) whose key starts with
+/// `prefix`, with its modification time (unix seconds; 0 if unknown).
+fn list_under(dir: &Path, rel: &str, prefix: &str, out: &mut Vec<(BlobKey, u64)>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -202,7 +204,13 @@ fn list_under(dir: &Path, rel: &str, prefix: &str, out: &mut Vec<BlobKey>) {
                 if let Ok(k) = BlobKey::parse(&key)
                     && key.starts_with(prefix)
                 {
-                    out.push(k);
+                    let modified = entry
+                        .metadata()
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                        .map_or(0, |d| d.as_secs());
+                    out.push((k, modified));
                 }
             }
             _ => {}
@@ -314,6 +322,15 @@ impl BlobStore for FsBlobStore {
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<BlobKey>, StoreError> {
+        Ok(self
+            .list_dated(prefix)
+            .await?
+            .into_iter()
+            .map(|(key, _)| key)
+            .collect())
+    }
+
+    async fn list_dated(&self, prefix: &str) -> Result<Vec<(BlobKey, u64)>, StoreError> {
         let root = self.root.clone();
         let prefix = prefix.to_string();
         tokio::task::spawn_blocking(move || {

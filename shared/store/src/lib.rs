@@ -16,6 +16,7 @@
 //! is told.
 
 pub mod catalog;
+pub mod maintenance;
 pub mod read_only;
 pub mod traits;
 

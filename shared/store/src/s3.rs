@@ -260,6 +260,15 @@ impl BlobStore for S3BlobStore {
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<BlobKey>, StoreError> {
+        Ok(self
+            .list_dated(prefix)
+            .await?
+            .into_iter()
+            .map(|(key, _)| key)
+            .collect())
+    }
+
+    async fn list_dated(&self, prefix: &str) -> Result<Vec<(BlobKey, u64)>, StoreError> {
         let mut keys = Vec::new();
         let mut pages = self
             .client
@@ -272,7 +281,8 @@ impl BlobStore for S3BlobStore {
             let page = page.map_err(backend)?;
             for object in page.contents.unwrap_or_default() {
                 if let Some(key) = object.key.as_deref().and_then(|k| BlobKey::parse(k).ok()) {
-                    keys.push(key);
+                    let modified = object.last_modified.map_or(0, |t| t.secs().max(0) as u64);
+                    keys.push((key, modified));
                 }
             }
         }

@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
-use crate::{Add, Condition, Counter, Item, ItemStore, Page, StoreError};
+use crate::{Add, Condition, Counter, Item, ItemStore, Page, ScanPage, StoreError};
 
 /// A SQLite failure as a [`StoreError`]: a database that is busy, locked,
 /// read-only, out of space or failing I/O is unavailable (503, retry later);
@@ -282,6 +282,35 @@ fn page(c: &Connection, pk: &str, prefix: &str, after: Option<&str>) -> Result<P
     Ok(Page { items, next })
 }
 
+/// One page of every item, in key order, after `after`.
+fn scan(c: &Connection, after: Option<(&str, &str)>) -> Result<ScanPage, StoreError> {
+    let (pk, sk) = after.unzip();
+    let mut stmt = c
+        .prepare_cached(
+            "SELECT pk, sk, data, expires_at, touched_at, n, first_at, last_at FROM items
+             WHERE ?1 IS NULL OR pk > ?1 OR (pk = ?1 AND sk > ?2)
+             ORDER BY pk, sk LIMIT ?3",
+        )
+        .map_err(sqlite_error)?;
+    let rows = stmt
+        .query_map(params![pk, sk, SCAN_PAGE_SIZE as i64 + 1], |row| {
+            let pk: String = row.get(0)?;
+            item_of(row, &pk, row.get(1)?, 2)
+        })
+        .map_err(sqlite_error)?;
+    let mut items = rows.collect::<Result<Vec<_>, _>>().map_err(sqlite_error)?;
+    let next = if items.len() > SCAN_PAGE_SIZE {
+        items.truncate(SCAN_PAGE_SIZE);
+        items.last().map(|i| (i.pk.clone(), i.sk.clone()))
+    } else {
+        None
+    };
+    Ok(ScanPage { items, next })
+}
+
+/// Items per page of a whole-store read.
+const SCAN_PAGE_SIZE: usize = 1000;
+
 /// A time or count as SQLite's integer (past i64 is as good as never).
 fn clamp(t: u64) -> i64 {
     i64::try_from(t).unwrap_or(i64::MAX)
@@ -348,6 +377,12 @@ impl ItemStore for SqliteStore {
         let (pk, prefix) = (pk.to_string(), sk_prefix.to_string());
         let after = start_after.map(str::to_string);
         self.read(move |c| page(c, &pk, &prefix, after.as_deref()))
+            .await
+    }
+
+    async fn scan_page(&self, start_after: Option<(&str, &str)>) -> Result<ScanPage, StoreError> {
+        let after = start_after.map(|(p, s)| (p.to_string(), s.to_string()));
+        self.read(move |c| scan(c, after.as_ref().map(|(p, s)| (p.as_str(), s.as_str()))))
             .await
     }
 

@@ -209,6 +209,14 @@ pub trait ItemStore: Send + Sync {
     /// any number of processes sum exactly. Returns nothing (DynamoDB's
     /// `UpdateItem` with `ReturnValues NONE`, all a counting role may do).
     async fn add(&self, add: Add) -> Result<(), StoreError>;
+    /// One page of every item in the store, in key order, after the item
+    /// `start_after` (its `pk` and `sk`) when given: for maintenance (`tfreg
+    /// gc`, `tfreg verify`), never on a request's path. The default: this
+    /// store cannot be read whole.
+    async fn scan_page(&self, start_after: Option<(&str, &str)>) -> Result<ScanPage, StoreError> {
+        let _ = start_after;
+        Err(StoreError::internal("this store cannot be read whole"))
+    }
     /// A number that differs whenever anything in the store has changed
     /// since it was last read: every write through this value, once the
     /// write returns, and (where the backend can see them) other processes'
@@ -219,6 +227,30 @@ pub trait ItemStore: Send + Sync {
     /// kept as current.
     fn change_counter(&self) -> Option<u64> {
         None
+    }
+}
+
+/// One page of a [`ItemStore::scan_page`].
+#[derive(Debug, Clone, Default)]
+pub struct ScanPage {
+    pub items: Vec<Item>,
+    /// The `pk` and `sk` to continue after, when more items may follow.
+    pub next: Option<(String, String)>,
+}
+
+/// Every item of the store, page by page ([`ItemStore::scan_page`]).
+pub async fn scan_all(store: &dyn ItemStore) -> Result<Vec<Item>, StoreError> {
+    let mut items = Vec::new();
+    let mut after: Option<(String, String)> = None;
+    loop {
+        let page = store
+            .scan_page(after.as_ref().map(|(p, s)| (p.as_str(), s.as_str())))
+            .await?;
+        items.extend(page.items);
+        match page.next {
+            Some(next) if after.as_ref() != Some(&next) => after = Some(next),
+            _ => return Ok(items),
+        }
     }
 }
 
@@ -423,6 +455,13 @@ pub trait BlobStore: Send + Sync {
     async fn delete(&self, key: &BlobKey) -> Result<(), StoreError>;
     /// Every key that starts with `prefix`, in no particular order.
     async fn list(&self, prefix: &str) -> Result<Vec<BlobKey>, StoreError>;
+    /// [`BlobStore::list`] with each object's last modification (unix
+    /// seconds): what `tfreg gc`'s grace period is measured from. The
+    /// default: this store cannot say.
+    async fn list_dated(&self, prefix: &str) -> Result<Vec<(BlobKey, u64)>, StoreError> {
+        let _ = prefix;
+        Err(StoreError::internal("this store cannot date its objects"))
+    }
     /// Answer a download of `key` whose URL the registry already verified;
     /// for a `head`, the bytes may be left out (a store may still give a
     /// small object's, which the HEAD's answer drops).

@@ -1,0 +1,221 @@
+//! `tfreg gc` and `tfreg verify` (issue 39), on the stores themselves: a
+//! data directory, or a stack's table and bucket with this machine's AWS
+//! credentials (the operator's; no function's role may list or scan).
+//! Not admin API routes: a large registry's verify outlasts a Lambda's 15
+//! minutes, and neither verb belongs to the functions' least privilege.
+//! Each run is audited (actor `operator`); gc deletes only with `--apply`.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use tfreg_model::token::Principal;
+use tfreg_store::catalog::audit::{self, Event, Outcome};
+use tfreg_store::maintenance::{self, VerifyReport};
+
+use crate::admin::Where;
+use crate::cli_error::Result;
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  tfreg gc                       # what would be deleted, on ./tfreg-data
+  tfreg gc --apply               # delete it
+  tfreg gc --apply --grace 1h    # objects unreferenced for an hour or more")]
+pub struct GcArgs {
+    /// Delete what is found; without it, only say what would be deleted.
+    #[arg(long)]
+    apply: bool,
+    /// Leave an unreferenced object alone until it is this old (a publish
+    /// keeps its files before its release refers to them): at least 15m,
+    /// longer than any publish's `complete` takes.
+    #[arg(long, default_value = "24h", value_parser = grace)]
+    grace: Duration,
+    #[command(flatten)]
+    r#where: Where,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  tfreg verify                   # every stored file against its record, on ./tfreg-data
+  tfreg verify --json            # the mismatches as JSON")]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    r#where: Where,
+}
+
+/// The shortest grace allowed: a Lambda's longest run.
+const MIN_GRACE: Duration = Duration::from_secs(15 * 60);
+
+fn grace(s: &str) -> std::result::Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| e.to_string())?;
+    if d < MIN_GRACE {
+        return Err(format!(
+            "{s} is shorter than {}: a publish at work could lose its files",
+            humantime::format_duration(MIN_GRACE)
+        ));
+    }
+    Ok(d)
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn bar(len: u64, what: &str) -> ProgressBar {
+    let bar = ProgressBar::new(len).with_style(
+        ProgressStyle::with_template(&format!("{what} [{{bar:30}}] {{pos}}/{{len}} {{msg}}"))
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        bar
+    } else {
+        ProgressBar::hidden()
+    }
+}
+
+async fn record(
+    items: &dyn tfreg_store::ItemStore,
+    action: &str,
+    target: &str,
+    outcome: Outcome,
+    detail: String,
+) {
+    let event = Event {
+        at: now(),
+        actor: Principal::Operator.actor(),
+        action: action.into(),
+        target: target.into(),
+        outcome,
+        status: 0,
+        detail: Some(detail),
+        request_id: format!("cli-{:016x}", rand::random::<u64>()),
+    };
+    audit::record(items, &event, true).await;
+}
+
+pub async fn gc(args: GcArgs) -> Result<()> {
+    let registry = args.r#where.stores("gc").await?;
+    let bar = bar(0, "deleting");
+    let progress = |done: usize, of: usize| {
+        bar.set_length(of as u64);
+        bar.set_position(done as u64);
+    };
+    let report = maintenance::gc(
+        registry.items.as_ref(),
+        registry.blobs.as_ref(),
+        now(),
+        args.grace.as_secs(),
+        args.apply,
+        &progress,
+    )
+    .await?;
+    bar.finish_and_clear();
+    if args.apply {
+        record(
+            registry.items.as_ref(),
+            "gc",
+            "archives/, uploads/",
+            Outcome::Ok,
+            format!(
+                "deleted {} objects ({} unreferenced for {} or more), {} left for a later run",
+                report.deleted,
+                report.garbage.len(),
+                humantime::format_duration(args.grace),
+                report.recent
+            ),
+        )
+        .await;
+    }
+    args.r#where.show(&report, |r| {
+        for g in &r.garbage {
+            let why = serde_json::to_value(g.why)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default();
+            println!(
+                "{}{}  {why}",
+                if args.apply { "deleted " } else { "" },
+                g.key
+            );
+        }
+        println!(
+            "{} objects, {} files referred to; {} {}, {} too recent to collect (grace {})",
+            r.objects,
+            r.referenced,
+            r.garbage.len(),
+            if args.apply {
+                "deleted"
+            } else {
+                "to delete (dry run: --apply deletes them)"
+            },
+            r.recent,
+            humantime::format_duration(args.grace)
+        );
+    })
+}
+
+pub async fn verify(args: VerifyArgs) -> Result<()> {
+    let registry = args.r#where.stores("verify").await?;
+    let (items, blobs) = (registry.items.as_ref(), registry.blobs.as_ref());
+    let files = maintenance::promised(items, blobs, now()).await?;
+    let bar = bar(files.len() as u64, "verifying");
+    let mut report = VerifyReport {
+        checked: 0,
+        bytes: 0,
+        mismatches: vec![],
+    };
+    for (key, promised) in &files {
+        bar.set_message(key.file_name().to_string());
+        let (mismatch, bytes) = maintenance::check(blobs, key, promised).await?;
+        report.checked += 1;
+        report.bytes += bytes;
+        if let Some(m) = mismatch {
+            let found = match &m.found {
+                Some(f) => format!("sha256 {} ({} bytes)", f.sha256, f.size),
+                None => "nothing".into(),
+            };
+            record(
+                items,
+                "verify.mismatch",
+                key.as_str(),
+                Outcome::Failed,
+                format!(
+                    "{} promises sha256 {}; the store has {found}",
+                    m.record, m.expected_sha256
+                ),
+            )
+            .await;
+            report.mismatches.push(m);
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let bad = report.mismatches.len();
+    args.r#where.show(&report, |r| {
+        for m in &r.mismatches {
+            match &m.found {
+                Some(f) => println!(
+                    "MISMATCH {}: {} promises sha256 {}, the store has {} ({} bytes)",
+                    m.key, m.record, m.expected_sha256, f.sha256, f.size
+                ),
+                None => println!(
+                    "MISSING {}: {} promises sha256 {}, the store has nothing",
+                    m.key, m.record, m.expected_sha256
+                ),
+            }
+        }
+        println!(
+            "{} files, {} bytes read; {} not what their records promise",
+            r.checked,
+            r.bytes,
+            r.mismatches.len()
+        );
+    })?;
+    if bad > 0 {
+        return Err(format!("{bad} stored files are not what their records promise (audited as verify.mismatch); nothing was changed").into());
+    }
+    Ok(())
+}

@@ -1,0 +1,309 @@
+//! `tfreg gc` and `tfreg verify` (issue 39) on both backends, in-process
+//! through the library the CLI runs (`tfreg_store::maintenance`), and the
+//! CLI itself on a data directory: gc collects the leftovers of publishes
+//! and nothing a release or a publish in progress needs, also while
+//! publishes race it; verify names a tampered and a missing file and
+//! changes nothing.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http::StatusCode;
+use tfreg_model::blob_key::{BlobKey, FileName, UploadId};
+use tfreg_model::protocol::{PublishBegin, PublishRequest};
+use tfreg_model::router::PublishStep;
+use tfreg_model::token::Scope;
+use tfreg_store::maintenance::{self, Why};
+use tfreg_store::{BlobStore, Digest};
+use tfreg_testkit::{TestRegistry, module_archive};
+
+use crate::backend_contract::{module, publish_module};
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+fn digest(bytes: &[u8]) -> Digest {
+    use sha2::Digest as _;
+    Digest {
+        size: bytes.len() as u64,
+        sha256: hex::encode(sha2::Sha256::digest(bytes)),
+    }
+}
+
+/// Write `bytes` as the object `key` (through an upload slot, as a
+/// publish's `complete` keeps its files).
+async fn put_object(blobs: &dyn BlobStore, key: &BlobKey, bytes: &[u8]) {
+    let slot = BlobKey::upload(&UploadId::random(), &FileName::parse("slot").unwrap());
+    let body = futures_util::stream::once(std::future::ready(Ok(Bytes::from(bytes.to_vec()))));
+    blobs
+        .receive(&slot, Box::pin(body), &digest(bytes))
+        .await
+        .unwrap();
+    let claimed = blobs.claim(&slot, u64::MAX).await.unwrap();
+    blobs.keep(&claimed, key).await.unwrap();
+    blobs.delete(&slot).await.unwrap();
+}
+
+fn key(s: &str) -> BlobKey {
+    BlobKey::parse(s).unwrap()
+}
+
+async fn gc(r: &TestRegistry, grace: u64, apply: bool) -> maintenance::GcReport {
+    maintenance::gc(
+        r.registry.items.as_ref(),
+        r.registry.blobs.as_ref(),
+        now(),
+        grace,
+        apply,
+        &|_, _| {},
+    )
+    .await
+    .unwrap()
+}
+
+/// Every stored file is what its record promises.
+async fn all_verify(r: &TestRegistry) -> usize {
+    let (items, blobs) = (r.registry.items.as_ref(), r.registry.blobs.as_ref());
+    let files = maintenance::promised(items, blobs, now()).await.unwrap();
+    for (key, promised) in &files {
+        let (mismatch, _) = maintenance::check(blobs, key, promised).await.unwrap();
+        assert!(mismatch.is_none(), "{}: {mismatch:?}", r.name);
+    }
+    files.len()
+}
+
+async fn gc_collects_leftovers_and_nothing_a_release_or_a_publish_needs(r: TestRegistry) {
+    let token = r.token(Scope::Publish, None).await;
+    let archive = module_archive(&[("main.tf", "# kept\n")]);
+    let resp = publish_module(&r, &token, "acme/kept/aws", "1.0.0", &archive).await;
+    assert_eq!(resp.status, StatusCode::CREATED, "{}", r.name);
+    // A publish in progress: begun, its file uploaded, not completed.
+    let open_target = module("acme/open/aws", "1.0.0");
+    let open_bytes = module_archive(&[("main.tf", "# open\n")]);
+    let request = PublishRequest {
+        files: vec![tfreg_testkit::decl("m.tar.gz", &open_bytes)],
+        ..Default::default()
+    };
+    let begin = r
+        .publish_step(&open_target, PublishStep::Begin, &token, &request)
+        .await;
+    assert!(begin.status.is_success(), "{}", begin.text());
+    let begun: PublishBegin = serde_json::from_slice(&begin.body).unwrap();
+    let upload = &begun.uploads[0];
+    let put = r
+        .send_url(http::Method::PUT, &upload.url, &upload.headers, open_bytes)
+        .await;
+    assert!(put.status.is_success(), "{}", put.text());
+    // Leftovers: a file a `complete` kept before it failed, an upload of a
+    // publish that no longer exists.
+    let orphan = key(&format!("archives/{}/m.tar.gz", UploadId::random()));
+    put_object(r.registry.blobs.as_ref(), &orphan, b"left over").await;
+    let abandoned = BlobKey::upload(&UploadId::random(), &FileName::parse("m.tar.gz").unwrap());
+    let body = futures_util::stream::once(std::future::ready(Ok(Bytes::from_static(b"abandoned"))));
+    r.registry
+        .blobs
+        .receive(&abandoned, Box::pin(body), &digest(b"abandoned"))
+        .await
+        .unwrap();
+
+    // The finished publish closed its upload slot (an empty object stays,
+    // refusing late uploads while its URL lives): garbage once its session
+    // is gone, like any upload of no publish in progress.
+    let open_slot = BlobKey::upload(
+        begun.upload_id.as_ref().unwrap(),
+        &FileName::parse("m.tar.gz").unwrap(),
+    );
+    // Within the grace period nothing is garbage yet.
+    let fresh = gc(&r, 3600, true).await;
+    assert_eq!(
+        (fresh.garbage.len(), fresh.recent, fresh.deleted),
+        (0, 3, 0),
+        "{}: {fresh:?}",
+        r.name
+    );
+    // Past it (object times are whole seconds): a dry run names them, deletes nothing.
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let dry = gc(&r, 1, false).await;
+    let found: Vec<(&str, Why)> = dry
+        .garbage
+        .iter()
+        .map(|g| (g.key.as_str(), g.why))
+        .collect();
+    assert!(
+        found.contains(&(orphan.as_str(), Why::Unreferenced)),
+        "{}: {dry:?}",
+        r.name
+    );
+    assert!(
+        found.contains(&(abandoned.as_str(), Why::AbandonedUpload)),
+        "{}: {dry:?}",
+        r.name
+    );
+    assert_eq!(found.len(), 3, "{}: and the closed slot: {dry:?}", r.name);
+    assert!(
+        !found.iter().any(|(k, _)| *k == open_slot.as_str()),
+        "{}: {dry:?}",
+        r.name
+    );
+    assert_eq!(
+        found
+            .iter()
+            .filter(|(k, _)| k.starts_with("archives/"))
+            .count(),
+        1,
+        "{}: of archives/ only the leftover: {dry:?}",
+        r.name
+    );
+    assert_eq!(dry.deleted, 0);
+    assert_eq!(
+        r.registry.blobs.list("archives/").await.unwrap().len(),
+        2,
+        "{}",
+        r.name
+    );
+    let applied = gc(&r, 1, true).await;
+    assert_eq!(applied.deleted, 3, "{}: {applied:?}", r.name);
+    let mut left: Vec<String> = r
+        .registry
+        .blobs
+        .list("")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|k| k.to_string())
+        .collect();
+    left.sort();
+    assert!(left.contains(&open_slot.to_string()), "{left:?}");
+    assert_eq!(
+        left.len(),
+        2,
+        "{}: the release's file and the open upload: {left:?}",
+        r.name
+    );
+    // What is left serves: the release downloads, the open publish completes.
+    assert_eq!(all_verify(&r).await, 1);
+    let mut request = request;
+    request.upload_id = begun.upload_id;
+    let complete = r
+        .publish_step(&open_target, PublishStep::Complete, &token, &request)
+        .await;
+    assert_eq!(complete.status, StatusCode::CREATED, "{}", complete.text());
+    assert_eq!(all_verify(&r).await, 2);
+    // Again: nothing more.
+    assert_eq!(gc(&r, 1, true).await.garbage.len(), 0);
+}
+
+async fn gc_racing_concurrent_publishes_loses_nothing(r: TestRegistry) {
+    let r = Arc::new(r);
+    let token = r.token(Scope::Publish, None).await;
+    let orphan = key(&format!("archives/{}/m.tar.gz", UploadId::random()));
+    put_object(r.registry.blobs.as_ref(), &orphan, b"left over").await;
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let publishes: Vec<_> = (0..12)
+        .map(|i| {
+            let (r, token) = (r.clone(), token.clone());
+            tokio::spawn(async move {
+                let archive = module_archive(&[("main.tf", &format!("# {i}\n"))]);
+                let resp =
+                    publish_module(&r, &token, &format!("acme/race{i}/aws"), "1.0.0", &archive)
+                        .await;
+                assert_eq!(resp.status, StatusCode::CREATED, "{}", resp.text());
+            })
+        })
+        .collect();
+    // gc over and over while they run (a grace of 1 s: each publish takes
+    // a fraction of it here).
+    let collector = {
+        let r = r.clone();
+        tokio::spawn(async move {
+            let mut deleted = 0;
+            for _ in 0..8 {
+                deleted += gc(&r, 1, true).await.deleted;
+            }
+            deleted
+        })
+    };
+    for p in publishes {
+        p.await.unwrap();
+    }
+    let deleted = collector.await.unwrap() + gc(&r, 1, true).await.deleted;
+    assert_eq!(deleted, 1, "{}: only the leftover", r.name);
+    assert_eq!(
+        all_verify(&r).await,
+        12,
+        "{}: every release's file is there",
+        r.name
+    );
+    for i in 0..12 {
+        let m =
+            tfreg_model::address::ModuleName::parse("acme", &format!("race{i}"), "aws").unwrap();
+        let releases = tfreg_store::catalog::module_releases(r.registry.items.as_ref(), &m)
+            .await
+            .unwrap();
+        let url = r.registry.read_url(&releases[0].file.key).await.unwrap();
+        assert_eq!(r.download(&url).await.status, StatusCode::OK, "{}", r.name);
+    }
+}
+
+async fn verify_names_a_tampered_and_a_missing_file_and_changes_nothing(r: TestRegistry) {
+    let token = r.token(Scope::Publish, None).await;
+    for name in ["tampered", "missing", "intact"] {
+        let archive = module_archive(&[("main.tf", &format!("# {name}\n"))]);
+        let resp = publish_module(&r, &token, &format!("acme/{name}/aws"), "1.0.0", &archive).await;
+        assert_eq!(resp.status, StatusCode::CREATED);
+    }
+    let (items, blobs) = (r.registry.items.as_ref(), r.registry.blobs.as_ref());
+    let file_of = async |name: &str| {
+        let m = tfreg_model::address::ModuleName::parse("acme", name, "aws").unwrap();
+        tfreg_store::catalog::module_releases(items, &m)
+            .await
+            .unwrap()[0]
+            .file
+            .clone()
+    };
+    let tampered = file_of("tampered").await;
+    blobs.delete(&tampered.key).await.unwrap();
+    put_object(blobs, &tampered.key, b"someone edited the bucket").await;
+    let missing = file_of("missing").await;
+    blobs.delete(&missing.key).await.unwrap();
+    let files = maintenance::promised(items, blobs, now()).await.unwrap();
+    let mut mismatches = vec![];
+    for (key, promised) in &files {
+        if let (Some(m), _) = maintenance::check(blobs, key, promised).await.unwrap() {
+            mismatches.push(m);
+        }
+    }
+    mismatches.sort_by(|a, b| a.record.cmp(&b.record));
+    assert_eq!(mismatches.len(), 2, "{}: {mismatches:?}", r.name);
+    assert_eq!(
+        mismatches[0].record,
+        "MODULE#acme/missing/aws VERSION#1.0.0"
+    );
+    assert_eq!(mismatches[0].found, None);
+    assert_eq!(
+        mismatches[1].record,
+        "MODULE#acme/tampered/aws VERSION#1.0.0"
+    );
+    assert_eq!(mismatches[1].expected_sha256, tampered.sha256);
+    assert_eq!(
+        mismatches[1].found.as_ref().map(|f| f.sha256.clone()),
+        Some(digest(b"someone edited the bucket").sha256)
+    );
+    // Nothing "repaired": the edited bytes are still there, the record unchanged.
+    assert_eq!(file_of("tampered").await, tampered);
+    assert_eq!(
+        blobs.claim(&tampered.key, u64::MAX).await.unwrap().digest,
+        digest(b"someone edited the bucket")
+    );
+}
+
+crate::backend_contract::contract!(
+    gc_collects_leftovers_and_nothing_a_release_or_a_publish_needs,
+    gc_racing_concurrent_publishes_loses_nothing,
+    verify_names_a_tampered_and_a_missing_file_and_changes_nothing,
+);
