@@ -307,3 +307,124 @@ crate::backend_contract::contract!(
     gc_racing_concurrent_publishes_loses_nothing,
     verify_names_a_tampered_and_a_missing_file_and_changes_nothing,
 );
+
+/// `tfreg ARGS --data-dir DATA`.
+fn tfreg_on(data: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(crate::support::tools::tfreg_bin())
+        .args(args)
+        .arg("--data-dir")
+        .arg(data)
+        .output()
+        .unwrap()
+}
+
+fn text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The CLI on `tfreg serve`'s data directory, the server running: gc's dry
+/// run names a leftover a day old, `--apply` deletes it and audits the run;
+/// a grace under 15 minutes and a registry's URL are refused; verify names
+/// an edited archive, exits non-zero, audits it and changes nothing.
+#[test]
+fn gc_and_verify_on_a_data_directory() {
+    use crate::support::fixtures::*;
+    use crate::support::*;
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let server = Server::start(&data, &["--private"]);
+    let admin = server.token("admin", None);
+    publish_fixture(&server, &admin, tmp.path());
+    let blobs = data.join("blobs");
+    // A file a `complete` kept before it failed, a day ago.
+    let orphan = format!(
+        "archives/{}/terraform-provider-null_9.9.9_linux_amd64.zip",
+        UploadId::random()
+    );
+    let path = blobs.join(&orphan);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, b"left over").unwrap();
+    let day_ago = SystemTime::now() - Duration::from_secs(86_400 + 60);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(day_ago)
+        .unwrap();
+
+    let dry = tfreg_on(&data, &["gc"]);
+    assert!(dry.status.success(), "{}", text(&dry));
+    let said = text(&dry);
+    assert!(said.contains(&format!("{orphan}  unreferenced")), "{said}");
+    assert!(said.contains("dry run"), "{said}");
+    assert!(path.exists(), "a dry run deletes nothing");
+    let refused = tfreg_on(&data, &["gc", "--grace", "1m"]);
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused).contains("shorter than 15m"),
+        "{}",
+        text(&refused)
+    );
+    let remote = std::process::Command::new(crate::support::tools::tfreg_bin())
+        .args(["gc", "--registry", &server.url("")])
+        .output()
+        .unwrap();
+    assert!(!remote.status.success());
+    assert!(
+        text(&remote).contains("works on the stores themselves"),
+        "{}",
+        text(&remote)
+    );
+    let applied = tfreg_on(&data, &["gc", "--apply", "--json"]);
+    assert!(applied.status.success(), "{}", text(&applied));
+    let report: serde_json::Value = serde_json::from_slice(&applied.stdout).unwrap();
+    assert_eq!(report["deleted"], 1, "{report}");
+    assert!(!path.exists());
+    // The registry still installs what it published: every file verifies.
+    let clean = tfreg_on(&data, &["verify"]);
+    assert!(clean.status.success(), "{}", text(&clean));
+    assert!(
+        text(&clean).contains("0 not what their records promise"),
+        "{}",
+        text(&clean)
+    );
+
+    // Someone edits a published archive in place.
+    let items = tfreg_store::sqlite::SqliteStore::open(&data.join("registry.db")).unwrap();
+    let rt = crate::login::runtime();
+    let m = tfreg_model::address::ModuleName::parse(NS, "greeting", "null").unwrap();
+    let release = rt
+        .block_on(tfreg_store::catalog::module_releases(&items, &m))
+        .unwrap()
+        .into_iter()
+        .next()
+        .unwrap();
+    let edited = blobs.join(release.file.key.as_str());
+    let mut perms = std::fs::metadata(&edited).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o600);
+    std::fs::set_permissions(&edited, perms).unwrap();
+    std::fs::write(&edited, b"edited in place").unwrap();
+    let found = tfreg_on(&data, &["verify"]);
+    assert!(!found.status.success(), "{}", text(&found));
+    let said = text(&found);
+    assert!(
+        said.contains(&format!("MISMATCH {}", release.file.key))
+            && said.contains(&release.file.sha256),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read(&edited).unwrap(),
+        b"edited in place",
+        "nothing repaired"
+    );
+    let audit = tfreg_on(&data, &["audit", "--json"]);
+    let audit = text(&audit);
+    assert!(
+        audit.contains("verify.mismatch") && audit.contains("\"gc\""),
+        "{audit}"
+    );
+}
