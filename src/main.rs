@@ -102,6 +102,14 @@ enum Command {
     /// Re-hash every stored file against what its record promises (bit rot,
     /// an edited bucket); report and audit each mismatch, change nothing.
     Verify(maintenance::VerifyArgs),
+    /// Write the whole registry (releases and their archives, signing keys,
+    /// token hashes, trust policies, group mappings, upstreams, download
+    /// counts, audit) to a directory, with a manifest of every file's sha256.
+    Export(maintenance::ExportArgs),
+    /// Bring in what `tfreg export` wrote: every file checked first, the
+    /// same items merged, a different version of the same name refused;
+    /// run again after an interruption, it goes on where it stopped.
+    Import(maintenance::ImportArgs),
     /// AWS mode helpers (DynamoDB table and S3 bucket).
     #[command(subcommand)]
     Aws(aws::AwsCommand),
@@ -232,6 +240,8 @@ async fn main() -> ExitCode {
         Command::Usage(args) => usage::run(args).await,
         Command::Gc(args) => maintenance::gc(args).await,
         Command::Verify(args) => maintenance::verify(args).await,
+        Command::Export(args) => maintenance::export(args).await,
+        Command::Import(args) => maintenance::import(args).await,
         Command::Aws(cmd) => aws::run(cmd).await,
         Command::DevCert(args) => dev_cert(args),
     };

@@ -11,7 +11,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use tfreg_model::token::Principal;
 use tfreg_store::catalog::audit::{self, Event, Outcome};
-use tfreg_store::maintenance::{self, VerifyReport};
+use tfreg_store::maintenance::{self, VerifyReport, transfer};
 
 use crate::admin::Where;
 use crate::cli_error::Result;
@@ -218,4 +218,117 @@ pub async fn verify(args: VerifyArgs) -> Result<()> {
         return Err(format!("{bad} stored files are not what their records promise (audited as verify.mismatch); nothing was changed").into());
     }
     Ok(())
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  tfreg export ./backup              # everything in ./tfreg-data; --table and --bucket for a stack")]
+pub struct ExportArgs {
+    /// A new, empty directory to write the export into.
+    dir: std::path::PathBuf,
+    #[command(flatten)]
+    r#where: Where,
+}
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  tfreg import ./backup              # into ./tfreg-data (what is there already is merged); --table and --bucket for a stack")]
+pub struct ImportArgs {
+    /// A directory `tfreg export` wrote.
+    dir: std::path::PathBuf,
+    #[command(flatten)]
+    r#where: Where,
+}
+
+pub async fn export(args: ExportArgs) -> Result<()> {
+    let registry = args.r#where.stores("export").await?;
+    let bar = bar(0, "exporting");
+    let progress = |done: usize, of: usize| {
+        bar.set_length(of as u64);
+        bar.set_position(done as u64);
+    };
+    let exported = transfer::export(
+        registry.items.as_ref(),
+        registry.blobs.as_ref(),
+        &args.dir,
+        now(),
+        &progress,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    bar.finish_and_clear();
+    record(
+        registry.items.as_ref(),
+        "export",
+        &args.dir.display().to_string(),
+        Outcome::Ok,
+        format!(
+            "{} items, {} files ({} bytes)",
+            exported.items, exported.files, exported.bytes
+        ),
+    )
+    .await;
+    args.r#where.show(&exported, |e| {
+        println!(
+            "exported {} items and {} files ({} bytes) to {}",
+            e.items,
+            e.files,
+            e.bytes,
+            args.dir.display()
+        );
+    })
+}
+
+pub async fn import(args: ImportArgs) -> Result<()> {
+    let registry = args.r#where.stores("import").await?;
+    let bar = bar(0, "importing");
+    let progress = |done: usize, of: usize| {
+        bar.set_length(of as u64);
+        bar.set_position(done as u64);
+    };
+    let imported = transfer::import(
+        registry.items.as_ref(),
+        registry.blobs.as_ref(),
+        &args.dir,
+        now(),
+        &progress,
+    )
+    .await;
+    bar.finish_and_clear();
+    let target = args.dir.display().to_string();
+    let imported = match imported {
+        Ok(i) => i,
+        Err(e) => {
+            record(
+                registry.items.as_ref(),
+                "import",
+                &target,
+                Outcome::Refused,
+                e.to_string(),
+            )
+            .await;
+            return Err(e.to_string().into());
+        }
+    };
+    record(
+        registry.items.as_ref(),
+        "import",
+        &target,
+        Outcome::Ok,
+        format!(
+            "{} items and {} files written, {} and {} already there, {} versions indexed",
+            imported.items_written,
+            imported.files_written,
+            imported.items_present,
+            imported.files_present,
+            imported.reindexed
+        ),
+    )
+    .await;
+    args.r#where.show(&imported, |i| {
+        println!(
+            "imported {} items and {} files ({} items and {} files were already there); {} versions indexed",
+            i.items_written, i.files_written, i.items_present, i.files_present, i.reindexed
+        );
+    })
 }

@@ -144,5 +144,6 @@ mod support;
 mod template;
 mod tfreg_login;
 mod token_lifecycle;
+mod transfer;
 mod upstream_admin;
 mod usage_counts;

@@ -290,5 +290,7 @@ pub async fn check(
     Ok((mismatch, bytes))
 }
 
+pub mod transfer;
+
 #[cfg(test)]
 mod tests;

@@ -196,6 +196,34 @@ pub fn release_location(target: &PublishTarget) -> (String, String) {
     (release_pk(target), version_sk(target.version()))
 }
 
+/// The release `(pk, sk)` is the item of (the inverse of
+/// [`release_location`]), or `None` for any other item.
+pub fn release_target(pk: &str, sk: &str) -> Option<PublishTarget> {
+    use tfreg_model::address::Hostname;
+    let version = Version::parse(sk.strip_prefix(VERSION_PREFIX)?).ok()?;
+    if let Some(rest) = pk.strip_prefix("PROVIDER#") {
+        let (namespace, r#type) = rest.split_once('/')?;
+        let provider = ProviderName::parse(namespace, r#type).ok()?;
+        return Some(PublishTarget::Provider { provider, version });
+    }
+    if let Some(rest) = pk.strip_prefix("MIRROR#") {
+        let mut parts = rest.rsplitn(3, '/');
+        let (r#type, namespace, host) = (parts.next()?, parts.next()?, parts.next()?);
+        let provider = ProviderName::parse(namespace, r#type).ok()?;
+        let hostname = Hostname::parse(host).ok()?;
+        return Some(PublishTarget::Mirror {
+            hostname,
+            provider,
+            version,
+        });
+    }
+    let rest = pk.strip_prefix("MODULE#")?;
+    let mut parts = rest.splitn(3, '/');
+    let (namespace, name, system) = (parts.next()?, parts.next()?, parts.next()?);
+    let module = ModuleName::parse(namespace, name, system).ok()?;
+    Some(PublishTarget::Module { module, version })
+}
+
 /// The partition of a namespace's signing keys.
 pub fn keys_pk(namespace: &str) -> String {
     format!("KEYS#{namespace}")

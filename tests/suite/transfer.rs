@@ -1,0 +1,244 @@
+//! `tfreg export` / `tfreg import` (issue 39), through the library the CLI
+//! runs, on both backends: an export imported into the other backend
+//! serves the same versions and bytes and takes the same tokens; a tampered
+//! archive is refused by name with nothing stored; an import cut off
+//! half-way goes on where it stopped; a registry holding another version
+//! of the same name refuses and keeps its own.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use http::StatusCode;
+use tfreg_model::address::ModuleName;
+use tfreg_model::token::Scope;
+use tfreg_store::maintenance::transfer::{self, TransferError};
+use tfreg_store::scan_all;
+use tfreg_testkit::{TestRegistry, module_archive};
+
+use crate::backend_contract::publish_module;
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// A registry of the other kind than `r`.
+async fn other(r: &TestRegistry) -> TestRegistry {
+    if r.name == "embedded" {
+        TestRegistry::aws().await
+    } else {
+        TestRegistry::embedded().await
+    }
+}
+
+const MODULES: [&str; 3] = ["vpc", "dns", "iam"];
+
+/// Three modules, two versions each; the export of it; a read token.
+async fn exported(r: &TestRegistry, dir: &std::path::Path) -> String {
+    let token = r.token(Scope::Publish, None).await;
+    for name in MODULES {
+        for v in ["1.0.0", "1.1.0"] {
+            let archive = module_archive(&[("main.tf", &format!("# {name} {v}\n"))]);
+            let resp = publish_module(r, &token, &format!("acme/{name}/aws"), v, &archive).await;
+            assert_eq!(resp.status, StatusCode::CREATED, "{}", resp.text());
+        }
+    }
+    let read = r.token(Scope::Read, None).await;
+    let out = transfer::export(
+        r.registry.items.as_ref(),
+        r.registry.blobs.as_ref(),
+        dir,
+        now(),
+        &|_, _| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.files, 6, "{}: {out:?}", r.name);
+    read
+}
+
+async fn import(
+    to: &TestRegistry,
+    dir: &std::path::Path,
+) -> Result<transfer::Imported, TransferError> {
+    transfer::import(
+        to.registry.items.as_ref(),
+        to.registry.blobs.as_ref(),
+        dir,
+        now(),
+        &|_, _| {},
+    )
+    .await
+}
+
+/// `to` answers like the source: every version listed, each archive the
+/// same bytes, the source's read token accepted.
+async fn serves_the_same(from: &TestRegistry, to: &TestRegistry, read: &str) {
+    for name in MODULES {
+        let path = format!("/v1/modules/acme/{name}/aws/versions");
+        let resp = to.get_with(&path, read).await;
+        assert_eq!(resp.status, StatusCode::OK, "{}: {}", to.name, resp.text());
+        let mut versions: Vec<String> = resp.json()["modules"][0]["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["version"].as_str().unwrap().to_string())
+            .collect();
+        versions.sort();
+        assert_eq!(versions, ["1.0.0", "1.1.0"], "{}", to.name);
+        let m = ModuleName::parse("acme", name, "aws").unwrap();
+        let (here, there) = (
+            tfreg_store::catalog::module_releases(to.registry.items.as_ref(), &m)
+                .await
+                .unwrap(),
+            tfreg_store::catalog::module_releases(from.registry.items.as_ref(), &m)
+                .await
+                .unwrap(),
+        );
+        assert_eq!(here, there, "{}: the same releases", to.name);
+        for release in &here {
+            let url = to.registry.read_url(&release.file.key).await.unwrap();
+            let got = to.download(&url).await;
+            assert_eq!(got.status, StatusCode::OK);
+            assert_eq!(
+                hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&got.body)),
+                release.file.sha256
+            );
+        }
+    }
+}
+
+async fn an_export_imported_into_the_other_backend_serves_the_same(r: TestRegistry) {
+    let dir = tempfile::tempdir().unwrap();
+    let read = exported(&r, dir.path()).await;
+    let to = other(&r).await;
+    let done = import(&to, dir.path()).await.unwrap();
+    assert_eq!(
+        (done.files_written, done.reindexed),
+        (6, 6),
+        "{}: {done:?}",
+        to.name
+    );
+    serves_the_same(&r, &to, &read).await;
+    // Again: everything is there already, nothing written.
+    let again = import(&to, dir.path()).await.unwrap();
+    assert_eq!(
+        (
+            again.items_written,
+            again.files_written,
+            again.files_present
+        ),
+        (0, 0, 6),
+        "{again:?}"
+    );
+}
+
+async fn a_tampered_archive_is_refused_by_name_and_nothing_is_stored(r: TestRegistry) {
+    let dir = tempfile::tempdir().unwrap();
+    exported(&r, dir.path()).await;
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("manifest.json")).unwrap()).unwrap();
+    let key = manifest["files"][3]["key"].as_str().unwrap().to_string();
+    std::fs::write(dir.path().join("files").join(&key), b"not the archive").unwrap();
+    let to = other(&r).await;
+    let keys = async || -> Vec<(String, String)> {
+        let items = scan_all(to.registry.items.as_ref()).await.unwrap();
+        items.into_iter().map(|i| (i.pk, i.sk)).collect()
+    };
+    let before = keys().await;
+    let e = import(&to, dir.path()).await.unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("files/{key}")) && e.contains("refused, nothing imported"),
+        "{e}"
+    );
+    assert_eq!(keys().await, before, "{}: items stored", to.name);
+    assert!(
+        to.registry.blobs.list("").await.unwrap().is_empty(),
+        "{}: files stored",
+        to.name
+    );
+}
+
+async fn an_import_cut_off_half_way_goes_on_where_it_stopped(r: TestRegistry) {
+    let dir = tempfile::tempdir().unwrap();
+    let read = exported(&r, dir.path()).await;
+    let to = std::sync::Arc::new(other(&r).await);
+    // Cut off (the future dropped, as a killed process stops) once it has
+    // stored its third file.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let task = {
+        let (to, dir) = (to.clone(), dir.path().to_path_buf());
+        tokio::spawn(async move {
+            let progress = move |done: usize, _: usize| {
+                let _ = tx.send(done);
+            };
+            transfer::import(
+                to.registry.items.as_ref(),
+                to.registry.blobs.as_ref(),
+                &dir,
+                now(),
+                &progress,
+            )
+            .await
+        })
+    };
+    while rx.recv().await.is_some_and(|done| done < 3) {}
+    task.abort();
+    let _ = task.await;
+    let stored = to.registry.blobs.list("archives/").await.unwrap().len();
+    assert!(
+        (3..6).contains(&stored),
+        "{}: cut off after {stored} files",
+        to.name
+    );
+    // Nothing served that has no file: no release was written yet.
+    let m = ModuleName::parse("acme", "vpc", "aws").unwrap();
+    assert!(
+        tfreg_store::catalog::module_releases(to.registry.items.as_ref(), &m)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let done = import(&to, dir.path()).await.unwrap();
+    assert_eq!(done.files_present + done.files_written, 6, "{done:?}");
+    assert!(done.files_present >= 3, "{done:?}");
+    serves_the_same(&r, &to, &read).await;
+}
+
+async fn another_version_of_the_same_name_is_refused_and_kept(r: TestRegistry) {
+    let dir = tempfile::tempdir().unwrap();
+    exported(&r, dir.path()).await;
+    let to = other(&r).await;
+    let token = to.token(Scope::Publish, None).await;
+    let theirs = module_archive(&[("main.tf", "# their own dns 1.0.0\n")]);
+    let resp = publish_module(&to, &token, "acme/dns/aws", "1.0.0", &theirs).await;
+    assert_eq!(resp.status, StatusCode::CREATED);
+    let e = import(&to, dir.path()).await.unwrap_err().to_string();
+    assert!(e.contains("modules/acme/dns/aws/1.0.0"), "{e}");
+    let m = ModuleName::parse("acme", "dns", "aws").unwrap();
+    let kept = tfreg_store::catalog::module_releases(to.registry.items.as_ref(), &m)
+        .await
+        .unwrap();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(
+        kept[0].file.sha256,
+        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&theirs)),
+        "its own 1.0.0, not overwritten"
+    );
+    let vpc = ModuleName::parse("acme", "vpc", "aws").unwrap();
+    assert!(
+        tfreg_store::catalog::module_releases(to.registry.items.as_ref(), &vpc)
+            .await
+            .unwrap()
+            .is_empty(),
+        "nothing else imported"
+    );
+}
+
+crate::backend_contract::contract!(
+    an_export_imported_into_the_other_backend_serves_the_same,
+    a_tampered_archive_is_refused_by_name_and_nothing_is_stored,
+    an_import_cut_off_half_way_goes_on_where_it_stopped,
+    another_version_of_the_same_name_is_refused_and_kept,
+);
