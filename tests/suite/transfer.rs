@@ -242,3 +242,68 @@ crate::backend_contract::contract!(
     an_import_cut_off_half_way_goes_on_where_it_stopped,
     another_version_of_the_same_name_is_refused_and_kept,
 );
+
+/// A laptop's registry moved to the Lambda functions (issue 39): `tfreg
+/// export` from `tfreg serve`'s data directory, `tfreg import` into the
+/// functions' table and bucket on the emulators, served under the same
+/// hostname (a move keeps it: modules name their providers by it); then
+/// the real Terraform, with the laptop's read token and its lock file,
+/// installs the same provider and modules from the new home.
+#[test]
+fn a_laptop_registry_moves_to_the_lambda_functions_and_its_lock_file_installs() {
+    use crate::support::fixtures::*;
+    use crate::support::*;
+    let tools = Tools::get();
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let port = crate::support::server::free_port_pair();
+    let laptop = Server::start_at(&data, &format!("127.0.0.1:{port}"), &["--private"]);
+    let publish = laptop.token("publish", None);
+    publish_fixture(&laptop, &publish, tmp.path());
+    let read = laptop.token("read", None);
+    let tf = Terraform::new(
+        tools.path("TFREG_TERRAFORM_NEW"),
+        &laptop,
+        &credentials(&laptop.host, &read),
+    );
+    let before = tmp.path().join("work-laptop");
+    root_config(&before, &laptop.host);
+    init_and_apply(&tf, &before, "on the laptop");
+    let lock = lock_file(&before);
+
+    let export = tmp.path().join("export");
+    ok(
+        std::process::Command::new(tools::tfreg_bin())
+            .args(["export"])
+            .arg(&export)
+            .arg("--data-dir")
+            .arg(&data)
+            .output()
+            .unwrap(),
+        "tfreg export",
+    );
+    drop(laptop);
+    let stack = Server::start_lambda_on(&tmp.path().join("lambda"), port, &[]);
+    let imported = ok(
+        std::process::Command::new(tools::tfreg_bin())
+            .arg("import")
+            .arg(&export)
+            .args(&stack.store_args)
+            .envs(stack.store_env.iter().map(|(k, v)| (k, v)))
+            .output()
+            .unwrap(),
+        "tfreg import into the functions' table and bucket",
+    );
+    assert!(imported.contains("versions indexed"), "{imported}");
+
+    let after = tmp.path().join("work-stack");
+    root_config(&after, &stack.host);
+    std::fs::write(after.join(".terraform.lock.hcl"), &lock).unwrap();
+    let tf = Terraform::new(
+        tools.path("TFREG_TERRAFORM_NEW"),
+        &stack,
+        &credentials(&stack.host, &read),
+    );
+    init_and_apply(&tf, &after, "on the stack, the laptop's lock file");
+    assert_eq!(lock_file(&after), lock, "the same hashes installed");
+}
