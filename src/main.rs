@@ -106,6 +106,9 @@ enum Command {
     /// token hashes, trust policies, group mappings, upstreams, download
     /// counts, audit) to a directory, with a manifest of every file's sha256.
     Export(maintenance::ExportArgs),
+    /// Rebuild every versions index and listing entry from the releases
+    /// (after a crash left one behind, or an older tfreg made it).
+    Reindex(maintenance::ReindexArgs),
     /// Bring in what `tfreg export` wrote: every file checked first, the
     /// same items merged, a different version of the same name refused;
     /// run again after an interruption, it goes on where it stopped.
@@ -241,6 +244,7 @@ async fn main() -> ExitCode {
         Command::Gc(args) => maintenance::gc(args).await,
         Command::Verify(args) => maintenance::verify(args).await,
         Command::Export(args) => maintenance::export(args).await,
+        Command::Reindex(args) => maintenance::reindex(args).await,
         Command::Import(args) => maintenance::import(args).await,
         Command::Aws(cmd) => aws::run(cmd).await,
         Command::DevCert(args) => dev_cert(args),

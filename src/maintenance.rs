@@ -332,3 +332,34 @@ pub async fn import(args: ImportArgs) -> Result<()> {
         );
     })
 }
+
+#[derive(Args)]
+#[command(after_help = "Examples:
+  tfreg reindex                  # every versions index and listing entry of ./tfreg-data, from the releases")]
+pub struct ReindexArgs {
+    #[command(flatten)]
+    r#where: Where,
+}
+
+pub async fn reindex(args: ReindexArgs) -> Result<()> {
+    let registry = args.r#where.stores("reindex").await?;
+    let bar = bar(0, "reindexing");
+    let progress = |done: usize, of: usize| {
+        bar.set_length(of as u64);
+        bar.set_position(done as u64);
+    };
+    let rebuilt = maintenance::reindex(registry.items.as_ref(), &progress).await?;
+    bar.finish_and_clear();
+    record(
+        registry.items.as_ref(),
+        "reindex",
+        "versions indexes",
+        Outcome::Ok,
+        format!("{rebuilt} providers and modules reindexed from their releases"),
+    )
+    .await;
+    args.r#where
+        .show(&serde_json::json!({ "reindexed": rebuilt }), |_| {
+            println!("{rebuilt} providers and modules reindexed from their releases");
+        })
+}

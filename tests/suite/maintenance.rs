@@ -306,6 +306,7 @@ crate::backend_contract::contract!(
     gc_collects_leftovers_and_nothing_a_release_or_a_publish_needs,
     gc_racing_concurrent_publishes_loses_nothing,
     verify_names_a_tampered_and_a_missing_file_and_changes_nothing,
+    reindex_rebuilds_what_a_crash_left_behind,
 );
 
 /// `tfreg ARGS --data-dir DATA`.
@@ -427,4 +428,64 @@ fn gc_and_verify_on_a_data_directory() {
         audit.contains("verify.mismatch") && audit.contains("\"gc\""),
         "{audit}"
     );
+}
+
+/// `tfreg reindex`'s library: an index left behind by a crash (a deleted
+/// release still listed, a written release not listed) is rebuilt from
+/// the releases; run again, the same.
+async fn reindex_rebuilds_what_a_crash_left_behind(r: TestRegistry) {
+    use tfreg_store::catalog::schema::{INDEX_SK, module_pk};
+    let token = r.token(Scope::Publish, None).await;
+    for v in ["1.0.0", "1.1.0"] {
+        let archive = module_archive(&[("main.tf", &format!("# {v}\n"))]);
+        let resp = publish_module(&r, &token, "acme/idx/aws", v, &archive).await;
+        assert_eq!(resp.status, StatusCode::CREATED);
+    }
+    let m = tfreg_model::address::ModuleName::parse("acme", "idx", "aws").unwrap();
+    let items = r.registry.items.as_ref();
+    let pk = module_pk(&m);
+    // The index as it was before 1.2.0 (a crash after its release was
+    // written), and 1.0.0's release gone (a delete cut short).
+    let index_before = items.get(&pk, INDEX_SK).await.unwrap().unwrap();
+    let archive = module_archive(&[("main.tf", "# 1.2.0\n")]);
+    let resp = publish_module(&r, &token, "acme/idx/aws", "1.2.0", &archive).await;
+    assert_eq!(resp.status, StatusCode::CREATED);
+    let current = items.get(&pk, INDEX_SK).await.unwrap().unwrap();
+    items
+        .put(
+            tfreg_store::Item::new(&pk, INDEX_SK, index_before.data.clone()),
+            tfreg_store::Condition::IfUnchanged(current.data),
+        )
+        .await
+        .unwrap();
+    items.take(&pk, "VERSION#1.0.0").await.unwrap();
+    let listed = async || -> Vec<String> {
+        let resp = r
+            .get_with("/v1/modules/acme/idx/aws/versions", &token)
+            .await;
+        let mut v: Vec<String> = resp.json()["modules"][0]["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["version"].as_str().unwrap().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        listed().await,
+        ["1.0.0", "1.1.0"],
+        "{}: the stale index",
+        r.name
+    );
+    let rebuilt = maintenance::reindex(items, &|_, _| {}).await.unwrap();
+    assert_eq!(rebuilt, 1, "{}", r.name);
+    assert_eq!(
+        listed().await,
+        ["1.1.0", "1.2.0"],
+        "{}: from the releases",
+        r.name
+    );
+    maintenance::reindex(items, &|_, _| {}).await.unwrap();
+    assert_eq!(listed().await, ["1.1.0", "1.2.0"], "{}", r.name);
 }

@@ -290,6 +290,52 @@ pub async fn check(
     Ok((mismatch, bytes))
 }
 
+/// Rebuild the versions index (and listing entry) of every provider and
+/// module from its releases (`tfreg reindex`): what a crash between a
+/// release's write and its index's leaves behind (a version not listed, a
+/// deleted one still listed), or an index an older tfreg made. Every
+/// partition with a release or an index is rebuilt from a query of its
+/// releases; idempotent, so a run cut short is run again. Returns how many
+/// were rebuilt; `progress(done, of)` after each.
+pub async fn reindex(
+    items: &dyn ItemStore,
+    progress: &(dyn Fn(usize, usize) + Send + Sync),
+) -> Result<usize, StoreError> {
+    use crate::catalog::schema::{INDEX_SK, release_target};
+    use tfreg_model::release::Origin;
+    use tfreg_model::router::PublishTarget;
+    let mut partitions = BTreeMap::new();
+    for item in scan_all(items).await? {
+        // An index without releases is named by its partition alone.
+        let sk = if item.sk == INDEX_SK {
+            "VERSION#0.0.0"
+        } else {
+            &item.sk
+        };
+        if let Some(target) = release_target(&item.pk, sk) {
+            partitions.entry(item.pk.clone()).or_insert(target);
+        }
+    }
+    for (i, target) in partitions.values().enumerate() {
+        match target {
+            PublishTarget::Provider { provider, .. } => {
+                crate::catalog::reindex_provider(items, &Origin::Registry, provider).await?
+            }
+            PublishTarget::Mirror {
+                hostname, provider, ..
+            } => {
+                let origin = Origin::Mirror(hostname.clone());
+                crate::catalog::reindex_provider(items, &origin, provider).await?
+            }
+            PublishTarget::Module { module, .. } => {
+                crate::catalog::reindex_module(items, module).await?
+            }
+        }
+        progress(i + 1, partitions.len());
+    }
+    Ok(partitions.len())
+}
+
 pub mod transfer;
 
 #[cfg(test)]
