@@ -226,6 +226,11 @@ pub async fn verify(args: VerifyArgs) -> Result<()> {
 pub struct ExportArgs {
     /// A new, empty directory to write the export into.
     dir: std::path::PathBuf,
+    /// Only this namespace's providers, mirror imports, modules, signing
+    /// keys, trust policies and download counts (repeatable); without it,
+    /// everything, tokens and the audit trail included.
+    #[arg(long = "namespace")]
+    namespaces: Vec<String>,
     #[command(flatten)]
     r#where: Where,
 }
@@ -251,6 +256,9 @@ pub async fn export(args: ExportArgs) -> Result<()> {
         registry.items.as_ref(),
         registry.blobs.as_ref(),
         &args.dir,
+        &transfer::Selection {
+            namespaces: args.namespaces.clone(),
+        },
         now(),
         &progress,
     )

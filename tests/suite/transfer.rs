@@ -49,6 +49,7 @@ async fn exported(r: &TestRegistry, dir: &std::path::Path) -> String {
         r.registry.items.as_ref(),
         r.registry.blobs.as_ref(),
         dir,
+        &Default::default(),
         now(),
         &|_, _| {},
     )
@@ -236,7 +237,49 @@ async fn another_version_of_the_same_name_is_refused_and_kept(r: TestRegistry) {
     );
 }
 
+/// `--namespace`: one namespace's releases and files, nothing registry-wide.
+async fn an_export_of_one_namespace_carries_it_alone(r: TestRegistry) {
+    let token = r.token(Scope::Publish, None).await;
+    for ns in ["acme", "other"] {
+        let archive = module_archive(&[("main.tf", &format!("# {ns}\n"))]);
+        let resp = publish_module(&r, &token, &format!("{ns}/net/aws"), "1.0.0", &archive).await;
+        assert_eq!(resp.status, StatusCode::CREATED);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let select = transfer::Selection {
+        namespaces: vec!["other".into()],
+    };
+    let out = transfer::export(
+        r.registry.items.as_ref(),
+        r.registry.blobs.as_ref(),
+        dir.path(),
+        &select,
+        now(),
+        &|_, _| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.files, 1, "{}: {out:?}", r.name);
+    let jsonl = std::fs::read_to_string(dir.path().join("items.jsonl")).unwrap();
+    assert!(jsonl.contains("MODULE#other/net/aws"), "{jsonl}");
+    assert!(
+        !jsonl.contains("acme/") && !jsonl.contains("\"TOKENS\""),
+        "{jsonl}"
+    );
+    let to = other(&r).await;
+    import(&to, dir.path()).await.unwrap();
+    let m = ModuleName::parse("other", "net", "aws").unwrap();
+    assert_eq!(
+        tfreg_store::catalog::module_releases(to.registry.items.as_ref(), &m)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
 crate::backend_contract::contract!(
+    an_export_of_one_namespace_carries_it_alone,
     an_export_imported_into_the_other_backend_serves_the_same,
     a_tampered_archive_is_refused_by_name_and_nothing_is_stored,
     an_import_cut_off_half_way_goes_on_where_it_stopped,

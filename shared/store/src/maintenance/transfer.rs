@@ -167,6 +167,46 @@ fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(sha2::Sha256::digest(bytes))
 }
 
+/// Which namespaces an export carries: all when empty. A selection
+/// carries what belongs to its namespaces (their providers, mirror imports
+/// and modules with their files and docs, signing keys, trust policies,
+/// download counts) and leaves out what is registry-wide (tokens, group
+/// mappings, upstreams, the audit trail).
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub namespaces: Vec<String>,
+}
+
+impl Selection {
+    /// The namespace an item belongs to, or `None` for a registry-wide one.
+    fn namespace_of(item: &Item) -> Option<&str> {
+        let pk = item.pk.as_str();
+        if let Some(rest) = pk
+            .strip_prefix("PROVIDER#")
+            .or_else(|| pk.strip_prefix("MODULE#"))
+            .or_else(|| pk.strip_prefix("KEYS#"))
+        {
+            return rest.split('/').next();
+        }
+        if let Some(rest) = pk
+            .strip_prefix("MIRROR#")
+            .or_else(|| pk.strip_prefix("USAGE#"))
+        {
+            // HOST/ns/...: the host may hold a port, never a '/'.
+            return rest.split('/').nth(1);
+        }
+        if pk == crate::catalog::schema::TRUST_PK {
+            return item.sk.split('#').next();
+        }
+        None
+    }
+
+    fn carries(&self, item: &Item) -> bool {
+        self.namespaces.is_empty()
+            || Self::namespace_of(item).is_some_and(|ns| self.namespaces.iter().any(|n| n == ns))
+    }
+}
+
 /// What an export wrote.
 #[derive(Debug, Clone, Serialize)]
 pub struct Exported {
@@ -181,6 +221,7 @@ pub async fn export(
     items: &dyn ItemStore,
     blobs: &dyn BlobStore,
     dir: &Path,
+    select: &Selection,
     now: u64,
     progress: &(dyn Fn(usize, usize) + Send + Sync),
 ) -> Result<Exported, TransferError> {
@@ -192,7 +233,11 @@ pub async fn export(
             dir.display()
         )));
     }
-    let all = scan_all(items).await?;
+    let all: Vec<Item> = scan_all(items)
+        .await?
+        .into_iter()
+        .filter(|i| select.carries(i))
+        .collect();
     let refs = references(&all, now)?;
     let kept: Vec<&Item> = all.iter().filter(|i| carried(i, now)).collect();
     let mut jsonl = Vec::new();
