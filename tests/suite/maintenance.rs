@@ -307,6 +307,7 @@ crate::backend_contract::contract!(
     gc_racing_concurrent_publishes_loses_nothing,
     verify_names_a_tampered_and_a_missing_file_and_changes_nothing,
     reindex_rebuilds_what_a_crash_left_behind,
+    a_gc_cut_off_half_way_is_run_again,
 );
 
 /// `tfreg ARGS --data-dir DATA`.
@@ -488,4 +489,53 @@ async fn reindex_rebuilds_what_a_crash_left_behind(r: TestRegistry) {
     );
     maintenance::reindex(items, &|_, _| {}).await.unwrap();
     assert_eq!(listed().await, ["1.1.0", "1.2.0"], "{}", r.name);
+}
+
+/// A gc cut off after its first deletion (the future dropped, as a killed
+/// process stops), then run again: the rest collected, every release whole.
+async fn a_gc_cut_off_half_way_is_run_again(r: TestRegistry) {
+    let r = Arc::new(r);
+    let token = r.token(Scope::Publish, None).await;
+    let archive = module_archive(&[("main.tf", "# kept\n")]);
+    let resp = publish_module(&r, &token, "acme/kept/aws", "1.0.0", &archive).await;
+    assert_eq!(resp.status, StatusCode::CREATED);
+    for _ in 0..6 {
+        let orphan = key(&format!("archives/{}/m.tar.gz", UploadId::random()));
+        put_object(r.registry.blobs.as_ref(), &orphan, b"left over").await;
+    }
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let task = {
+        let r = r.clone();
+        tokio::spawn(async move {
+            let progress = move |done: usize, _: usize| {
+                let _ = tx.send(done);
+            };
+            maintenance::gc(
+                r.registry.items.as_ref(),
+                r.registry.blobs.as_ref(),
+                now(),
+                1,
+                true,
+                &progress,
+            )
+            .await
+        })
+    };
+    let _ = rx.recv().await;
+    task.abort();
+    let _ = task.await;
+    let left = r.registry.blobs.list("archives/").await.unwrap().len();
+    assert!(left < 7, "{}: one deleted at least", r.name);
+    let again = gc(&r, 1, true).await;
+    // The closed upload slot of the publish goes too, in one run or the other.
+    assert!(again.deleted >= 1, "{}: {again:?}", r.name);
+    assert_eq!(
+        r.registry.blobs.list("archives/").await.unwrap().len(),
+        1,
+        "{}",
+        r.name
+    );
+    assert_eq!(all_verify(&r).await, 1);
+    assert_eq!(gc(&r, 1, true).await.garbage.len(), 0);
 }
