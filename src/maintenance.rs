@@ -76,6 +76,14 @@ fn bar(len: u64, what: &str) -> ProgressBar {
     }
 }
 
+/// A `progress(done, of)` that moves `bar`.
+fn follows(bar: &ProgressBar) -> impl Fn(usize, usize) + Send + Sync + '_ {
+    |done, of| {
+        bar.set_length(of as u64);
+        bar.set_position(done as u64);
+    }
+}
+
 async fn record(
     items: &dyn tfreg_store::ItemStore,
     action: &str,
@@ -99,10 +107,7 @@ async fn record(
 pub async fn gc(args: GcArgs) -> Result<()> {
     let registry = args.r#where.stores("gc").await?;
     let bar = bar(0, "deleting");
-    let progress = |done: usize, of: usize| {
-        bar.set_length(of as u64);
-        bar.set_position(done as u64);
-    };
+    let progress = follows(&bar);
     let report = maintenance::gc(
         registry.items.as_ref(),
         registry.blobs.as_ref(),
@@ -248,10 +253,7 @@ pub struct ImportArgs {
 pub async fn export(args: ExportArgs) -> Result<()> {
     let registry = args.r#where.stores("export").await?;
     let bar = bar(0, "exporting");
-    let progress = |done: usize, of: usize| {
-        bar.set_length(of as u64);
-        bar.set_position(done as u64);
-    };
+    let progress = follows(&bar);
     let exported = transfer::export(
         registry.items.as_ref(),
         registry.blobs.as_ref(),
@@ -290,10 +292,7 @@ pub async fn export(args: ExportArgs) -> Result<()> {
 pub async fn import(args: ImportArgs) -> Result<()> {
     let registry = args.r#where.stores("import").await?;
     let bar = bar(0, "importing");
-    let progress = |done: usize, of: usize| {
-        bar.set_length(of as u64);
-        bar.set_position(done as u64);
-    };
+    let progress = follows(&bar);
     let imported = transfer::import(
         registry.items.as_ref(),
         registry.blobs.as_ref(),
@@ -352,10 +351,7 @@ pub struct ReindexArgs {
 pub async fn reindex(args: ReindexArgs) -> Result<()> {
     let registry = args.r#where.stores("reindex").await?;
     let bar = bar(0, "reindexing");
-    let progress = |done: usize, of: usize| {
-        bar.set_length(of as u64);
-        bar.set_position(done as u64);
-    };
+    let progress = follows(&bar);
     let rebuilt = maintenance::reindex(registry.items.as_ref(), &progress).await?;
     bar.finish_and_clear();
     record(

@@ -321,15 +321,6 @@ impl BlobStore for FsBlobStore {
         }
     }
 
-    async fn list(&self, prefix: &str) -> Result<Vec<BlobKey>, StoreError> {
-        Ok(self
-            .list_dated(prefix)
-            .await?
-            .into_iter()
-            .map(|(key, _)| key)
-            .collect())
-    }
-
     async fn list_dated(&self, prefix: &str) -> Result<Vec<(BlobKey, u64)>, StoreError> {
         let root = self.root.clone();
         let prefix = prefix.to_string();

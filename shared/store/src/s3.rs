@@ -259,15 +259,6 @@ impl BlobStore for S3BlobStore {
         Ok(())
     }
 
-    async fn list(&self, prefix: &str) -> Result<Vec<BlobKey>, StoreError> {
-        Ok(self
-            .list_dated(prefix)
-            .await?
-            .into_iter()
-            .map(|(key, _)| key)
-            .collect())
-    }
-
     async fn list_dated(&self, prefix: &str) -> Result<Vec<(BlobKey, u64)>, StoreError> {
         let mut keys = Vec::new();
         let mut pages = self

@@ -230,6 +230,24 @@ pub trait ItemStore: Send + Sync {
     }
 }
 
+/// A file's bytes as a stream of large chunks (what
+/// [`BlobStore::receive`] reads).
+pub fn file_chunks(file: tokio::fs::File) -> ByteStream {
+    Box::pin(futures_util::stream::try_unfold(
+        file,
+        |mut file| async move {
+            use tokio::io::AsyncReadExt;
+            let mut buf = vec![0u8; 256 * 1024];
+            let n = file.read(&mut buf).await?;
+            if n == 0 {
+                return Ok(None);
+            }
+            buf.truncate(n);
+            Ok(Some((Bytes::from(buf), file)))
+        },
+    ))
+}
+
 /// One page of a [`ItemStore::scan_page`].
 #[derive(Debug, Clone, Default)]
 pub struct ScanPage {
@@ -454,7 +472,15 @@ pub trait BlobStore: Send + Sync {
     /// Delete an object; deleting a missing object is not an error.
     async fn delete(&self, key: &BlobKey) -> Result<(), StoreError>;
     /// Every key that starts with `prefix`, in no particular order.
-    async fn list(&self, prefix: &str) -> Result<Vec<BlobKey>, StoreError>;
+    /// (The default: the keys of [`BlobStore::list_dated`].)
+    async fn list(&self, prefix: &str) -> Result<Vec<BlobKey>, StoreError> {
+        Ok(self
+            .list_dated(prefix)
+            .await?
+            .into_iter()
+            .map(|(key, _)| key)
+            .collect())
+    }
     /// [`BlobStore::list`] with each object's last modification (unix
     /// seconds): what `tfreg gc`'s grace period is measured from. The
     /// default: this store cannot say.
@@ -488,17 +514,7 @@ pub trait BlobStore: Send + Sync {
         let file = tokio::fs::File::open(path)
             .await
             .map_err(StoreError::unavailable)?;
-        let chunks = futures_util::stream::try_unfold(file, |mut file| async move {
-            use tokio::io::AsyncReadExt;
-            let mut buf = vec![0u8; 256 * 1024];
-            let n = file.read(&mut buf).await?;
-            if n == 0 {
-                return Ok(None);
-            }
-            buf.truncate(n);
-            Ok(Some((Bytes::from(buf), file)))
-        });
-        match self.receive(key, Box::pin(chunks), expected).await {
+        match self.receive(key, file_chunks(file), expected).await {
             Err(StoreError::AlreadyExists(_)) => Ok(()),
             other => other,
         }

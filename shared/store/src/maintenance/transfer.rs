@@ -471,17 +471,9 @@ async fn store_file(
         &FileName::parse(f.key.file_name()).map_err(|e| TransferError::Format(e.to_string()))?,
     );
     let file = tokio::fs::File::open(path).await.map_err(io(path))?;
-    let body = futures_util::stream::try_unfold(file, |mut file| async move {
-        use tokio::io::AsyncReadExt;
-        let mut buf = vec![0u8; 256 * 1024];
-        let n = file.read(&mut buf).await?;
-        if n == 0 {
-            return Ok(None);
-        }
-        buf.truncate(n);
-        Ok(Some((bytes::Bytes::from(buf), file)))
-    });
-    blobs.receive(&slot, Box::pin(body), &expected).await?;
+    blobs
+        .receive(&slot, crate::file_chunks(file), &expected)
+        .await?;
     let claimed = blobs.claim(&slot, f.size).await?;
     let kept = blobs.keep(&claimed, &f.key).await;
     drop(claimed);
