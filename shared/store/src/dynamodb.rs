@@ -76,6 +76,11 @@ fn to_attrs(item: &Item) -> HashMap<String, AttributeValue> {
     attrs
 }
 
+/// The items of a query's or a scan's page.
+fn items_of(items: Option<Vec<HashMap<String, AttributeValue>>>) -> Result<Vec<Item>, StoreError> {
+    items.unwrap_or_default().iter().map(from_attrs).collect()
+}
+
 fn number(attrs: &HashMap<String, AttributeValue>, name: &str) -> Result<Option<u64>, StoreError> {
     match attrs.get(name) {
         Some(AttributeValue::N(n)) => n
@@ -220,12 +225,7 @@ impl ItemStore for DynamoStore {
                 .exclusive_start_key(SK, AttributeValue::S(after.into()));
         }
         let out = query.send().await.map_err(backend)?;
-        let items = out
-            .items
-            .unwrap_or_default()
-            .iter()
-            .map(from_attrs)
-            .collect::<Result<Vec<_>, _>>()?;
+        let items = items_of(out.items)?;
         let next = match out.last_evaluated_key.as_ref().and_then(|k| k.get(SK)) {
             Some(AttributeValue::S(sk)) => Some(sk.clone()),
             _ => None,
@@ -247,12 +247,7 @@ impl ItemStore for DynamoStore {
                 .exclusive_start_key(SK, AttributeValue::S(sk.into()));
         }
         let out = scan.send().await.map_err(backend)?;
-        let items = out
-            .items
-            .unwrap_or_default()
-            .iter()
-            .map(from_attrs)
-            .collect::<Result<Vec<_>, _>>()?;
+        let items = items_of(out.items)?;
         let next = out
             .last_evaluated_key
             .as_ref()
