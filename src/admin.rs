@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 mod releases;
 mod sso;
-mod upstream;
+pub(crate) mod upstream;
 mod warm;
 
 use clap::{Args, Subcommand, ValueEnum};
@@ -217,6 +217,11 @@ impl Transport {
 
 impl Where {
     /// Show an answer: as JSON with `--json`, else as `human` prints it.
+    /// Was --json given?
+    pub(crate) fn json_wanted(&self) -> bool {
+        self.json
+    }
+
     pub(crate) fn show<T: serde::Serialize>(
         &self,
         value: &T,

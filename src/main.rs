@@ -13,6 +13,7 @@ mod maintenance;
 mod net_error;
 mod publish;
 mod serve;
+mod sync;
 mod tls;
 mod trust;
 mod usage;
@@ -113,6 +114,10 @@ enum Command {
     /// same items merged, a different version of the same name refused;
     /// run again after an interruption, it goes on where it stopped.
     Import(maintenance::ImportArgs),
+    /// Copy another registry's providers and modules (another tfreg, or any
+    /// registry-protocol host) into this one as its own, each verified as the
+    /// pull-through cache verifies it; run again, only what is new is fetched.
+    Sync(Box<sync::SyncArgs>),
     /// AWS mode helpers (DynamoDB table and S3 bucket).
     #[command(subcommand)]
     Aws(aws::AwsCommand),
@@ -246,6 +251,7 @@ async fn main() -> ExitCode {
         Command::Export(args) => maintenance::export(args).await,
         Command::Reindex(args) => maintenance::reindex(args).await,
         Command::Import(args) => maintenance::import(args).await,
+        Command::Sync(args) => sync::run(*args).await,
         Command::Aws(cmd) => aws::run(cmd).await,
         Command::DevCert(args) => dev_cert(args),
     };

@@ -47,7 +47,7 @@ enum FillByArg {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-enum KeyChangeArg {
+pub(crate) enum KeyChangeArg {
     Audit,
     Refuse,
 }
@@ -171,7 +171,7 @@ fn seconds(text: &str) -> std::result::Result<u32, String> {
     u32::try_from(d.as_secs()).map_err(|_| format!("{text}: too long"))
 }
 
-fn connect_to(text: &str) -> std::result::Result<(String, SocketAddr), String> {
+pub(crate) fn connect_to(text: &str) -> std::result::Result<(String, SocketAddr), String> {
     let (host, addr) = text
         .split_once('=')
         .ok_or_else(|| format!("{text:?} is not HOST=ADDR:PORT"))?;

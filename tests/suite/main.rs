@@ -141,6 +141,7 @@ mod signin_outside;
 mod signin_secret;
 mod sso_admin;
 mod support;
+mod sync;
 mod template;
 mod tfreg_login;
 mod token_lifecycle;

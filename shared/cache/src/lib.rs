@@ -9,3 +9,4 @@
 
 pub mod fill;
 pub mod origin;
+pub mod sync;

@@ -27,6 +27,7 @@ pub mod address;
 pub mod audit;
 pub mod blob_key;
 pub mod cache;
+pub mod constraint;
 pub mod date;
 pub mod docs;
 pub mod error;

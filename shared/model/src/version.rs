@@ -42,6 +42,14 @@ impl Version {
     pub fn is_prerelease(&self) -> bool {
         !self.0.pre.is_empty()
     }
+
+    pub fn major(&self) -> u64 {
+        self.0.major
+    }
+
+    pub fn minor(&self) -> u64 {
+        self.0.minor
+    }
 }
 
 impl Ord for Version {

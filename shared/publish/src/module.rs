@@ -6,7 +6,6 @@ use tfreg_model::address::ModuleName;
 use tfreg_model::protocol::FileDecl;
 use tfreg_model::version::Version;
 use tfreg_store::catalog::{self, ModuleRelease};
-use tfreg_verify::archives;
 use tfreg_verify::module_docs;
 use tfreg_verify::release_files::{self, ReleaseError};
 
@@ -57,17 +56,8 @@ pub(super) async fn complete(
     // The docs (README, inputs, outputs...) are read in the same pass over
     // the archive as its check, from exactly the bytes kept.
     let docs = tokio::task::spawn_blocking(move || {
-        let summary = archives::module::check_tar_gz(std::io::BufReader::new(reader))
-            .map_err(|source| ReleaseError::Archive { file, source })?;
-        let mut extracted = module_docs::extract_bounded(
-            summary
-                .docs_files
-                .iter()
-                .map(|(name, bytes)| (name.as_str(), bytes.as_slice())),
-            summary.docs_unread,
-        );
-        extracted.docs.notes.extend(summary.docs_skipped);
-        Ok::<_, ReleaseError>(extracted)
+        module_docs::of_tar_gz(std::io::BufReader::new(reader))
+            .map_err(|source| ReleaseError::Archive { file, source })
     })
     .await?
     .map_err(crate::refused)?;

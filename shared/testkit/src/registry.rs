@@ -102,6 +102,8 @@ pub struct TestRegistry {
     dir: Arc<tempfile::TempDir>,
     /// Where an `aws` registry's stores are (for [`TestRegistry::fresh_items`]).
     endpoints: Endpoints,
+    /// An `aws` registry's table and bucket (one name).
+    stack: Option<String>,
 }
 
 /// The configuration every test registry starts with.
@@ -155,7 +157,9 @@ impl TestRegistry {
         let ttl = std::time::Duration::from_secs(tfreg_http::registry::DEFAULT_URL_TTL_SECS);
         let blobs = S3BlobStore::new(s3, name, ttl);
         let dir = tempfile::tempdir().expect("temp dir");
-        Self::with_stores("aws", Arc::new(items), Arc::new(blobs), dir).await
+        let mut registry = Self::with_stores("aws", Arc::new(items), Arc::new(blobs), dir).await;
+        registry.stack = Some(name.to_string());
+        registry
     }
 
     async fn aws_on(endpoints: Endpoints) -> TestRegistry {
@@ -170,6 +174,7 @@ impl TestRegistry {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut registry = Self::with_stores("aws", Arc::new(items), Arc::new(blobs), dir).await;
         registry.endpoints = endpoints;
+        registry.stack = Some(id);
         registry
     }
 
@@ -199,6 +204,19 @@ impl TestRegistry {
             registry: Arc::new(registry),
             dir: Arc::new(dir),
             endpoints: Default::default(),
+            stack: None,
+        }
+    }
+
+    /// The `tfreg` CLI's arguments naming these stores, for the commands
+    /// that work on them (`gc`, `import`, `sync`): the data directory, or
+    /// the table and bucket on the environment's emulators.
+    pub fn store_args(&self) -> Vec<String> {
+        match &self.stack {
+            Some(name) => ["--table", name, "--bucket", name, "--s3-force-path-style"]
+                .map(String::from)
+                .to_vec(),
+            None => vec!["--data-dir".into(), self.dir.path().display().to_string()],
         }
     }
 
@@ -226,6 +244,7 @@ impl TestRegistry {
             registry: Arc::new(f((*self.registry).clone())),
             dir: self.dir.clone(),
             endpoints: self.endpoints.clone(),
+            stack: self.stack.clone(),
         }
     }
 

@@ -359,6 +359,15 @@ impl Cache {
         }
     }
 
+    /// Carry out `fill` here and now, with no lease (a store of one run's
+    /// alone: `tfreg sync`'s scratch store), and say how it ended.
+    pub async fn fill_now(&self, fill: &Fill) -> Result<(), FillError> {
+        let upstream = upstreams::upstream(self.items.as_ref(), &fill.host)
+            .await?
+            .ok_or_else(|| FillError::Setup(format!("{} is no upstream here", fill.host)))?;
+        self.fetch(&upstream, fill).await
+    }
+
     /// One version's fill (its release verified and kept, or a provider
     /// archive's) as a metric; version lists are no fill of a version, and
     /// the origin's 404 (a version nobody has) is no failure of the cache.

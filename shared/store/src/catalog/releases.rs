@@ -154,6 +154,20 @@ pub async fn delete_release(
     Ok(keys)
 }
 
+/// All releases of a provider, oldest first.
+pub async fn provider_releases(
+    store: &dyn ItemStore,
+    origin: &Origin,
+    provider: &ProviderName,
+) -> Result<Vec<ProviderRelease>, StoreError> {
+    list(
+        store,
+        &provider_pk(origin, provider),
+        |r: &ProviderRelease| &r.version,
+    )
+    .await
+}
+
 /// One release of a provider.
 pub async fn provider_release(
     store: &dyn ItemStore,

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
-use tfreg_model::blob_key::{ARCHIVES, BlobKey, FileName, UploadId};
+use tfreg_model::blob_key::{ARCHIVES, BlobKey};
 
 use super::{Found, references};
 use crate::catalog::schema::{
@@ -466,32 +466,13 @@ async fn store_file(
         size: f.size,
         sha256: f.sha256.clone(),
     };
-    let slot = BlobKey::upload(
-        &UploadId::random(),
-        &FileName::parse(f.key.file_name()).map_err(|e| TransferError::Format(e.to_string()))?,
-    );
     let file = tokio::fs::File::open(path).await.map_err(io(path))?;
-    blobs
-        .receive(&slot, crate::file_chunks(file), &expected)
-        .await?;
-    let claimed = blobs.claim(&slot, f.size).await?;
-    let kept = blobs.keep(&claimed, &f.key).await;
-    drop(claimed);
-    // The slot is ours alone: gone whatever happened (gc takes it if not).
-    let _ = blobs.delete(&slot).await;
-    match kept {
-        Ok(()) => Ok(true),
-        Err(StoreError::AlreadyExists(_)) => {
-            let here = blobs.claim(&f.key, u64::MAX).await?.digest;
-            if here == expected {
-                Ok(false)
-            } else {
-                Err(TransferError::Conflicts(vec![format!(
-                    "{} (other bytes are stored there)",
-                    f.key
-                )]))
-            }
-        }
-        Err(e) => Err(e.into()),
+    match crate::keep_as(blobs, file, &expected, &f.key).await? {
+        crate::Kept::Written => Ok(true),
+        crate::Kept::Present => Ok(false),
+        crate::Kept::Other(_) => Err(TransferError::Conflicts(vec![format!(
+            "{} (other bytes are stored there)",
+            f.key
+        )])),
     }
 }

@@ -1,0 +1,499 @@
+//! `tfreg sync --from HOST` (issue 39), on both backends, from a real
+//! origin: a second `tfreg serve` with its own CA, publishing gpg-signed
+//! releases of hashicorp/null and a module. Synced versions are this
+//! registry's own (listed under its hostname, with the origin's bytes and
+//! signature), a rerun fetches only what is new, a tampered archive is
+//! refused by name with nothing stored, and the origin's death changes
+//! nothing. The CLI itself, killed with SIGKILL at growing moments and run
+//! again, serves only whole versions and finishes (both backends).
+
+use http::StatusCode;
+use serde_json::Value;
+use tfreg_cache::sync::{Plan, Stores, SyncOutcome, Syncer, Wanted};
+use tfreg_model::constraint::Constraints;
+use tfreg_model::upstream::{
+    Connect, Net, OperatorPolicy, Serves, UpstreamHost, UpstreamRecord, UpstreamSettings,
+};
+use tfreg_testkit::TestRegistry;
+
+use crate::cache_mirror::Origin;
+use crate::support::gpg::Gpg;
+
+fn now() -> u64 {
+    tfreg_model::unix_now()
+}
+
+/// `f`, which blocks (the origin's `tfreg serve` and its blocking HTTP
+/// client), on this runtime's thread.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(f)
+}
+
+/// Each backend's origin on its own loopback address (the two run at once).
+fn origin_ip(r: &TestRegistry, base: u8) -> String {
+    format!("127.0.0.{}", base + u8::from(r.name == "aws"))
+}
+
+/// The origin as `tfreg sync` reaches it: its name at its address, its CA.
+fn origin_record(origin: &Origin) -> UpstreamRecord {
+    let host = UpstreamHost::parse(&origin.host).unwrap();
+    let mut s = UpstreamSettings::new(Serves {
+        providers: true,
+        modules: true,
+    });
+    s.module_hosts.push(host.clone());
+    let mut connect = Connect::default();
+    connect
+        .to
+        .insert(host.clone(), vec![origin.listen.parse().unwrap()]);
+    connect.ca_pem = Some(std::fs::read_to_string(&origin.server.ca).unwrap());
+    s.connect = Some(connect);
+    UpstreamRecord {
+        hostname: host,
+        settings: s,
+        created_at: 0,
+        created_by: "test".into(),
+        updated_at: 0,
+        updated_by: "test".into(),
+    }
+}
+
+/// A syncer from `origin` into `r`, through a scratch registry of its own.
+async fn syncer(r: &TestRegistry, origin: &Origin) -> (Syncer, TestRegistry, tempfile::TempDir) {
+    let scratch = TestRegistry::embedded().await;
+    let temp = tempfile::tempdir().unwrap();
+    let policy = OperatorPolicy {
+        connect_allow: vec![Net::parse(crate::cache_mirror::LOOPBACK).unwrap()],
+        credentials_dir: None,
+    };
+    let syncer = Syncer::new(
+        Stores {
+            items: r.registry.items.clone(),
+            blobs: r.registry.blobs.clone(),
+        },
+        Stores {
+            items: scratch.registry.items.clone(),
+            blobs: scratch.registry.blobs.clone(),
+        },
+        temp.path().to_path_buf(),
+        origin_record(origin),
+        policy,
+        r.registry.config.max_archive_bytes,
+    )
+    .await
+    .unwrap();
+    (syncer, scratch, temp)
+}
+
+fn plan(names: &[&str], constraint: Option<&str>) -> Plan {
+    Plan {
+        wanted: names.iter().map(|n| Wanted::parse(n).unwrap()).collect(),
+        constraint: constraint.map(|c| Constraints::parse(c).unwrap()),
+        dry_run: false,
+    }
+}
+
+/// `(version, outcome)` of each line, for one name.
+fn outcomes(report: &[tfreg_cache::sync::Synced], name: &str) -> Vec<(String, SyncOutcome)> {
+    report
+        .iter()
+        .filter(|s| s.name == name)
+        .map(|s| (s.version.clone(), s.outcome.clone()))
+        .collect()
+}
+
+/// The provider versions `r` lists as its own.
+async fn own_versions(r: &TestRegistry) -> Vec<String> {
+    let resp = r.get("/v1/providers/hashicorp/null/versions").await;
+    if resp.status == StatusCode::NOT_FOUND {
+        return vec![];
+    }
+    assert_eq!(resp.status, StatusCode::OK, "{}", resp.text());
+    let mut v: Vec<String> = resp.json()["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["version"].as_str().unwrap().to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+/// How many times the origin was asked for `version`'s downloads.
+fn downloads_asked(origin: &Origin, version: &str) -> usize {
+    blocking(|| origin.server.server_log())
+        .lines()
+        .filter(|l| l.contains(&format!("/{version}/download/")))
+        .count()
+}
+
+/// Every provider version `r` lists is whole: each platform's archive is
+/// served, its bytes are the SHA256SUMS line the answer names, and the
+/// signature verifies with the key the answer carries (gpg).
+async fn every_listed_version_is_whole(r: &TestRegistry) -> usize {
+    let versions = own_versions(r).await;
+    for v in &versions {
+        for platform in ["linux_amd64", "darwin_arm64"] {
+            let (os, arch) = platform.split_once('_').unwrap();
+            let path = format!("/v1/providers/hashicorp/null/{v}/download/{os}/{arch}");
+            let resp = r.get(&path).await;
+            assert_eq!(resp.status, StatusCode::OK, "{}: {}", r.name, resp.text());
+            let answer: Value = resp.json();
+            let zip = r.download(answer["download_url"].as_str().unwrap()).await;
+            assert_eq!(zip.status, StatusCode::OK, "{}", r.name);
+            let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&zip.body));
+            assert_eq!(sha, answer["shasum"].as_str().unwrap(), "{}", r.name);
+            let sums = r.download(answer["shasums_url"].as_str().unwrap()).await;
+            let sig = r
+                .download(answer["shasums_signature_url"].as_str().unwrap())
+                .await;
+            let line = format!("{sha}  {}", answer["filename"].as_str().unwrap());
+            assert!(sums.text().lines().any(|l| l == line), "{line}");
+            let armor = answer["signing_keys"]["gpg_public_keys"][0]["ascii_armor"]
+                .as_str()
+                .unwrap();
+            let key = tfreg_verify::signing::PublicKey::parse(armor).unwrap();
+            assert!(
+                tfreg_verify::release_check::select_key(&[key], &sums.body, &sig.body, now())
+                    .is_some(),
+                "{}: {v}'s signature does not verify with the key served",
+                r.name
+            );
+        }
+    }
+    versions.len()
+}
+
+async fn a_sync_makes_the_origins_versions_this_registrys_own(r: TestRegistry) {
+    let tmp = tempfile::tempdir().unwrap();
+    let gpg = Gpg::new("rsa2048");
+    let name = format!("sync-origin-{}.example.test", r.name);
+    let origin = blocking(|| {
+        Origin::start_with(
+            tmp.path(),
+            &origin_ip(&r, 170),
+            &name,
+            &[("1.0.0", &gpg), ("1.1.0", &gpg)],
+        )
+    });
+    let names = ["hashicorp/null", "hashicorp/greeting/null"];
+    let (sync, _scratch, _temp) = syncer(&r, &origin).await;
+    let report = sync.run(&plan(&names, Some("< 1.1")), &|_| {}).await;
+    assert_eq!(
+        outcomes(&report, "hashicorp/null"),
+        [("1.0.0".to_string(), SyncOutcome::Stored)],
+        "{}: {report:?}",
+        r.name
+    );
+    assert_eq!(
+        outcomes(&report, "hashicorp/greeting/null"),
+        [("1.0.0".to_string(), SyncOutcome::Stored)],
+        "{}: {report:?}",
+        r.name
+    );
+    assert_eq!(own_versions(&r).await, ["1.0.0"], "{}", r.name);
+    // The origin's bytes, under this registry's own hostname.
+    let answer: Value = r
+        .get("/v1/providers/hashicorp/null/1.0.0/download/linux/amd64")
+        .await
+        .json();
+    let zip = r
+        .download(answer["download_url"].as_str().unwrap())
+        .await
+        .body;
+    assert_eq!(zip, origin.linux_zip, "{}", r.name);
+    let module = r
+        .get("/v1/modules/hashicorp/greeting/null/1.0.0/download")
+        .await;
+    assert_eq!(module.status, StatusCode::NO_CONTENT, "{}", module.text());
+    let m = tfreg_model::address::ModuleName::parse("hashicorp", "greeting", "null").unwrap();
+    let items = r.registry.items.as_ref();
+    let release = &tfreg_store::catalog::module_releases(items, &m)
+        .await
+        .unwrap()[0];
+    let docs = tfreg_store::catalog::module_docs(items, &m, release)
+        .await
+        .unwrap()
+        .expect("the synced module's docs");
+    assert_eq!(docs.root.inputs[0].name, "name", "{}: {docs:?}", r.name);
+
+    // Run again with no constraint: 1.0.0 is here, only 1.1.0 is fetched.
+    let before = downloads_asked(&origin, "1.0.0");
+    let report = sync.run(&plan(&names, None), &|_| {}).await;
+    assert_eq!(
+        outcomes(&report, "hashicorp/null"),
+        [
+            ("1.0.0".to_string(), SyncOutcome::Present),
+            ("1.1.0".to_string(), SyncOutcome::Stored)
+        ],
+        "{}",
+        r.name
+    );
+    assert_eq!(
+        outcomes(&report, "hashicorp/greeting/null"),
+        [("1.0.0".to_string(), SyncOutcome::Present)]
+    );
+    assert_eq!(
+        downloads_asked(&origin, "1.0.0"),
+        before,
+        "1.0.0 fetched again"
+    );
+    assert!(downloads_asked(&origin, "1.1.0") > 0);
+
+    // The origin gone, every version is still served, whole and verified.
+    blocking(|| drop(origin));
+    assert_eq!(every_listed_version_is_whole(&r).await, 2, "{}", r.name);
+    let mismatches = all_files_verify(&r).await;
+    assert_eq!(mismatches, 0, "{}", r.name);
+    // One audit line per version stored.
+    let events = tfreg_store::catalog::audit::recent(items, 50)
+        .await
+        .unwrap();
+    let stored = events
+        .iter()
+        .filter(|e| e.action == "sync" && e.status == 201)
+        .count();
+    assert_eq!(stored, 3, "{}: {events:?}", r.name);
+}
+
+/// What `tfreg verify` finds wrong in `r`.
+async fn all_files_verify(r: &TestRegistry) -> usize {
+    let (items, blobs) = (r.registry.items.as_ref(), r.registry.blobs.as_ref());
+    let files = tfreg_store::maintenance::promised(items, blobs, 0)
+        .await
+        .unwrap();
+    assert!(!files.is_empty());
+    let mut bad = 0;
+    for (key, promised) in &files {
+        let (mismatch, _) = tfreg_store::maintenance::check(blobs, key, promised)
+            .await
+            .unwrap();
+        bad += usize::from(mismatch.is_some());
+    }
+    bad
+}
+
+async fn a_tampered_archive_is_refused_by_name_and_nothing_is_stored(r: TestRegistry) {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = format!("sync-tampered-{}.example.test", r.name);
+    let origin = blocking(|| Origin::start(tmp.path(), &origin_ip(&r, 172), &name));
+    // The origin's zip changes after its SHA256SUMS was signed.
+    let zip = crate::cache_mirror::files_named(&tmp.path().join("origin"), |n| {
+        n.ends_with("_linux_amd64.zip")
+    })
+    .into_iter()
+    .find(|p| p.to_string_lossy().contains("/archives/"))
+    .unwrap();
+    let mut bytes = std::fs::read(&zip).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&zip, bytes).unwrap();
+
+    let (sync, _scratch, _temp) = syncer(&r, &origin).await;
+    let report = sync.run(&plan(&["hashicorp/null"], None), &|_| {}).await;
+    let [(version, SyncOutcome::Refused(why))] = &outcomes(&report, "hashicorp/null")[..] else {
+        panic!("{}: {report:?}", r.name);
+    };
+    assert_eq!(version, "1.0.0");
+    assert!(
+        why.contains("terraform-provider-null_1.0.0_linux_amd64.zip has sha256")
+            && why.ends_with("as its SHA256SUMS says"),
+        "{why}"
+    );
+    assert!(own_versions(&r).await.is_empty(), "{}", r.name);
+    let kept = r.registry.blobs.list("archives/").await.unwrap();
+    assert!(kept.is_empty(), "{}: {kept:?}", r.name);
+    let events = tfreg_store::catalog::audit::recent(r.registry.items.as_ref(), 10)
+        .await
+        .unwrap();
+    assert!(
+        events
+            .iter()
+            .any(|e| e.action == "sync" && e.status == 502 && e.target.contains("1.0.0")),
+        "{events:?}"
+    );
+    blocking(|| drop(origin));
+}
+
+/// A namespace with registered keys takes only what one of them signed,
+/// as a publish does; a key not seen before is refused with
+/// `--on-key-change refuse`.
+async fn registered_keys_and_key_changes_rule_as_for_a_publish(r: TestRegistry) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (first, second) = (Gpg::new("rsa2048"), Gpg::new("rsa2048"));
+    let name = format!("sync-keys-{}.example.test", r.name);
+    let origin = blocking(|| {
+        Origin::start_with(
+            tmp.path(),
+            &origin_ip(&r, 174),
+            &name,
+            &[("1.0.0", &first), ("1.1.0", &second)],
+        )
+    });
+    let items = r.registry.items.as_ref();
+    // The namespace has a key of its own: neither version is signed by it.
+    let armor = tmp.path().join("other.asc");
+    Gpg::new("rsa2048").export(&armor);
+    let armor = std::fs::read_to_string(&armor).unwrap();
+    let key_id = tfreg_verify::signing::PublicKey::parse(&armor)
+        .unwrap()
+        .info()
+        .key_id
+        .clone();
+    let registered = tfreg_model::keys::RegisteredKey {
+        key_id: key_id.clone(),
+        ascii_armor: armor,
+        algorithms: vec![],
+        added_at: 0,
+        added_by: "test".into(),
+    };
+    tfreg_store::catalog::keys::add(items, "hashicorp", vec![registered])
+        .await
+        .unwrap();
+    let (sync, _scratch, _temp) = syncer(&r, &origin).await;
+    let report = sync.run(&plan(&["hashicorp/null"], None), &|_| {}).await;
+    for (_, outcome) in outcomes(&report, "hashicorp/null") {
+        let SyncOutcome::Refused(why) = outcome else {
+            panic!("{report:?}")
+        };
+        assert!(
+            why.contains("any key registered for namespace hashicorp"),
+            "{why}"
+        );
+    }
+    assert!(own_versions(&r).await.is_empty());
+    tfreg_store::catalog::keys::remove(items, "hashicorp", &key_id)
+        .await
+        .unwrap();
+    // No registered key; with refuse, 1.1.0's new key is refused.
+    let mut record = origin_record(&origin);
+    record.settings.on_key_change = tfreg_model::upstream::KeyChange::Refuse;
+    let (sync, _scratch, _temp) = {
+        let scratch = TestRegistry::embedded().await;
+        let temp = tempfile::tempdir().unwrap();
+        let s = Syncer::new(
+            Stores {
+                items: r.registry.items.clone(),
+                blobs: r.registry.blobs.clone(),
+            },
+            Stores {
+                items: scratch.registry.items.clone(),
+                blobs: scratch.registry.blobs.clone(),
+            },
+            temp.path().to_path_buf(),
+            record,
+            OperatorPolicy {
+                connect_allow: vec![Net::parse(crate::cache_mirror::LOOPBACK).unwrap()],
+                credentials_dir: None,
+            },
+            r.registry.config.max_archive_bytes,
+        )
+        .await
+        .unwrap();
+        (s, scratch, temp)
+    };
+    let report = sync.run(&plan(&["hashicorp/null"], None), &|_| {}).await;
+    let got = outcomes(&report, "hashicorp/null");
+    assert_eq!(
+        got[0],
+        ("1.0.0".to_string(), SyncOutcome::Stored),
+        "{got:?}"
+    );
+    let SyncOutcome::Refused(why) = &got[1].1 else {
+        panic!("{got:?}")
+    };
+    assert!(
+        why.contains("1.1.0 is signed by") && why.contains("earlier versions by"),
+        "{why}"
+    );
+    assert_eq!(own_versions(&r).await, ["1.0.0"]);
+    blocking(|| drop(origin));
+}
+
+/// `tfreg sync` on `r`'s stores, reaching `origin`.
+fn sync_command(r: &TestRegistry, origin: &Origin) -> std::process::Command {
+    let mut cmd = std::process::Command::new(crate::support::tools::tfreg_bin());
+    cmd.args(["sync", "--from", &origin.host])
+        .args(["hashicorp/null", "hashicorp/greeting/null"])
+        .arg("--connect-to")
+        .arg(format!("{}={}", origin.host, origin.listen))
+        .arg("--ca-file")
+        .arg(&origin.server.ca)
+        .args(r.store_args());
+    cmd
+}
+
+/// The CLI killed with SIGKILL at growing moments of its run, then run to
+/// its end: after each kill every version listed is whole; the last run
+/// stores what is left and the registry holds every version once.
+async fn a_sync_killed_at_any_moment_is_run_again(r: TestRegistry) {
+    let tmp = tempfile::tempdir().unwrap();
+    let gpg = Gpg::new("rsa2048");
+    let name = format!("sync-kill-{}.example.test", r.name);
+    let versions = [("1.0.0", &gpg), ("1.1.0", &gpg), ("1.2.0", &gpg)];
+    let origin = blocking(|| Origin::start_with(tmp.path(), &origin_ip(&r, 176), &name, &versions));
+    let (mut kills, mut cut_between) = (0, false);
+    let mut wait = std::time::Duration::from_millis(40);
+    loop {
+        let mut child = sync_command(&r, &origin)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let ended = tokio::task::block_in_place(|| {
+            let until = std::time::Instant::now() + wait;
+            while std::time::Instant::now() < until {
+                if child.try_wait().unwrap().is_some() {
+                    return true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            false
+        });
+        if ended {
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}: {}{}",
+                r.name,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            break;
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        kills += 1;
+        // Only whole versions are served after a kill.
+        let whole = every_listed_version_is_whole(&r).await;
+        eprintln!("{}: killed after {wait:?}: {whole} versions served", r.name);
+        cut_between |= (1..3).contains(&whole);
+        wait = wait * 3 / 2;
+    }
+    assert!(kills >= 2, "{}: killed {kills} times only", r.name);
+    assert!(cut_between, "{}: no kill fell between two versions", r.name);
+    assert_eq!(
+        own_versions(&r).await,
+        ["1.0.0", "1.1.0", "1.2.0"],
+        "{}",
+        r.name
+    );
+    assert_eq!(every_listed_version_is_whole(&r).await, 3);
+    assert_eq!(all_files_verify(&r).await, 0);
+    // Run again: nothing left to fetch.
+    let out = tokio::task::block_in_place(|| sync_command(&r, &origin).output().unwrap());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("0 stored, 4 already here, 0 skipped, 0 refused or failed"),
+        "{text}"
+    );
+    blocking(|| drop(origin));
+}
+
+crate::backend_contract::contract!(
+    a_sync_makes_the_origins_versions_this_registrys_own,
+    a_tampered_archive_is_refused_by_name_and_nothing_is_stored,
+    registered_keys_and_key_changes_rule_as_for_a_publish,
+    a_sync_killed_at_any_moment_is_run_again,
+);
