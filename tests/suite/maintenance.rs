@@ -307,7 +307,7 @@ crate::backend_contract::contract!(
     gc_racing_concurrent_publishes_loses_nothing,
     verify_names_a_tampered_and_a_missing_file_and_changes_nothing,
     reindex_rebuilds_what_a_crash_left_behind,
-    a_gc_cut_off_half_way_is_run_again,
+    a_gc_killed_at_any_moment_is_run_again,
 );
 
 /// `tfreg ARGS --data-dir DATA`.
@@ -491,51 +491,58 @@ async fn reindex_rebuilds_what_a_crash_left_behind(r: TestRegistry) {
     assert_eq!(listed().await, ["1.1.0", "1.2.0"], "{}", r.name);
 }
 
-/// A gc cut off after its first deletion (the future dropped, as a killed
-/// process stops), then run again: the rest collected, every release whole.
-async fn a_gc_cut_off_half_way_is_run_again(r: TestRegistry) {
-    let r = Arc::new(r);
+/// `tfreg gc --apply` itself, on the stores (the data directory; the
+/// table and bucket), killed with SIGKILL at growing moments and run again
+/// until a run ends: after each kill every release is whole; at the end
+/// every leftover is collected and nothing else.
+async fn a_gc_killed_at_any_moment_is_run_again(r: TestRegistry) {
     let token = r.token(Scope::Publish, None).await;
     let archive = module_archive(&[("main.tf", "# kept\n")]);
     let resp = publish_module(&r, &token, "acme/kept/aws", "1.0.0", &archive).await;
     assert_eq!(resp.status, StatusCode::CREATED);
-    for _ in 0..6 {
-        let orphan = key(&format!("archives/{}/m.tar.gz", UploadId::random()));
-        put_object(r.registry.blobs.as_ref(), &orphan, b"left over").await;
-    }
-    tokio::time::sleep(Duration::from_millis(2100)).await;
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let task = {
-        let r = r.clone();
-        tokio::spawn(async move {
-            let progress = move |done: usize, _: usize| {
-                let _ = tx.send(done);
-            };
-            maintenance::gc(
-                r.registry.items.as_ref(),
-                r.registry.blobs.as_ref(),
-                now(),
-                1,
-                true,
-                &progress,
-            )
-            .await
-        })
-    };
-    let _ = rx.recv().await;
-    task.abort();
-    let _ = task.await;
-    let left = r.registry.blobs.list("archives/").await.unwrap().len();
-    assert!(left < 7, "{}: one deleted at least", r.name);
-    let again = gc(&r, 1, true).await;
-    // The closed upload slot of the publish goes too, in one run or the other.
-    assert!(again.deleted >= 1, "{}: {again:?}", r.name);
-    assert_eq!(
-        r.registry.blobs.list("archives/").await.unwrap().len(),
-        1,
-        "{}",
-        r.name
+    const ORPHANS: usize = 400;
+    let blobs = r.registry.blobs.clone();
+    let puts = (0..ORPHANS).map(|_| {
+        let blobs = blobs.clone();
+        async move {
+            let orphan = key(&format!("archives/{}/m.tar.gz", UploadId::random()));
+            put_object(blobs.as_ref(), &orphan, b"left over").await;
+        }
+    });
+    futures_util::future::join_all(puts).await;
+    // A day and more old: past the grace.
+    r.age_objects(Duration::from_secs(2 * 86_400));
+    let left = || async { r.registry.blobs.list("archives/").await.unwrap().len() };
+    let cut_between = std::cell::Cell::new(false);
+    let killed = crate::support::kill::until_done(
+        || {
+            let mut cmd = std::process::Command::new(crate::support::tools::tfreg_bin());
+            cmd.args(["gc", "--apply", "--grace", "1h"])
+                .args(r.store_args());
+            cmd
+        },
+        |_| {
+            let cut = &cut_between;
+            let (r, left) = (&r, &left);
+            async move {
+                assert_eq!(all_verify(r).await, 1, "{}: the release is whole", r.name);
+                let n = left().await;
+                cut.set(cut.get() || (2..=ORPHANS).contains(&n));
+            }
+        },
+    )
+    .await;
+    let text = crate::support::kill::text(&killed.output);
+    assert!(killed.output.status.success(), "{}: {text}", r.name);
+    assert!(
+        cut_between.get(),
+        "{}: no kill fell amid the deletions ({:?})",
+        r.name,
+        killed.kills
     );
+    assert_eq!(left().await, 1, "{}: {text}", r.name);
     assert_eq!(all_verify(&r).await, 1);
+    let module = r.get("/v1/modules/acme/kept/aws/1.0.0/download").await;
+    assert_eq!(module.status, StatusCode::NO_CONTENT, "{}", r.name);
     assert_eq!(gc(&r, 1, true).await.garbage.len(), 0);
 }

@@ -432,46 +432,30 @@ async fn a_sync_killed_at_any_moment_is_run_again(r: TestRegistry) {
     let name = format!("sync-kill-{}.example.test", r.name);
     let versions = [("1.0.0", &gpg), ("1.1.0", &gpg), ("1.2.0", &gpg)];
     let origin = blocking(|| Origin::start_with(tmp.path(), &origin_ip(&r, 176), &name, &versions));
-    let (mut kills, mut cut_between) = (0, false);
-    let mut wait = std::time::Duration::from_millis(40);
-    loop {
-        let mut child = sync_command(&r, &origin)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let ended = tokio::task::block_in_place(|| {
-            let until = std::time::Instant::now() + wait;
-            while std::time::Instant::now() < until {
-                if child.try_wait().unwrap().is_some() {
-                    return true;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(5));
+    let cut_between = std::cell::Cell::new(false);
+    let killed = crate::support::kill::until_done(
+        || sync_command(&r, &origin),
+        |wait| {
+            let r = &r;
+            let cut = &cut_between;
+            async move {
+                // Only whole versions are served after a kill.
+                let whole = every_listed_version_is_whole(r).await;
+                eprintln!("{}: killed after {wait:?}: {whole} versions served", r.name);
+                cut.set(cut.get() || (1..3).contains(&whole));
             }
-            false
-        });
-        if ended {
-            let out = child.wait_with_output().unwrap();
-            assert!(
-                out.status.success(),
-                "{}: {}{}",
-                r.name,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            break;
-        }
-        child.kill().unwrap();
-        child.wait().unwrap();
-        kills += 1;
-        // Only whole versions are served after a kill.
-        let whole = every_listed_version_is_whole(&r).await;
-        eprintln!("{}: killed after {wait:?}: {whole} versions served", r.name);
-        cut_between |= (1..3).contains(&whole);
-        wait = wait * 3 / 2;
-    }
+        },
+    )
+    .await;
+    let text = crate::support::kill::text(&killed.output);
+    assert!(killed.output.status.success(), "{}: {text}", r.name);
+    let kills = killed.kills.len();
     assert!(kills >= 2, "{}: killed {kills} times only", r.name);
-    assert!(cut_between, "{}: no kill fell between two versions", r.name);
+    assert!(
+        cut_between.get(),
+        "{}: no kill fell between two versions",
+        r.name
+    );
     assert_eq!(
         own_versions(&r).await,
         ["1.0.0", "1.1.0", "1.2.0"],

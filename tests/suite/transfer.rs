@@ -36,6 +36,11 @@ const MODULES: [&str; 3] = ["vpc", "dns", "iam"];
 
 /// Three modules, two versions each; the export of it; a read token.
 async fn exported(r: &TestRegistry, dir: &std::path::Path) -> String {
+    exported_with(r, dir, 6).await
+}
+
+/// [`exported`] of a registry holding `files` archives with those.
+async fn exported_with(r: &TestRegistry, dir: &std::path::Path, files: usize) -> String {
     let token = r.token(Scope::Publish, None).await;
     for name in MODULES {
         for v in ["1.0.0", "1.1.0"] {
@@ -55,7 +60,7 @@ async fn exported(r: &TestRegistry, dir: &std::path::Path) -> String {
     )
     .await
     .unwrap();
-    assert_eq!(out.files, 6, "{}: {out:?}", r.name);
+    assert_eq!(out.files, files, "{}: {out:?}", r.name);
     read
 }
 
@@ -161,50 +166,100 @@ async fn a_tampered_archive_is_refused_by_name_and_nothing_is_stored(r: TestRegi
     );
 }
 
-async fn an_import_cut_off_half_way_goes_on_where_it_stopped(r: TestRegistry) {
+/// `tfreg import` itself into `r`'s stores (the data directory; the table
+/// and bucket), killed with SIGKILL amid its files, then amid its
+/// releases, then run to its end: after each kill every release is served
+/// whole (its file there, its bytes its sha256) and no other; at the end `r`
+/// serves what the export has.
+async fn an_import_killed_amid_its_files_and_its_releases_is_run_again(r: TestRegistry) {
     let dir = tempfile::tempdir().unwrap();
-    let read = exported(&r, dir.path()).await;
-    let to = std::sync::Arc::new(other(&r).await);
-    // Cut off (the future dropped, as a killed process stops) once it has
-    // stored its third file.
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let task = {
-        let (to, dir) = (to.clone(), dir.path().to_path_buf());
-        tokio::spawn(async move {
-            let progress = move |done: usize, _: usize| {
-                let _ = tx.send(done);
-            };
-            transfer::import(
-                to.registry.items.as_ref(),
-                to.registry.blobs.as_ref(),
-                &dir,
-                now(),
-                &progress,
-            )
-            .await
-        })
+    let from = other(&r).await;
+    // Enough releases that a kill falls amid them.
+    const EXTRA: usize = 100;
+    let extra: Vec<String> = (0..EXTRA).map(|i| format!("extra{i}")).collect();
+    let token = from.token(Scope::Publish, None).await;
+    for name in &extra {
+        let archive = module_archive(&[("main.tf", &format!("# {name}\n"))]);
+        let resp = publish_module(
+            &from,
+            &token,
+            &format!("acme/{name}/aws"),
+            "1.0.0",
+            &archive,
+        )
+        .await;
+        assert_eq!(resp.status, StatusCode::CREATED, "{}", resp.text());
+    }
+    let read = exported_with(&from, dir.path(), EXTRA + 6).await;
+    let names: Vec<&str> = MODULES
+        .iter()
+        .copied()
+        .chain(extra.iter().map(String::as_str))
+        .collect();
+    let whole = || async {
+        let mut releases = 0;
+        for name in &names {
+            let m = ModuleName::parse("acme", name, "aws").unwrap();
+            let items = r.registry.items.as_ref();
+            for release in tfreg_store::catalog::module_releases(items, &m)
+                .await
+                .unwrap()
+            {
+                let url = r.registry.read_url(&release.file.key).await.unwrap();
+                let got = r.download(&url).await;
+                assert_eq!(
+                    got.status,
+                    StatusCode::OK,
+                    "{}: {m} {}",
+                    r.name,
+                    release.version
+                );
+                let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&got.body));
+                assert_eq!(sha, release.file.sha256, "{}", r.name);
+                releases += 1;
+            }
+        }
+        releases
     };
-    while rx.recv().await.is_some_and(|done| done < 3) {}
-    task.abort();
-    let _ = task.await;
-    let stored = to.registry.blobs.list("archives/").await.unwrap().len();
-    assert!(
-        (3..6).contains(&stored),
-        "{}: cut off after {stored} files",
-        to.name
-    );
-    // Nothing served that has no file: no release was written yet.
-    let m = ModuleName::parse("acme", "vpc", "aws").unwrap();
-    assert!(
-        tfreg_store::catalog::module_releases(to.registry.items.as_ref(), &m)
+    let command = || {
+        let mut cmd = std::process::Command::new(crate::support::tools::tfreg_bin());
+        cmd.arg("import").arg(dir.path()).args(r.store_args());
+        cmd
+    };
+    // Killed amid the files (ten of them kept): no release is served yet.
+    let blobs = r.registry.blobs.as_ref();
+    let killed = crate::support::kill::when(command, || async {
+        blobs.list("archives/").await.unwrap().len() >= 10
+    })
+    .await;
+    assert!(killed, "{}: the import ended before it was killed", r.name);
+    assert_eq!(whole().await, 0, "{}", r.name);
+    // Killed again amid the releases (the first one written is there):
+    // those written are whole, the others not served at all.
+    let first = ModuleName::parse("acme", "dns", "aws").unwrap();
+    let v1 = tfreg_model::version::Version::parse("1.0.0").unwrap();
+    let items = r.registry.items.as_ref();
+    let killed = crate::support::kill::when(command, || async {
+        tfreg_store::catalog::module_release(items, &first, &v1)
             .await
             .unwrap()
-            .is_empty()
+            .is_some()
+    })
+    .await;
+    assert!(killed, "{}: the import ended before it was killed", r.name);
+    let n = whole().await;
+    assert!(
+        (1..EXTRA + 6).contains(&n),
+        "{}: {n} releases after the kill",
+        r.name
     );
-    let done = import(&to, dir.path()).await.unwrap();
-    assert_eq!(done.files_present + done.files_written, 6, "{done:?}");
-    assert!(done.files_present >= 3, "{done:?}");
-    serves_the_same(&r, &to, &read).await;
+    // Run again to its end: everything, once.
+    let out = tokio::task::block_in_place(|| command().output().unwrap());
+    let text = crate::support::kill::text(&out);
+    assert!(out.status.success(), "{}: {text}", r.name);
+    assert!(text.contains("were already there"), "{text}");
+    assert_eq!(whole().await, EXTRA + 6);
+    serves_the_same(&from, &r, &read).await;
 }
 
 async fn another_version_of_the_same_name_is_refused_and_kept(r: TestRegistry) {
@@ -282,7 +337,7 @@ crate::backend_contract::contract!(
     an_export_of_one_namespace_carries_it_alone,
     an_export_imported_into_the_other_backend_serves_the_same,
     a_tampered_archive_is_refused_by_name_and_nothing_is_stored,
-    an_import_cut_off_half_way_goes_on_where_it_stopped,
+    an_import_killed_amid_its_files_and_its_releases_is_run_again,
     another_version_of_the_same_name_is_refused_and_kept,
 );
 

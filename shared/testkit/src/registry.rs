@@ -208,6 +208,36 @@ impl TestRegistry {
         }
     }
 
+    /// Make every stored object `by` older (its file's modification time:
+    /// the blob directory's, or s3s-fs's, whose bucket is a directory named
+    /// by `TFREG_EMULATOR_S3_DATA`): what `tfreg gc`'s grace is measured
+    /// against, for a test that cannot wait a day.
+    pub fn age_objects(&self, by: std::time::Duration) {
+        let root = match &self.stack {
+            Some(bucket) => std::path::PathBuf::from(
+                std::env::var("TFREG_EMULATOR_S3_DATA")
+                    .expect("TFREG_EMULATOR_S3_DATA (from .ci/emulators' env file)"),
+            )
+            .join(bucket),
+            None => self.dir.path().join("blobs"),
+        };
+        fn walk(dir: &std::path::Path, at: std::time::SystemTime) {
+            for entry in std::fs::read_dir(dir).expect("the objects' directory") {
+                let path = entry.expect("an entry").path();
+                if path.is_dir() {
+                    walk(&path, at);
+                } else {
+                    std::fs::File::options()
+                        .write(true)
+                        .open(&path)
+                        .and_then(|f| f.set_modified(at))
+                        .expect("age an object");
+                }
+            }
+        }
+        walk(&root, std::time::SystemTime::now() - by);
+    }
+
     /// The `tfreg` CLI's arguments naming these stores, for the commands
     /// that work on them (`gc`, `import`, `sync`): the data directory, or
     /// the table and bucket on the environment's emulators.

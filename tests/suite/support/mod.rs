@@ -10,6 +10,7 @@ pub mod edge;
 pub mod fixtures;
 pub mod gpg;
 pub mod iam;
+pub mod kill;
 pub mod log;
 pub mod moto;
 pub mod rehearsed;
