@@ -16,6 +16,8 @@ use tfreg_store::maintenance::{self, VerifyReport, transfer};
 use crate::admin::Where;
 use crate::cli_error::Result;
 
+mod archive;
+
 #[derive(Args)]
 #[command(after_help = "Examples:
   tfreg gc                       # what would be deleted, on ./tfreg-data
@@ -227,39 +229,88 @@ pub async fn verify(args: VerifyArgs) -> Result<()> {
 
 #[derive(Args)]
 #[command(after_help = "Examples:
-  tfreg export ./backup              # everything in ./tfreg-data; --table and --bucket for a stack")]
+  tfreg export ./backup              # everything in ./tfreg-data; --table and --bucket for a stack
+  tfreg export ./backup.tar          # the same as one tar archive
+  tfreg export ./widget --name acme/widget --constraint '>= 2.0'")]
 pub struct ExportArgs {
-    /// A new, empty directory to write the export into.
+    /// A new, empty directory to write the export into, or a new file
+    /// ending in `.tar` to write it as one archive.
     dir: std::path::PathBuf,
     /// Only this namespace's providers, mirror imports, modules, signing
     /// keys, trust policies and download counts (repeatable); without it,
     /// everything, tokens and the audit trail included.
     #[arg(long = "namespace")]
     namespaces: Vec<String>,
+    /// Only this provider (NAMESPACE/TYPE) or module (NAMESPACE/NAME/SYSTEM),
+    /// with its namespace's signing keys and trust policies (repeatable).
+    #[arg(long = "name")]
+    names: Vec<String>,
+    /// Only the versions meeting this version constraint (`>= 1.2, < 2.0`).
+    #[arg(long)]
+    constraint: Option<String>,
     #[command(flatten)]
     r#where: Where,
 }
 
 #[derive(Args)]
 #[command(after_help = "Examples:
-  tfreg import ./backup              # into ./tfreg-data (what is there already is merged); --table and --bucket for a stack")]
+  tfreg import ./backup              # into ./tfreg-data (what is there already is merged); --table and --bucket for a stack
+  tfreg import ./backup.tar          # an export written as one archive")]
 pub struct ImportArgs {
-    /// A directory `tfreg export` wrote.
+    /// A directory `tfreg export` wrote, or its `.tar` archive.
     dir: std::path::PathBuf,
     #[command(flatten)]
     r#where: Where,
 }
 
+/// Is `path` an export as one archive (`.tar`)?
+fn is_archive(path: &std::path::Path) -> bool {
+    path.extension().is_some_and(|e| e == "tar")
+}
+
 pub async fn export(args: ExportArgs) -> Result<()> {
+    for name in &args.names {
+        tfreg_cache::sync::Wanted::parse(name)?;
+    }
+    let constraint = args
+        .constraint
+        .as_deref()
+        .map(tfreg_model::constraint::Constraints::parse)
+        .transpose()?;
     let registry = args.r#where.stores("export").await?;
+    // An archive is written from a directory beside it, then renamed into
+    // place whole: a file of that name is a whole export.
+    let staging = if is_archive(&args.dir) {
+        if args.dir.exists() {
+            return Err(format!("{} exists: export into a new file", args.dir.display()).into());
+        }
+        let parent = args
+            .dir
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        Some(
+            tempfile::Builder::new()
+                .prefix(".tfreg-export-")
+                .tempdir_in(parent)
+                .map_err(|e| format!("{}: {e}", parent.display()))?,
+        )
+    } else {
+        None
+    };
+    let dir = staging
+        .as_ref()
+        .map_or(args.dir.clone(), |t| t.path().join("export"));
     let bar = bar(0, "exporting");
     let progress = follows(&bar);
     let exported = transfer::export(
         registry.items.as_ref(),
         registry.blobs.as_ref(),
-        &args.dir,
+        &dir,
         &transfer::Selection {
             namespaces: args.namespaces.clone(),
+            names: args.names.clone(),
+            constraint,
         },
         now(),
         &progress,
@@ -267,6 +318,12 @@ pub async fn export(args: ExportArgs) -> Result<()> {
     .await
     .map_err(|e| e.to_string())?;
     bar.finish_and_clear();
+    if staging.is_some() {
+        let (from, to) = (dir.clone(), args.dir.clone());
+        tokio::task::spawn_blocking(move || archive::pack(&from, &to))
+            .await
+            .map_err(|e| e.to_string())??;
+    }
     record(
         registry.items.as_ref(),
         "export",
@@ -291,12 +348,30 @@ pub async fn export(args: ExportArgs) -> Result<()> {
 
 pub async fn import(args: ImportArgs) -> Result<()> {
     let registry = args.r#where.stores("import").await?;
+    // An archive is unpacked into a private directory first; the import
+    // then checks it as it checks any export.
+    let unpacked = if is_archive(&args.dir) {
+        let to = tempfile::Builder::new()
+            .prefix("tfreg-import-")
+            .tempdir()
+            .map_err(|e| format!("cannot make a directory to unpack into: {e}"))?;
+        let (from, into) = (args.dir.clone(), to.path().to_path_buf());
+        tokio::task::spawn_blocking(move || archive::unpack(&from, &into))
+            .await
+            .map_err(|e| e.to_string())??;
+        Some(to)
+    } else {
+        None
+    };
+    let dir = unpacked
+        .as_ref()
+        .map_or(args.dir.clone(), |t| t.path().to_path_buf());
     let bar = bar(0, "importing");
     let progress = follows(&bar);
     let imported = transfer::import(
         registry.items.as_ref(),
         registry.blobs.as_ref(),
-        &args.dir,
+        &dir,
         now(),
         &progress,
     )

@@ -303,6 +303,7 @@ async fn an_export_of_one_namespace_carries_it_alone(r: TestRegistry) {
     let dir = tempfile::tempdir().unwrap();
     let select = transfer::Selection {
         namespaces: vec!["other".into()],
+        ..Default::default()
     };
     let out = transfer::export(
         r.registry.items.as_ref(),
@@ -333,11 +334,76 @@ async fn an_export_of_one_namespace_carries_it_alone(r: TestRegistry) {
     );
 }
 
+/// The CLI on `r`'s stores: one module's newer versions exported as one
+/// `.tar` (`--name`, `--constraint`), imported by the CLI into the other
+/// backend's stores: that version alone arrives, served whole.
+async fn one_name_and_its_newer_versions_go_as_one_archive(r: TestRegistry) {
+    let dir = tempfile::tempdir().unwrap();
+    exported(&r, dir.path()).await;
+    let file = dir.path().join("vpc.tar");
+    let tfreg = |args: &[&str], on: &TestRegistry| {
+        let out = tokio::task::block_in_place(|| {
+            std::process::Command::new(crate::support::tools::tfreg_bin())
+                .args(args)
+                .args(on.store_args())
+                .output()
+                .unwrap()
+        });
+        let text = crate::support::kill::text(&out);
+        assert!(out.status.success(), "{args:?}: {text}");
+        text
+    };
+    let file_arg = file.to_str().unwrap();
+    let text = tfreg(
+        &[
+            "export",
+            file_arg,
+            "--name",
+            "acme/vpc/aws",
+            "--constraint",
+            ">= 1.1",
+        ],
+        &r,
+    );
+    assert!(text.contains("and 1 files"), "{text}");
+    let to = other(&r).await;
+    tfreg(&["import", file_arg], &to);
+    let items = to.registry.items.as_ref();
+    let vpc = ModuleName::parse("acme", "vpc", "aws").unwrap();
+    let releases = tfreg_store::catalog::module_releases(items, &vpc)
+        .await
+        .unwrap();
+    let versions: Vec<&str> = releases.iter().map(|r| r.version.as_str()).collect();
+    assert_eq!(versions, ["1.1.0"], "{}", to.name);
+    let dns = ModuleName::parse("acme", "dns", "aws").unwrap();
+    assert!(
+        tfreg_store::catalog::module_releases(items, &dns)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let url = to.registry.read_url(&releases[0].file.key).await.unwrap();
+    let got = to.download(&url).await;
+    let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&got.body));
+    assert_eq!(sha, releases[0].file.sha256);
+    // A second export to the same file is refused, the first one kept.
+    let out = tokio::task::block_in_place(|| {
+        std::process::Command::new(crate::support::tools::tfreg_bin())
+            .args(["export", file_arg])
+            .args(r.store_args())
+            .output()
+            .unwrap()
+    });
+    assert!(!out.status.success());
+    assert!(crate::support::kill::text(&out).contains("exists: export into a new file"));
+}
+
 crate::backend_contract::contract!(
     an_export_of_one_namespace_carries_it_alone,
     an_export_imported_into_the_other_backend_serves_the_same,
     a_tampered_archive_is_refused_by_name_and_nothing_is_stored,
     an_import_killed_amid_its_files_and_its_releases_is_run_again,
+    one_name_and_its_newer_versions_go_as_one_archive,
     another_version_of_the_same_name_is_refused_and_kept,
 );
 

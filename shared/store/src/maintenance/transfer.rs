@@ -167,43 +167,92 @@ fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(sha2::Sha256::digest(bytes))
 }
 
-/// Which namespaces an export carries: all when empty. A selection
-/// carries what belongs to its namespaces (their providers, mirror imports
-/// and modules with their files and docs, signing keys, trust policies,
-/// download counts) and leaves out what is registry-wide (tokens, group
-/// mappings, upstreams, the audit trail).
+/// What an export carries: everything when empty. Namespaces and names
+/// select what belongs to them (their providers, mirror imports and modules
+/// with their files and docs, download counts, and their namespaces'
+/// signing keys and trust policies) and leave out what is registry-wide
+/// (tokens, group mappings, upstreams, the audit trail); a constraint keeps
+/// only the versions meeting it (of releases, docs and download counts).
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
     pub namespaces: Vec<String>,
+    /// Providers as `NAMESPACE/TYPE`, modules as `NAMESPACE/NAME/SYSTEM`.
+    pub names: Vec<String>,
+    pub constraint: Option<tfreg_model::constraint::Constraints>,
 }
 
 impl Selection {
     /// The namespace an item belongs to, or `None` for a registry-wide one.
     fn namespace_of(item: &Item) -> Option<&str> {
-        let pk = item.pk.as_str();
-        if let Some(rest) = pk
-            .strip_prefix("PROVIDER#")
-            .or_else(|| pk.strip_prefix("MODULE#"))
-            .or_else(|| pk.strip_prefix("KEYS#"))
-        {
-            return rest.split('/').next();
+        if let Some(name) = Self::name_of(item) {
+            return name.split('/').next();
         }
-        if let Some(rest) = pk
-            .strip_prefix("MIRROR#")
-            .or_else(|| pk.strip_prefix("USAGE#"))
-        {
-            // HOST/ns/...: the host may hold a port, never a '/'.
-            return rest.split('/').nth(1);
+        if let Some(rest) = item.pk.strip_prefix("KEYS#") {
+            return Some(rest);
         }
-        if pk == crate::catalog::schema::TRUST_PK {
+        if item.pk == crate::catalog::schema::TRUST_PK {
             return item.sk.split('#').next();
         }
         None
     }
 
+    /// The provider or module an item is of (without a host).
+    fn name_of(item: &Item) -> Option<&str> {
+        let pk = item.pk.as_str();
+        if let Some(rest) = pk
+            .strip_prefix("PROVIDER#")
+            .or_else(|| pk.strip_prefix("MODULE#"))
+        {
+            return Some(rest);
+        }
+        // HOST/ns/...: the host may hold a port, never a '/'.
+        pk.strip_prefix("MIRROR#")
+            .or_else(|| pk.strip_prefix("USAGE#"))
+            .and_then(|rest| rest.split_once('/'))
+            .map(|(_, name)| name)
+    }
+
+    /// The version an item is of: a release's, its docs', a count's.
+    fn version_of(item: &Item) -> Option<&str> {
+        let sk = item.sk.as_str();
+        if let Some(v) = sk.strip_prefix(crate::catalog::schema::VERSION_PREFIX) {
+            return Some(v);
+        }
+        Self::name_of(item)?;
+        [
+            crate::catalog::schema::DOCS_PREFIX,
+            crate::catalog::schema::USAGE_DAY_PREFIX,
+            crate::catalog::schema::USAGE_CONSUMER_PREFIX,
+        ]
+        .iter()
+        .find_map(|p| sk.strip_prefix(p))
+        .and_then(|rest| rest.split('#').next())
+    }
+
     fn carries(&self, item: &Item) -> bool {
-        self.namespaces.is_empty()
-            || Self::namespace_of(item).is_some_and(|ns| self.namespaces.iter().any(|n| n == ns))
+        let ns = Self::namespace_of(item);
+        if !self.namespaces.is_empty()
+            && !ns.is_some_and(|ns| self.namespaces.iter().any(|n| n == ns))
+        {
+            return false;
+        }
+        if !self.names.is_empty() {
+            let wanted = match Self::name_of(item) {
+                Some(name) => self.names.iter().any(|n| n == name),
+                None => {
+                    ns.is_some_and(|ns| self.names.iter().any(|n| n.split('/').next() == Some(ns)))
+                }
+            };
+            if !wanted {
+                return false;
+            }
+        }
+        match (&self.constraint, Self::version_of(item)) {
+            (Some(c), Some(v)) => {
+                tfreg_model::version::Version::parse(v).is_ok_and(|v| c.matches(&v))
+            }
+            _ => true,
+        }
     }
 }
 
@@ -474,5 +523,96 @@ async fn store_file(
             "{} (other bytes are stored there)",
             f.key
         )])),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(pk: &str, sk: &str) -> Item {
+        Item::new(pk, sk, b"{}".to_vec())
+    }
+
+    fn carried_by(select: &Selection) -> Vec<String> {
+        [
+            item("PROVIDER#acme/widget", "VERSION#1.0.0"),
+            item("PROVIDER#acme/widget", "VERSION#2.0.0"),
+            item("PROVIDER#acme/other", "VERSION#1.0.0"),
+            item("MODULE#acme/vpc/aws", "VERSION#1.2.0"),
+            item("MODULE#acme/vpc/aws", "DOCS#1.2.0#abc"),
+            item("MODULE#beta/vpc/aws", "VERSION#1.0.0"),
+            item(
+                "USAGE#reg.example.com:8443/acme/widget",
+                "DAY#2.0.0#2026-12-01#linux_amd64",
+            ),
+            item("USAGE#reg.example.com/acme/widget", "CONSUMER#1.0.0#tok"),
+            item("MIRROR#other.example.com/acme/widget", "VERSION#1.0.0"),
+            item("KEYS#acme", "KEY#AAAA"),
+            item("KEYS#beta", "KEY#BBBB"),
+            item("TRUST", "acme#policy"),
+            item("TOKEN#x", "TOKEN"),
+        ]
+        .into_iter()
+        .filter(|i| select.carries(i))
+        .map(|i| format!("{} {}", i.pk, i.sk))
+        .collect()
+    }
+
+    #[test]
+    fn everything_without_a_selection() {
+        assert_eq!(carried_by(&Selection::default()).len(), 13);
+    }
+
+    #[test]
+    fn names_carry_their_packages_and_their_namespaces_keys_and_trust() {
+        let select = Selection {
+            names: vec!["acme/widget".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            carried_by(&select),
+            [
+                "PROVIDER#acme/widget VERSION#1.0.0",
+                "PROVIDER#acme/widget VERSION#2.0.0",
+                "USAGE#reg.example.com:8443/acme/widget DAY#2.0.0#2026-12-01#linux_amd64",
+                "USAGE#reg.example.com/acme/widget CONSUMER#1.0.0#tok",
+                "MIRROR#other.example.com/acme/widget VERSION#1.0.0",
+                "KEYS#acme KEY#AAAA",
+                "TRUST acme#policy",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_constraint_keeps_the_versions_meeting_it() {
+        let select = Selection {
+            names: vec!["acme/widget".into(), "acme/vpc/aws".into()],
+            constraint: Some(tfreg_model::constraint::Constraints::parse(">= 1.1").unwrap()),
+            ..Default::default()
+        };
+        assert_eq!(
+            carried_by(&select),
+            [
+                "PROVIDER#acme/widget VERSION#2.0.0",
+                "MODULE#acme/vpc/aws VERSION#1.2.0",
+                "MODULE#acme/vpc/aws DOCS#1.2.0#abc",
+                "USAGE#reg.example.com:8443/acme/widget DAY#2.0.0#2026-12-01#linux_amd64",
+                "KEYS#acme KEY#AAAA",
+                "TRUST acme#policy",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_namespace_leaves_out_what_is_registry_wide() {
+        let select = Selection {
+            namespaces: vec!["beta".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            carried_by(&select),
+            ["MODULE#beta/vpc/aws VERSION#1.0.0", "KEYS#beta KEY#BBBB"]
+        );
     }
 }
