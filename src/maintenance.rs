@@ -417,7 +417,8 @@ pub async fn import(args: ImportArgs) -> Result<()> {
 
 #[derive(Args)]
 #[command(after_help = "Examples:
-  tfreg reindex                  # every versions index and listing entry of ./tfreg-data, from the releases")]
+  tfreg reindex                  # every versions index and listing entry of ./tfreg-data, from the releases,
+                                 # and the docs of module versions that have none, from their archives")]
 pub struct ReindexArgs {
     #[command(flatten)]
     r#where: Where,
@@ -425,20 +426,73 @@ pub struct ReindexArgs {
 
 pub async fn reindex(args: ReindexArgs) -> Result<()> {
     let registry = args.r#where.stores("reindex").await?;
+    let items = registry.items.as_ref();
+    // Docs first: a module's listing entry takes its description from them.
+    let (documented, unreadable) = read_missing_docs(items, registry.blobs.as_ref()).await?;
     let bar = bar(0, "reindexing");
     let progress = follows(&bar);
-    let rebuilt = maintenance::reindex(registry.items.as_ref(), &progress).await?;
+    let rebuilt = maintenance::reindex(items, &progress).await?;
     bar.finish_and_clear();
     record(
-        registry.items.as_ref(),
+        items,
         "reindex",
         "versions indexes",
         Outcome::Ok,
-        format!("{rebuilt} providers and modules reindexed from their releases"),
+        format!(
+            "{rebuilt} providers and modules reindexed from their releases; docs read for {documented} module versions"
+        ),
     )
     .await;
-    args.r#where
-        .show(&serde_json::json!({ "reindexed": rebuilt }), |_| {
-            println!("{rebuilt} providers and modules reindexed from their releases");
+    args.r#where.show(
+        &serde_json::json!({
+            "reindexed": rebuilt,
+            "docs_read": documented,
+            "docs_unreadable": unreadable,
+        }),
+        |_| {
+            for (what, why) in &unreadable {
+                println!("no docs for {what}: {why}");
+            }
+            println!(
+                "{rebuilt} providers and modules reindexed from their releases; docs read for {documented} module versions"
+            );
+        },
+    )
+}
+
+/// Read and store the docs of every module version that has none, from its
+/// archive as stored (checked as a publish checks it); how many, and those
+/// whose archive a publish would refuse today (left without docs).
+async fn read_missing_docs(
+    items: &dyn tfreg_store::ItemStore,
+    blobs: &dyn tfreg_store::BlobStore,
+) -> Result<(usize, Vec<(String, String)>)> {
+    let todo = maintenance::undocumented_modules(items).await?;
+    let (mut read, mut unreadable) = (0, Vec::new());
+    for (module, release) in todo {
+        let claimed = blobs.claim(&release.file.key, release.file.size).await?;
+        let file = claimed.file.try_clone().map_err(|e| e.to_string())?;
+        let docs = tokio::task::spawn_blocking(move || {
+            tfreg_verify::module_docs::of_tar_gz(std::io::BufReader::new(file))
         })
+        .await
+        .map_err(|e| e.to_string())?;
+        let what = format!("{module} {}", release.version);
+        match docs {
+            Ok(docs) => {
+                let version = tfreg_model::version::Version::parse(&release.version)?;
+                tfreg_store::catalog::put_module_docs(
+                    items,
+                    &module,
+                    &version,
+                    &release.file.sha256,
+                    &docs.docs,
+                )
+                .await?;
+                read += 1;
+            }
+            Err(e) => unreadable.push((what, e.to_string())),
+        }
+    }
+    Ok((read, unreadable))
 }

@@ -307,6 +307,7 @@ crate::backend_contract::contract!(
     gc_racing_concurrent_publishes_loses_nothing,
     verify_names_a_tampered_and_a_missing_file_and_changes_nothing,
     reindex_rebuilds_what_a_crash_left_behind,
+    reindex_reads_the_docs_of_versions_that_have_none,
     a_gc_killed_at_any_moment_is_run_again,
 );
 
@@ -489,6 +490,60 @@ async fn reindex_rebuilds_what_a_crash_left_behind(r: TestRegistry) {
     );
     maintenance::reindex(items, &|_, _| {}).await.unwrap();
     assert_eq!(listed().await, ["1.1.0", "1.2.0"], "{}", r.name);
+}
+
+/// `tfreg reindex` itself, on the stores: a module version whose docs item
+/// is gone (published before tfreg read docs) gets the docs a publish reads,
+/// from its archive; run again, it reads none.
+async fn reindex_reads_the_docs_of_versions_that_have_none(r: TestRegistry) {
+    let token = r.token(Scope::Publish, None).await;
+    let archive = module_archive(&[
+        ("README.md", "# Net\n\nA network for acme.\n"),
+        ("variables.tf", "variable \"cidr\" {\n  type = string\n}\n"),
+    ]);
+    let resp = publish_module(&r, &token, "acme/net/aws", "1.0.0", &archive).await;
+    assert_eq!(resp.status, StatusCode::CREATED);
+    let m = tfreg_model::address::ModuleName::parse("acme", "net", "aws").unwrap();
+    let items = r.registry.items.as_ref();
+    let release = &tfreg_store::catalog::module_releases(items, &m)
+        .await
+        .unwrap()[0];
+    let published = tfreg_store::catalog::module_docs(items, &m, release)
+        .await
+        .unwrap()
+        .expect("docs read at publish");
+    let v = tfreg_model::version::Version::parse("1.0.0").unwrap();
+    let pk = tfreg_store::catalog::schema::module_pk(&m);
+    let sk = tfreg_store::catalog::schema::docs_sk(&v, &release.file.sha256);
+    items.take(&pk, &sk).await.unwrap().expect("the docs item");
+    assert_eq!(
+        maintenance::undocumented_modules(items)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    let reindex = || {
+        let out = tokio::task::block_in_place(|| {
+            std::process::Command::new(crate::support::tools::tfreg_bin())
+                .arg("reindex")
+                .args(r.store_args())
+                .output()
+                .unwrap()
+        });
+        let text = crate::support::kill::text(&out);
+        assert!(out.status.success(), "{}: {text}", r.name);
+        text
+    };
+    let text = reindex();
+    assert!(text.contains("docs read for 1 module versions"), "{text}");
+    let read = tfreg_store::catalog::module_docs(items, &m, release)
+        .await
+        .unwrap()
+        .expect("docs read by reindex");
+    assert_eq!(read, published, "{}", r.name);
+    assert_eq!(read.root.inputs[0].name, "cidr");
+    assert!(reindex().contains("docs read for 0 module versions"));
 }
 
 /// `tfreg gc --apply` itself, on the stores (the data directory; the

@@ -336,6 +336,33 @@ pub async fn reindex(
     Ok(partitions.len())
 }
 
+/// The module releases that have no docs item (published before tfreg read
+/// docs, or by a version that stopped between the two): what `tfreg
+/// reindex` reads docs for, from each one's archive.
+pub async fn undocumented_modules(
+    items: &dyn ItemStore,
+) -> Result<Vec<(tfreg_model::address::ModuleName, ModuleRelease)>, StoreError> {
+    use crate::catalog::schema::{DOCS_PREFIX, release_target};
+    use tfreg_model::router::PublishTarget;
+    let all = scan_all(items).await?;
+    let documented: BTreeSet<(&str, &str)> = all
+        .iter()
+        .filter_map(|i| Some((i.pk.as_str(), i.sk.strip_prefix(DOCS_PREFIX)?)))
+        .collect();
+    let mut todo = Vec::new();
+    for item in &all {
+        let Some(PublishTarget::Module { module, .. }) = release_target(&item.pk, &item.sk) else {
+            continue;
+        };
+        let release: ModuleRelease = decode(item)?;
+        let docs_sk = format!("{}#{}", release.version, release.file.sha256);
+        if !documented.contains(&(item.pk.as_str(), docs_sk.as_str())) {
+            todo.push((module, release));
+        }
+    }
+    Ok(todo)
+}
+
 pub mod transfer;
 
 #[cfg(test)]
