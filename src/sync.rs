@@ -133,7 +133,11 @@ impl SyncArgs {
 }
 
 fn line(s: &Synced) -> String {
-    let what = format!("{} {} {}", s.kind, s.name, s.version);
+    let what = [s.kind, &s.name, &s.version]
+        .into_iter()
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
     match &s.outcome {
         SyncOutcome::Stored => format!("stored   {what}"),
         SyncOutcome::Present => format!("present  {what}"),

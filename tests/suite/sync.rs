@@ -481,3 +481,79 @@ crate::backend_contract::contract!(
     registered_keys_and_key_changes_rule_as_for_a_publish,
     a_sync_killed_at_any_moment_is_run_again,
 );
+
+/// A private origin (another tfreg's API needs a token) synced through the
+/// CLI into a running `tfreg serve`'s data directory: refused without its
+/// credentials, synced with them (the token named by the upstreams'
+/// variable convention, never printed); then real Terraform installs the
+/// provider from its new home under the new hostname, with the origin's
+/// `zh:` hash, and `tfreg sync --dry-run` says nothing is left to fetch.
+#[test]
+fn a_private_registry_synced_installs_with_terraform_from_its_new_home() {
+    use crate::support::*;
+    let tools = Tools::get();
+    let tmp = tempfile::tempdir().unwrap();
+    let origin = Origin::start_private(tmp.path(), "127.0.0.178", "sync-private.example.test");
+    let origin_token = origin.server.token("read", None);
+    const VARIABLE: &str = "TFREG_UPSTREAM_CREDENTIAL_SYNC__PRIVATE_EXAMPLE_TEST";
+    let data = tmp.path().join("data");
+    let home = Server::start(&data, &["--private"]);
+    let sync = |extra: &[&str], with_token: bool| {
+        let mut cmd = std::process::Command::new(tools::tfreg_bin());
+        cmd.args(["sync", "--from", &format!("https://{}", origin.host)])
+            .arg("hashicorp/null")
+            .arg("--connect-to")
+            .arg(format!("{}={}", origin.host, origin.listen))
+            .arg("--ca-file")
+            .arg(&origin.server.ca)
+            .arg("--data-dir")
+            .arg(&data)
+            .args(extra);
+        if with_token {
+            cmd.env(VARIABLE, &origin_token);
+        }
+        cmd.output().unwrap()
+    };
+    let out = sync(&[], false);
+    let text = crate::support::kill::text(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("REFUSED  provider hashicorp/null: ") && text.contains("(401)"),
+        "{text}"
+    );
+    let out = sync(&["--credentials-env", VARIABLE], true);
+    let text = crate::support::kill::text(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("stored   provider hashicorp/null 1.0.0"),
+        "{text}"
+    );
+    assert!(!text.contains(&origin_token));
+    let out = sync(&["--credentials-env", VARIABLE, "--dry-run"], true);
+    let text = crate::support::kill::text(&out);
+    assert!(
+        text.contains("0 to fetch (dry run), 1 already here"),
+        "{text}"
+    );
+
+    let read = home.token("read", None);
+    let tf = Terraform::new(
+        tools.path("TFREG_TERRAFORM_NEW"),
+        &home,
+        &fixtures::credentials(&home.host, &read),
+    );
+    let work = tmp.path().join("work");
+    let main = format!(
+        "terraform {{\n  required_providers {{\n    null = {{\n      source  = \"{}/hashicorp/null\"\n      version = \"1.0.0\"\n    }}\n  }}\n}}\n",
+        home.host
+    );
+    write_tree(&work, &[("main.tf", &main)]);
+    ok(tf.run(&work, &["init", "-no-color"]), "terraform init");
+    let lock = fixtures::lock_file(&work);
+    let zh = fixtures::zh(&origin.zips[0]);
+    assert!(lock.contains(&zh), "{zh} not in\n{lock}");
+    assert!(
+        lock.contains(&format!("provider \"{}/hashicorp/null\"", home.host)),
+        "{lock}"
+    );
+}
