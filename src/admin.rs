@@ -91,7 +91,7 @@ impl Where {
 
     /// The registry's hostname: --hostname, else on a local data directory
     /// the one its `tfreg serve` last answered as.
-    fn hostname(&self) -> Option<String> {
+    pub(crate) fn hostname(&self) -> Option<String> {
         self.hostname.clone().or_else(|| {
             (self.table.is_none())
                 .then(|| DataDir::served_hostname(&self.local_root()))

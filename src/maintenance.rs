@@ -312,7 +312,7 @@ pub async fn export(args: ExportArgs) -> Result<()> {
             names: args.names.clone(),
             constraint,
         },
-        now(),
+        (args.r#where.hostname().as_deref(), now()),
         &progress,
     )
     .await
@@ -372,7 +372,7 @@ pub async fn import(args: ImportArgs) -> Result<()> {
         registry.items.as_ref(),
         registry.blobs.as_ref(),
         &dir,
-        now(),
+        (args.r#where.hostname().as_deref(), now()),
         &progress,
     )
     .await;

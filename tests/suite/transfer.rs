@@ -55,7 +55,7 @@ async fn exported_with(r: &TestRegistry, dir: &std::path::Path, files: usize) ->
         r.registry.blobs.as_ref(),
         dir,
         &Default::default(),
-        now(),
+        (None, now()),
         &|_, _| {},
     )
     .await
@@ -72,7 +72,7 @@ async fn import(
         to.registry.items.as_ref(),
         to.registry.blobs.as_ref(),
         dir,
-        now(),
+        (None, now()),
         &|_, _| {},
     )
     .await
@@ -310,7 +310,7 @@ async fn an_export_of_one_namespace_carries_it_alone(r: TestRegistry) {
         r.registry.blobs.as_ref(),
         dir.path(),
         &select,
-        now(),
+        (None, now()),
         &|_, _| {},
     )
     .await
@@ -398,12 +398,67 @@ async fn one_name_and_its_newer_versions_go_as_one_archive(r: TestRegistry) {
     assert!(crate::support::kill::text(&out).contains("exists: export into a new file"));
 }
 
+/// A registry moved to a new hostname keeps its download counts: they are
+/// kept under the hostname, and the import moves them to the new one.
+async fn download_counts_follow_a_move_to_a_new_hostname(r: TestRegistry) {
+    let dir = tempfile::tempdir().unwrap();
+    let items = r.registry.items.as_ref();
+    let sk = "CONSUMER#1.0.0#token-1";
+    items
+        .add(tfreg_store::Add {
+            pk: "USAGE#old.example.com/acme/vpc/aws".into(),
+            sk: sk.into(),
+            by: 7,
+            at: now(),
+            data: b"{}".to_vec(),
+            expires_at: None,
+        })
+        .await
+        .unwrap();
+    transfer::export(
+        items,
+        r.registry.blobs.as_ref(),
+        dir.path(),
+        &Default::default(),
+        (Some("old.example.com"), now()),
+        &|_, _| {},
+    )
+    .await
+    .unwrap();
+    let to = other(&r).await;
+    transfer::import(
+        to.registry.items.as_ref(),
+        to.registry.blobs.as_ref(),
+        dir.path(),
+        (Some("new.example.com"), now()),
+        &|_, _| {},
+    )
+    .await
+    .unwrap();
+    let moved = to
+        .registry
+        .items
+        .get("USAGE#new.example.com/acme/vpc/aws", sk)
+        .await
+        .unwrap()
+        .expect("the count under the new hostname");
+    assert_eq!(moved.counter.unwrap().n, 7, "{}", to.name);
+    let left = to
+        .registry
+        .items
+        .get("USAGE#old.example.com/acme/vpc/aws", sk)
+        .await
+        .unwrap();
+    assert!(left.is_none(), "{}", to.name);
+}
+
 crate::backend_contract::contract!(
     an_export_of_one_namespace_carries_it_alone,
     an_export_imported_into_the_other_backend_serves_the_same,
     a_tampered_archive_is_refused_by_name_and_nothing_is_stored,
     an_import_killed_amid_its_files_and_its_releases_is_run_again,
     one_name_and_its_newer_versions_go_as_one_archive,
+    download_counts_follow_a_move_to_a_new_hostname,
     another_version_of_the_same_name_is_refused_and_kept,
 );
 

@@ -84,6 +84,10 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TransferError + '_ {
 pub struct Manifest {
     pub format: String,
     pub exported_at: u64,
+    /// The exporting registry's hostname, when known: its download counts
+    /// are kept under it, and an import under another hostname moves them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
     pub items: usize,
     pub items_sha256: String,
     pub files: Vec<ManifestFile>,
@@ -264,14 +268,15 @@ pub struct Exported {
     pub bytes: u64,
 }
 
-/// Export the registry into `dir` (created; it must be empty), calling
-/// `progress(done, of)` after each file.
+/// Export the registry (whose hostname is `hostname`, when known) into
+/// `dir` (created; it must be empty), calling `progress(done, of)` after
+/// each file.
 pub async fn export(
     items: &dyn ItemStore,
     blobs: &dyn BlobStore,
     dir: &Path,
     select: &Selection,
-    now: u64,
+    (hostname, now): (Option<&str>, u64),
     progress: &(dyn Fn(usize, usize) + Send + Sync),
 ) -> Result<Exported, TransferError> {
     tokio::fs::create_dir_all(dir).await.map_err(io(dir))?;
@@ -333,6 +338,7 @@ pub async fn export(
     let manifest = Manifest {
         format: FORMAT.into(),
         exported_at: now,
+        hostname: hostname.map(String::from),
         items: kept.len(),
         items_sha256: sha256_hex(&jsonl),
         files,
@@ -384,7 +390,7 @@ async fn hash_file(path: &Path) -> Result<Digest, TransferError> {
 async fn checked(
     dir: &Path,
     now: u64,
-) -> Result<(Vec<Item>, Vec<(ManifestFile, PathBuf)>), TransferError> {
+) -> Result<(Manifest, Vec<Item>, Vec<(ManifestFile, PathBuf)>), TransferError> {
     let path = dir.join(MANIFEST);
     let text = tokio::fs::read(&path).await.map_err(io(&path))?;
     let manifest: Manifest = serde_json::from_slice(&text)
@@ -416,7 +422,7 @@ async fn checked(
     // Every file: the manifest's digest, and the release's promise.
     let refs = references(&items, now)?;
     let mut files = Vec::new();
-    for f in manifest.files {
+    for f in manifest.files.clone() {
         let path = dir.join(FILES).join(f.key.as_str());
         let got = hash_file(&path).await?;
         let promised = refs.files.get(&f.key);
@@ -434,20 +440,42 @@ async fn checked(
         }
         files.push((f, path));
     }
-    Ok((items, files))
+    Ok((manifest, items, files))
 }
 
-/// Import the export in `dir`, calling `progress(done, of)` after each
-/// file and item.
+/// `item`, its download counts moved from hostname `from` to `to` (each
+/// registry keeps its own packages' counts under its hostname).
+fn moved(mut item: Item, from: &str, to: &str) -> Item {
+    let old = format!("{}{from}/", crate::catalog::schema::USAGE_PREFIX);
+    if let Some(rest) = item.pk.strip_prefix(&old) {
+        item.pk = format!("{}{to}/{rest}", crate::catalog::schema::USAGE_PREFIX);
+    }
+    item
+}
+
+/// Import the export in `dir` into a registry whose hostname is `hostname`
+/// (when known: the download counts of an export made under another one
+/// are moved to it), calling `progress(done, of)` after each file and item.
 pub async fn import(
     items: &dyn ItemStore,
     blobs: &dyn BlobStore,
     dir: &Path,
-    now: u64,
+    (hostname, now): (Option<&str>, u64),
     progress: &(dyn Fn(usize, usize) + Send + Sync),
 ) -> Result<Imported, TransferError> {
-    let (exported, files) = checked(dir, now).await?;
-    let exported: Vec<Item> = exported.into_iter().filter(|i| carried(i, now)).collect();
+    let (manifest, exported, files) = checked(dir, now).await?;
+    let rename = match (manifest.hostname.as_deref(), hostname) {
+        (Some(from), Some(to)) if from != to => Some((from, to)),
+        _ => None,
+    };
+    let exported: Vec<Item> = exported
+        .into_iter()
+        .filter(|i| carried(i, now))
+        .map(|i| match rename {
+            Some((from, to)) => moved(i, from, to),
+            None => i,
+        })
+        .collect();
     // What is here already: the same is merged, a different one refused.
     let mut present = BTreeMap::new();
     let mut conflicts = Vec::new();
