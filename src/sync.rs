@@ -18,7 +18,7 @@ use clap::Args;
 use tfreg_cache::sync::{Plan, Stores, SyncOutcome, Synced, Syncer, Wanted};
 use tfreg_model::constraint::Constraints;
 use tfreg_model::upstream::{
-    Connect, CredentialRef, KeyChange, Net, Serves, UpstreamHost, UpstreamRecord, UpstreamSettings,
+    Connect, CredentialRef, Net, Serves, UpstreamHost, UpstreamRecord, UpstreamSettings,
 };
 
 use crate::admin::Where;
@@ -92,20 +92,13 @@ impl SyncArgs {
             s.module_hosts.push(UpstreamHost::parse(h)?);
         }
         if let Some(k) = self.on_key_change {
-            s.on_key_change = match k {
-                crate::admin::upstream::KeyChangeArg::Audit => KeyChange::Audit,
-                crate::admin::upstream::KeyChangeArg::Refuse => KeyChange::Refuse,
-            };
+            s.on_key_change = k.into();
         }
         let mut policy = crate::admin::upstream::operator_policy_from_env()?;
         if !self.connect_to.is_empty() || self.ca_file.is_some() {
             let mut connect = Connect::default();
-            for (name, addr) in &self.connect_to {
-                connect
-                    .to
-                    .entry(UpstreamHost::parse(name)?)
-                    .or_default()
-                    .push(*addr);
+            crate::admin::upstream::add_connect_to(&mut connect, &self.connect_to)?;
+            for (_, addr) in &self.connect_to {
                 let bits = if addr.is_ipv4() { 32 } else { 128 };
                 policy
                     .connect_allow

@@ -171,6 +171,30 @@ fn seconds(text: &str) -> std::result::Result<u32, String> {
     u32::try_from(d.as_secs()).map_err(|_| format!("{text}: too long"))
 }
 
+/// `--connect-to HOST=ADDR` flags into `connect`.
+pub(crate) fn add_connect_to(
+    connect: &mut tfreg_model::upstream::Connect,
+    given: &[(String, SocketAddr)],
+) -> Result<()> {
+    for (host, addr) in given {
+        connect
+            .to
+            .entry(UpstreamHost::parse(host)?)
+            .or_default()
+            .push(*addr);
+    }
+    Ok(())
+}
+
+impl From<KeyChangeArg> for KeyChange {
+    fn from(k: KeyChangeArg) -> Self {
+        match k {
+            KeyChangeArg::Audit => KeyChange::Audit,
+            KeyChangeArg::Refuse => KeyChange::Refuse,
+        }
+    }
+}
+
 pub(crate) fn connect_to(text: &str) -> std::result::Result<(String, SocketAddr), String> {
     let (host, addr) = text
         .split_once('=')
@@ -232,10 +256,7 @@ impl SetArgs {
             };
         }
         if let Some(k) = self.on_key_change {
-            s.on_key_change = match k {
-                KeyChangeArg::Audit => KeyChange::Audit,
-                KeyChangeArg::Refuse => KeyChange::Refuse,
-            };
+            s.on_key_change = k.into();
         }
         if let Some(u) = self.unsigned {
             s.unsigned = match u {
@@ -263,13 +284,7 @@ impl SetArgs {
             let mut connect = s.connect.take().unwrap_or_default();
             if !self.connect_to.is_empty() {
                 connect.to.clear();
-                for (host, addr) in &self.connect_to {
-                    connect
-                        .to
-                        .entry(UpstreamHost::parse(host)?)
-                        .or_default()
-                        .push(*addr);
-                }
+                add_connect_to(&mut connect, &self.connect_to)?;
             }
             if !self.allow_nets.is_empty() {
                 connect.allow_nets = self

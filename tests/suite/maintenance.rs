@@ -524,15 +524,8 @@ async fn reindex_reads_the_docs_of_versions_that_have_none(r: TestRegistry) {
         1
     );
     let reindex = || {
-        let out = tokio::task::block_in_place(|| {
-            std::process::Command::new(crate::support::tools::tfreg_bin())
-                .arg("reindex")
-                .args(r.store_args())
-                .output()
-                .unwrap()
-        });
-        let text = crate::support::kill::text(&out);
-        assert!(out.status.success(), "{}: {text}", r.name);
+        let (ok, text) = crate::support::tools::tfreg_on_stores(&r, &["reindex"]);
+        assert!(ok, "{}: {text}", r.name);
         text
     };
     let text = reindex();

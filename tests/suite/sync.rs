@@ -60,6 +60,14 @@ fn origin_record(origin: &Origin) -> UpstreamRecord {
 
 /// A syncer from `origin` into `r`, through a scratch registry of its own.
 async fn syncer(r: &TestRegistry, origin: &Origin) -> (Syncer, TestRegistry, tempfile::TempDir) {
+    syncer_of(r, origin_record(origin)).await
+}
+
+/// [`syncer`] from the origin `record` says.
+async fn syncer_of(
+    r: &TestRegistry,
+    record: UpstreamRecord,
+) -> (Syncer, TestRegistry, tempfile::TempDir) {
     let scratch = TestRegistry::embedded().await;
     let temp = tempfile::tempdir().unwrap();
     let policy = OperatorPolicy {
@@ -76,7 +84,7 @@ async fn syncer(r: &TestRegistry, origin: &Origin) -> (Syncer, TestRegistry, tem
             blobs: scratch.registry.blobs.clone(),
         },
         temp.path().to_path_buf(),
-        origin_record(origin),
+        record,
         policy,
         r.registry.config.max_archive_bytes,
     )
@@ -368,30 +376,7 @@ async fn registered_keys_and_key_changes_rule_as_for_a_publish(r: TestRegistry) 
     // No registered key; with refuse, 1.1.0's new key is refused.
     let mut record = origin_record(&origin);
     record.settings.on_key_change = tfreg_model::upstream::KeyChange::Refuse;
-    let (sync, _scratch, _temp) = {
-        let scratch = TestRegistry::embedded().await;
-        let temp = tempfile::tempdir().unwrap();
-        let s = Syncer::new(
-            Stores {
-                items: r.registry.items.clone(),
-                blobs: r.registry.blobs.clone(),
-            },
-            Stores {
-                items: scratch.registry.items.clone(),
-                blobs: scratch.registry.blobs.clone(),
-            },
-            temp.path().to_path_buf(),
-            record,
-            OperatorPolicy {
-                connect_allow: vec![Net::parse(crate::cache_mirror::LOOPBACK).unwrap()],
-                credentials_dir: None,
-            },
-            r.registry.config.max_archive_bytes,
-        )
-        .await
-        .unwrap();
-        (s, scratch, temp)
-    };
+    let (sync, _scratch, _temp) = syncer_of(&r, record).await;
     let report = sync.run(&plan(&["hashicorp/null"], None), &|_| {}).await;
     let got = outcomes(&report, "hashicorp/null");
     assert_eq!(
@@ -410,16 +395,18 @@ async fn registered_keys_and_key_changes_rule_as_for_a_publish(r: TestRegistry) 
     blocking(|| drop(origin));
 }
 
-/// `tfreg sync` on `r`'s stores, reaching `origin`.
-fn sync_command(r: &TestRegistry, origin: &Origin) -> std::process::Command {
+/// `tfreg sync` of hashicorp/null (and `more`) from `origin`, on the
+/// stores `stores` name.
+fn sync_command(origin: &Origin, more: &[&str], stores: &[String]) -> std::process::Command {
     let mut cmd = std::process::Command::new(crate::support::tools::tfreg_bin());
-    cmd.args(["sync", "--from", &origin.host])
-        .args(["hashicorp/null", "hashicorp/greeting/null"])
+    cmd.args(["sync", "--from", &format!("https://{}", origin.host)])
+        .arg("hashicorp/null")
+        .args(more)
         .arg("--connect-to")
         .arg(format!("{}={}", origin.host, origin.listen))
         .arg("--ca-file")
         .arg(&origin.server.ca)
-        .args(r.store_args());
+        .args(stores);
     cmd
 }
 
@@ -434,7 +421,7 @@ async fn a_sync_killed_at_any_moment_is_run_again(r: TestRegistry) {
     let origin = blocking(|| Origin::start_with(tmp.path(), &origin_ip(&r, 176), &name, &versions));
     let cut_between = std::cell::Cell::new(false);
     let killed = crate::support::kill::until_done(
-        || sync_command(&r, &origin),
+        || sync_command(&origin, &["hashicorp/greeting/null"], &r.store_args()),
         |wait| {
             let r = &r;
             let cut = &cut_between;
@@ -465,7 +452,11 @@ async fn a_sync_killed_at_any_moment_is_run_again(r: TestRegistry) {
     assert_eq!(every_listed_version_is_whole(&r).await, 3);
     assert_eq!(all_files_verify(&r).await, 0);
     // Run again: nothing left to fetch.
-    let out = tokio::task::block_in_place(|| sync_command(&r, &origin).output().unwrap());
+    let out = tokio::task::block_in_place(|| {
+        sync_command(&origin, &["hashicorp/greeting/null"], &r.store_args())
+            .output()
+            .unwrap()
+    });
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(
@@ -498,17 +489,9 @@ fn a_private_registry_synced_installs_with_terraform_from_its_new_home() {
     const VARIABLE: &str = "TFREG_UPSTREAM_CREDENTIAL_SYNC__PRIVATE_EXAMPLE_TEST";
     let data = tmp.path().join("data");
     let home = Server::start(&data, &["--private"]);
+    let stores = ["--data-dir".to_string(), data.display().to_string()];
     let sync = |extra: &[&str], with_token: bool| {
-        let mut cmd = std::process::Command::new(tools::tfreg_bin());
-        cmd.args(["sync", "--from", &format!("https://{}", origin.host)])
-            .arg("hashicorp/null")
-            .arg("--connect-to")
-            .arg(format!("{}={}", origin.host, origin.listen))
-            .arg("--ca-file")
-            .arg(&origin.server.ca)
-            .arg("--data-dir")
-            .arg(&data)
-            .args(extra);
+        let mut cmd = sync_command(&origin, extra, &stores);
         if with_token {
             cmd.env(VARIABLE, &origin_token);
         }

@@ -342,15 +342,8 @@ async fn one_name_and_its_newer_versions_go_as_one_archive(r: TestRegistry) {
     exported(&r, dir.path()).await;
     let file = dir.path().join("vpc.tar");
     let tfreg = |args: &[&str], on: &TestRegistry| {
-        let out = tokio::task::block_in_place(|| {
-            std::process::Command::new(crate::support::tools::tfreg_bin())
-                .args(args)
-                .args(on.store_args())
-                .output()
-                .unwrap()
-        });
-        let text = crate::support::kill::text(&out);
-        assert!(out.status.success(), "{args:?}: {text}");
+        let (ok, text) = crate::support::tools::tfreg_on_stores(on, args);
+        assert!(ok, "{args:?}: {text}");
         text
     };
     let file_arg = file.to_str().unwrap();
@@ -387,15 +380,11 @@ async fn one_name_and_its_newer_versions_go_as_one_archive(r: TestRegistry) {
     let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&got.body));
     assert_eq!(sha, releases[0].file.sha256);
     // A second export to the same file is refused, the first one kept.
-    let out = tokio::task::block_in_place(|| {
-        std::process::Command::new(crate::support::tools::tfreg_bin())
-            .args(["export", file_arg])
-            .args(r.store_args())
-            .output()
-            .unwrap()
-    });
-    assert!(!out.status.success());
-    assert!(crate::support::kill::text(&out).contains("exists: export into a new file"));
+    let (ok, text) = crate::support::tools::tfreg_on_stores(&r, &["export", file_arg]);
+    assert!(
+        !ok && text.contains("exists: export into a new file"),
+        "{text}"
+    );
 }
 
 /// A registry moved to a new hostname keeps its download counts: they are

@@ -54,3 +54,17 @@ pub use tfreg_testkit::require_emulators;
 pub fn tfreg_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_tfreg"))
 }
+
+/// `tfreg ARGS` on `r`'s stores (its data directory, or its table and
+/// bucket on the emulators), from a test on the tokio runtime: whether it
+/// succeeded, and its stdout and stderr.
+pub fn tfreg_on_stores(r: &tfreg_testkit::TestRegistry, args: &[&str]) -> (bool, String) {
+    let out = tokio::task::block_in_place(|| {
+        std::process::Command::new(tfreg_bin())
+            .args(args)
+            .args(r.store_args())
+            .output()
+            .expect("run tfreg")
+    });
+    (out.status.success(), crate::support::kill::text(&out))
+}
