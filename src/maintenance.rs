@@ -473,7 +473,7 @@ async fn read_missing_docs(
         let claimed = blobs.claim(&release.file.key, release.file.size).await?;
         let file = claimed.file.try_clone().map_err(|e| e.to_string())?;
         let docs = tokio::task::spawn_blocking(move || {
-            tfreg_verify::module_docs::of_tar_gz(std::io::BufReader::new(file))
+            tfreg_verify::archives::module::checked_docs(std::io::BufReader::new(file))
         })
         .await
         .map_err(|e| e.to_string())?;

@@ -6,7 +6,6 @@ use tfreg_model::address::ModuleName;
 use tfreg_model::protocol::FileDecl;
 use tfreg_model::version::Version;
 use tfreg_store::catalog::{self, ModuleRelease};
-use tfreg_verify::module_docs;
 use tfreg_verify::release_files::{self, ReleaseError};
 
 use super::Recorded;
@@ -56,7 +55,7 @@ pub(super) async fn complete(
     // The docs (README, inputs, outputs...) are read in the same pass over
     // the archive as its check, from exactly the bytes kept.
     let docs = tokio::task::spawn_blocking(move || {
-        module_docs::of_tar_gz(std::io::BufReader::new(reader))
+        tfreg_verify::archives::module::checked_docs(std::io::BufReader::new(reader))
             .map_err(|source| ReleaseError::Archive { file, source })
     })
     .await?

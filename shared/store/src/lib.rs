@@ -16,6 +16,7 @@
 //! is told.
 
 pub mod catalog;
+mod keep;
 pub mod maintenance;
 pub mod read_only;
 pub mod traits;
@@ -31,4 +32,5 @@ pub mod s3;
 #[cfg(feature = "embedded")]
 pub mod sqlite;
 
+pub use keep::{Kept, keep_as};
 pub use traits::*;

@@ -204,7 +204,7 @@ impl Syncer {
             .try_clone()
             .map_err(|e| FillError::Store(e.to_string()))?;
         let docs = tokio::task::spawn_blocking(move || {
-            tfreg_verify::module_docs::of_tar_gz(std::io::BufReader::new(reader))
+            tfreg_verify::archives::module::checked_docs(std::io::BufReader::new(reader))
         })
         .await
         .map_err(|e| FillError::Store(e.to_string()))?;

@@ -173,6 +173,22 @@ pub struct ModuleSummary {
     pub docs_unread: Option<Unread>,
 }
 
+/// A module `.tar.gz` checked as a publish checks it ([`check_tar_gz`]),
+/// and its docs read in the same pass from exactly those bytes (what a
+/// publish, `tfreg sync` and `tfreg reindex` store beside a release).
+pub fn checked_docs(reader: impl Read) -> Result<crate::module_docs::Extracted, ArchiveError> {
+    let summary = check_tar_gz(reader)?;
+    let mut extracted = crate::module_docs::extract_bounded(
+        summary
+            .docs_files
+            .iter()
+            .map(|(name, bytes)| (name.as_str(), bytes.as_slice())),
+        summary.docs_unread,
+    );
+    extracted.docs.notes.extend(summary.docs_skipped);
+    Ok(extracted)
+}
+
 /// Check an uploaded module archive: a gzip'd tar (all members) of regular
 /// files and directories only, with relative paths that stay inside the
 /// archive, each at most once, at least one `.tf` file, at most

@@ -94,22 +94,6 @@ pub fn extract_bounded<'a>(
     extract_until(files, unread, Instant::now() + MAX_DOCS_TIME)
 }
 
-/// A module `.tar.gz` checked as a publish checks it, and its docs read in
-/// the same pass from exactly those bytes (what a publish, `tfreg sync` and
-/// `tfreg reindex` store beside a module release).
-pub fn of_tar_gz(reader: impl std::io::Read) -> Result<Extracted, crate::archives::ArchiveError> {
-    let summary = crate::archives::module::check_tar_gz(reader)?;
-    let mut extracted = extract_bounded(
-        summary
-            .docs_files
-            .iter()
-            .map(|(name, bytes)| (name.as_str(), bytes.as_slice())),
-        summary.docs_unread,
-    );
-    extracted.docs.notes.extend(summary.docs_skipped);
-    Ok(extracted)
-}
-
 /// [`extract_bounded`] with the time bound at `deadline`.
 pub fn extract_until<'a>(
     files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
