@@ -66,5 +66,10 @@ pub fn tfreg_on_stores(r: &tfreg_testkit::TestRegistry, args: &[&str]) -> (bool,
             .output()
             .expect("run tfreg")
     });
-    (out.status.success(), crate::support::kill::text(&out))
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
 }
