@@ -234,8 +234,8 @@ async fn an_import_killed_amid_its_files_and_its_releases_is_run_again(r: TestRe
     .await;
     assert!(killed, "{}: the import ended before it was killed", r.name);
     assert_eq!(whole().await, 0, "{}", r.name);
-    // Killed again amid the releases (the first one written is there):
-    // those written are whole, the others not served at all.
+    // Killed again once the releases are being written (the first one is
+    // there): those written are whole, the others not served at all.
     let first = ModuleName::parse("acme", "dns", "aws").unwrap();
     let v1 = tfreg_model::version::Version::parse("1.0.0").unwrap();
     let items = r.registry.items.as_ref();
@@ -248,10 +248,18 @@ async fn an_import_killed_amid_its_files_and_its_releases_is_run_again(r: TestRe
     .await;
     assert!(killed, "{}: the import ended before it was killed", r.name);
     let n = whole().await;
+    // Some or all of them: on SQLite the releases are written in a few
+    // milliseconds, so the kill may land after the last one, before the
+    // indexes; either way the import had not ended.
     assert!(
-        (1..EXTRA + 6).contains(&n),
+        (1..=EXTRA + 6).contains(&n),
         "{}: {n} releases after the kill",
         r.name
+    );
+    eprintln!(
+        "{}: killed with {n} of {} releases written",
+        r.name,
+        EXTRA + 6
     );
     // Run again to its end: everything, once.
     let out = tokio::task::block_in_place(|| command().output().unwrap());
