@@ -96,7 +96,7 @@ async fn fill_then_again(registry: &Registry, key: &BlobKey) -> Result<Response,
     let upstream = upstreams::upstream(registry.items.as_ref(), &host)
         .await?
         .ok_or_else(not_cached)?;
-    let stored = crate::cached::fill_archive(registry, &upstream, key).await?;
+    let stored = crate::source::cached::fill_archive(registry, &upstream, key).await?;
     if !stored {
         tracing::info!(%key, "archive still being fetched: redirecting the client to wait again");
     }

@@ -6,10 +6,10 @@
 
 mod asked;
 mod blob;
-mod cached;
-mod cached_module;
 mod counted;
 mod read;
+mod source;
+mod views;
 mod wait;
 
 /// How long a request waits for a fill before it answers: the functions'
