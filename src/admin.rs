@@ -68,7 +68,7 @@ pub(crate) struct Where {
     /// The registry's hostname as its addresses spell it (`tfreg serve
     /// --hostname`, a stack's TFREG_HOSTNAME), for the commands on the
     /// stores that find its packages' downloads by it: `tfreg usage`, the
-    /// delete guard. Not needed with --registry, nor on a data directory
+    /// delete guard, export and import (its download counts). Not needed with --registry, nor on a data directory
     /// `tfreg serve` has run on (it records its hostname there).
     #[arg(long, env = "TFREG_HOSTNAME")]
     hostname: Option<String>,

@@ -25,12 +25,11 @@ use crate::admin::Where;
 use crate::cli_error::Result;
 
 #[derive(Args)]
-#[command(after_help = "Examples:
-  tfreg sync --from registry.old.example.com acme/widget acme/network/aws
-  tfreg sync --from registry.old.example.com acme/widget --constraint '>= 2.0, < 3.0' --dry-run
-  TFREG_UPSTREAM_CREDENTIAL_REGISTRY_OLD_EXAMPLE_COM=... tfreg sync --from registry.old.example.com \\
-      --credentials-env TFREG_UPSTREAM_CREDENTIAL_REGISTRY_OLD_EXAMPLE_COM acme/widget
-Run again, it fetches only the versions this registry does not hold yet.")]
+#[command(
+    after_help = "Each NAME keeps its name here; run again, it fetches only the versions this \
+registry does not hold yet. The README's \"Mirroring another registry\" shows whole commands \
+(a private origin's token, a constraint, a dry run)."
+)]
 pub struct SyncArgs {
     /// The registry to copy from: its hostname as its packages' addresses
     /// name it (https:// may be written before it).
