@@ -66,8 +66,8 @@ async fn gc(r: &TestRegistry, grace: u64, apply: bool) -> maintenance::GcReport 
     .unwrap()
 }
 
-/// Every stored file is what its record promises.
-async fn all_verify(r: &TestRegistry) -> usize {
+/// Every stored file is what its record promises (asserted); how many.
+pub(crate) async fn all_verify(r: &TestRegistry) -> usize {
     let (items, blobs) = (r.registry.items.as_ref(), r.registry.blobs.as_ref());
     let files = maintenance::promised(items, blobs, now()).await.unwrap();
     for (key, promised) in &files {
