@@ -305,8 +305,7 @@ pub fn download_answer(
         None => RawValue::from_string(r#"{"gpg_public_keys":[]}"#.into())
             .expect("a constant JSON object"),
     };
-    let keys: SigningKeys =
-        serde_json::from_str(signing_keys.get()).map_err(|e| format!("signing_keys: {e}"))?;
+    let keys = origin_keys(signing_keys.get())?;
     Ok(DownloadAnswer {
         protocols,
         platform: asked.clone(),
@@ -319,8 +318,16 @@ pub fn download_answer(
         filename: body.filename,
         shasum: body.shasum.to_ascii_lowercase(),
         signing_keys,
-        keys: keys.gpg_public_keys.unwrap_or_default(),
+        keys,
     })
+}
+
+/// The keys of an origin's `signing_keys` object (as a download answer
+/// gave it, or as the cache kept it byte for byte).
+pub fn origin_keys(signing_keys: &str) -> Result<Vec<OriginKey>, String> {
+    let keys: SigningKeys =
+        serde_json::from_str(signing_keys).map_err(|e| format!("signing_keys: {e}"))?;
+    Ok(keys.gpg_public_keys.unwrap_or_default())
 }
 
 /// A name that is one file: it names a line of SHA256SUMS and a blob key.

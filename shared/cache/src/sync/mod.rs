@@ -243,14 +243,13 @@ impl Syncer {
                     .await?
             }
         };
-        let versions = list
+        let mut versions: Vec<Version> = list
             .map(|l| l.versions)
             .unwrap_or_default()
             .into_iter()
             .filter_map(|v| Version::parse(&v.version).ok())
             .filter(|v| constraint.is_none_or(|c| c.matches(v)))
             .collect();
-        let mut versions: Vec<Version> = versions;
         versions.sort();
         Ok(versions)
     }

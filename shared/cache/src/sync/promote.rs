@@ -341,27 +341,16 @@ impl Syncer {
 
 /// The key `signed_by` among the origin's `signing_keys` object.
 fn origin_key(signing_keys: &str, signed_by: &str) -> Option<SigningKey> {
-    #[derive(serde::Deserialize)]
-    struct Keys {
-        #[serde(default)]
-        gpg_public_keys: Vec<Key>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Key {
-        #[serde(default)]
-        key_id: Option<String>,
-        ascii_armor: String,
-    }
-    let keys: Keys = serde_json::from_str(signing_keys).ok()?;
-    let matching = |k: &Key| {
+    let keys = crate::origin::answers::origin_keys(signing_keys).ok()?;
+    let matching = |k: &&crate::origin::answers::OriginKey| {
         k.key_id
             .as_deref()
             .is_some_and(|id| id.eq_ignore_ascii_case(signed_by))
     };
-    let key = match keys.gpg_public_keys.iter().find(|k| matching(k)) {
+    let key = match keys.iter().find(matching) {
         Some(k) => k,
         // One key without an id: the one that verified.
-        None if keys.gpg_public_keys.len() == 1 => &keys.gpg_public_keys[0],
+        None if keys.len() == 1 => &keys[0],
         None => return None,
     };
     Some(SigningKey {
