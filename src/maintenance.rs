@@ -418,7 +418,7 @@ pub async fn import(args: ImportArgs) -> Result<()> {
 #[derive(Args)]
 #[command(after_help = "Examples:
   tfreg reindex                  # every versions index and listing entry of ./tfreg-data, from the releases,
-                                 # and the docs of module versions that have none, from their archives")]
+                                 # and the docs and OCI zips of module versions that have none, from their archives")]
 pub struct ReindexArgs {
     #[command(flatten)]
     r#where: Where,
@@ -429,6 +429,7 @@ pub async fn reindex(args: ReindexArgs) -> Result<()> {
     let items = registry.items.as_ref();
     // Docs first: a module's listing entry takes its description from them.
     let (documented, unreadable) = read_missing_docs(items, registry.blobs.as_ref()).await?;
+    let zipped = make_missing_zips(items, registry.blobs.as_ref()).await?;
     let bar = bar(0, "reindexing");
     let progress = follows(&bar);
     let rebuilt = maintenance::reindex(items, &progress).await?;
@@ -439,7 +440,7 @@ pub async fn reindex(args: ReindexArgs) -> Result<()> {
         "versions indexes",
         Outcome::Ok,
         format!(
-            "{rebuilt} providers and modules reindexed from their releases; docs read for {documented} module versions"
+            "{rebuilt} providers and modules reindexed from their releases; docs read for {documented} module versions; zips made for {zipped}"
         ),
     )
     .await;
@@ -448,16 +449,46 @@ pub async fn reindex(args: ReindexArgs) -> Result<()> {
             "reindexed": rebuilt,
             "docs_read": documented,
             "docs_unreadable": unreadable,
+            "zips_made": zipped,
         }),
         |_| {
             for (what, why) in &unreadable {
                 println!("no docs for {what}: {why}");
             }
             println!(
-                "{rebuilt} providers and modules reindexed from their releases; docs read for {documented} module versions"
+                "{rebuilt} providers and modules reindexed from their releases; docs read for {documented} module versions; OCI zips made for {zipped}"
             );
         },
     )
+}
+
+/// Make the zip the OCI view serves (issue 40) for every module version
+/// published before it, from its archive as stored; how many. An archive
+/// that no longer reads is left without one (its docs say why).
+async fn make_missing_zips(
+    items: &dyn tfreg_store::ItemStore,
+    blobs: &dyn tfreg_store::BlobStore,
+) -> Result<usize> {
+    let mut made = 0;
+    for (module, release) in maintenance::unzipped_modules(items).await? {
+        let claimed = blobs.claim(&release.file.key, release.file.size).await?;
+        let version = tfreg_model::version::Version::parse(&release.version)?;
+        match tfreg_store::keep_module_zip(
+            items,
+            blobs,
+            &module,
+            &version,
+            &release.file.sha256,
+            &claimed.file,
+            tfreg_verify::archives::module_zip::zip_file,
+        )
+        .await
+        {
+            Ok(_) => made += 1,
+            Err(e) => eprintln!("no OCI zip for {module} {}: {e}", release.version),
+        }
+    }
+    Ok(made)
 }
 
 /// Read and store the docs of every module version that has none, from its

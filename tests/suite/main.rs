@@ -129,6 +129,7 @@ mod login;
 mod login_cli;
 mod maintenance;
 mod metrics;
+mod oci;
 mod oidc_fixture;
 mod probes;
 mod publish_attacks;

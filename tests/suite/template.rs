@@ -205,6 +205,8 @@ fn sample_path(pattern: &str) -> (Method, String) {
         .replace("{*key}", "{key+}")
         .replace("{*operation}", "{operation+}")
         .replace("{*page}", "{page+}")
+        .replace("{*oci}", "{oci+}")
+        .replace("{oci+}", "providers/acme/null/tags/list")
         .replace("{page+}", "home")
         .replace("{namespace}", "acme")
         .replace("{type}", "null")
@@ -358,7 +360,8 @@ fn api_routes_are_the_routes_cargo_lambda_watch_serves() {
                     .trim_start_matches("ANY ")
                     .replace("{key+}", "{*key}")
                     .replace("{operation+}", "{*operation}")
-                    .replace("{page+}", "{*page}"),
+                    .replace("{page+}", "{*page}")
+                    .replace("{oci+}", "{*oci}"),
             };
             assert_eq!(
                 watch.get(&api_path).map(String::as_str),

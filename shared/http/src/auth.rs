@@ -46,6 +46,16 @@ pub enum Credential<'a> {
     /// expired token ends its sessions, and a session signed out of is
     /// refused (one `GetItem`).
     Session(Option<&'a Session>),
+    /// An OCI route's `Authorization` header: a bearer of the OCI view's
+    /// token endpoint ([`crate::oci_bearer`]), which must name `repository`
+    /// (`None`: `GET /v2/`, any bearer), or a tfreg token.
+    Oci {
+        header: Option<&'a str>,
+        repository: Option<&'a str>,
+    },
+    /// A tfreg token presented another way than a header: the password of
+    /// the OCI token endpoint's Basic credentials.
+    Presented(&'a str),
 }
 
 /// The bearer token of an `Authorization` header value: `None` without a
@@ -154,6 +164,16 @@ async fn check(
             .map(|token| presented_hash(token).ok_or_else(unknown_token))
             .transpose()
             .map_err(nobody)?,
+        Credential::Oci { header, repository } => match bearer(header).map_err(nobody)? {
+            Some(token) if crate::oci_bearer::is_bearer(token) => {
+                Some(oci_hash(registry, token, repository).await.map_err(nobody)?)
+            }
+            Some(token) => Some(presented_hash(token).ok_or_else(unknown_token).map_err(nobody)?),
+            None => None,
+        },
+        Credential::Presented(token) => {
+            Some(presented_hash(token).ok_or_else(unknown_token).map_err(nobody)?)
+        }
         Credential::Session(None) => None,
         Credential::Session(Some(session)) => {
             live(registry, session).await.map_err(nobody)?;
@@ -195,6 +215,27 @@ async fn check(
         return Err((Some(record), e));
     }
     Ok(Principal::Token(record))
+}
+
+/// The token hash an OCI bearer stands for, if it is good for `repository`.
+async fn oci_hash(
+    registry: &Registry,
+    bearer: &str,
+    repository: Option<&str>,
+) -> Result<String, Error> {
+    let signer = registry
+        .signer_if_ready()
+        .await?
+        .ok_or_else(unknown_token)?;
+    let grant = crate::oci_bearer::open(signer, bearer, registry.now())?;
+    if let Some(name) = repository
+        && !grant.repositories.iter().any(|r| r == name)
+    {
+        return Err(Error::Unauthorized(format!(
+            "the bearer token is not for repository {name}: ask the token endpoint for scope repository:{name}:pull"
+        )));
+    }
+    Ok(grant.token_hash)
 }
 
 /// Refuse a session that was signed out of.

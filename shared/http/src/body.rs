@@ -95,6 +95,11 @@ pub fn error_headers(err: &Error, headers: &mut HeaderMap) {
         Error::Unauthorized(_) => {
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
+        Error::Challenged { challenge, .. } => {
+            if let Ok(value) = HeaderValue::from_str(challenge) {
+                headers.insert(header::WWW_AUTHENTICATE, value);
+            }
+        }
         Error::MethodNotAllowed { allow, .. } => {
             let allow: Vec<&str> = allow.iter().map(|m| m.as_str()).collect();
             if let Ok(value) = HeaderValue::from_str(&allow.join(", ")) {

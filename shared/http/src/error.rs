@@ -36,6 +36,10 @@ pub enum Error {
     /// No token, or a token the registry does not know.
     #[error("{0}")]
     Unauthorized(String),
+    /// [`Error::Unauthorized`] on an OCI route: 401 with the challenge
+    /// that names the token endpoint (`WWW-Authenticate: Bearer realm=...`).
+    #[error("{message}")]
+    Challenged { message: String, challenge: String },
     /// A valid token without the right, or a tampered/expired archive URL.
     #[error("{0}")]
     Forbidden(String),
@@ -104,7 +108,7 @@ impl Error {
             } => StatusCode::PAYLOAD_TOO_LARGE,
             Error::Refused { .. } => StatusCode::BAD_REQUEST,
             Error::NotFound(_) => StatusCode::NOT_FOUND,
-            Error::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Error::Unauthorized(_) | Error::Challenged { .. } => StatusCode::UNAUTHORIZED,
             Error::Forbidden(_) => StatusCode::FORBIDDEN,
             Error::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Error::Conflict(_) => StatusCode::CONFLICT,

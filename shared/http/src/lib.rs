@@ -29,6 +29,7 @@ pub mod error;
 pub mod fill;
 pub mod groups;
 pub mod metrics;
+pub mod oci_bearer;
 pub mod pipeline;
 pub mod registry;
 pub mod session;

@@ -21,6 +21,8 @@
 //!   [`cache`]: what the cache keeps of them and how it answers and fills.
 //! - [`usage`]: downloads and who made them (consumers), and the usage
 //!   report.
+//! - [`oci`]: the OCI view's repositories, references and manifests
+//!   (OpenTofu's `oci_mirror` and `oci://` sources).
 //! - [`error`]: why a value is refused; the HTTP pipeline maps it.
 
 pub mod address;
@@ -36,6 +38,7 @@ pub mod grants;
 pub mod hashing;
 pub mod keys;
 pub mod login;
+pub mod oci;
 pub mod oidc;
 pub mod protocol;
 pub mod release;

@@ -71,6 +71,18 @@ pub(super) async fn complete(
         tracing::warn!(module = %module, %version, "module docs not read: {unread}");
     }
     let docs = docs.docs;
+    // The zip the OCI view serves for this version (issue 40), made once,
+    // here, before the release appears: its digest never changes.
+    tfreg_store::keep_module_zip(
+        registry.items.as_ref(),
+        registry.blobs.as_ref(),
+        module,
+        version,
+        &archive.sha256,
+        &claimed.file,
+        tfreg_verify::archives::module_zip::zip_file,
+    )
+    .await?;
     catalog::put_module_docs(
         registry.items.as_ref(),
         module,
@@ -96,3 +108,4 @@ pub(super) async fn complete(
         warnings,
     })
 }
+

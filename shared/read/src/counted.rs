@@ -14,7 +14,7 @@ use tfreg_model::router::ReadRoute;
 use tfreg_model::token::Principal;
 use tfreg_model::usage::{Download, Package};
 
-fn provider(hostname: &str, p: &ProviderName) -> Package {
+pub(crate) fn provider(hostname: &str, p: &ProviderName) -> Package {
     Package::Provider {
         hostname: hostname.to_string(),
         namespace: p.namespace.clone(),
@@ -22,7 +22,7 @@ fn provider(hostname: &str, p: &ProviderName) -> Package {
     }
 }
 
-fn module(hostname: &str, m: &ModuleName) -> Package {
+pub(crate) fn module(hostname: &str, m: &ModuleName) -> Package {
     Package::Module {
         hostname: hostname.to_string(),
         namespace: m.namespace.clone(),
@@ -67,6 +67,9 @@ pub(crate) fn download_of(
         | ReadRoute::MirrorIndex { .. }
         | ReadRoute::CacheProviderVersions { .. }
         | ReadRoute::CacheModuleVersions { .. } => return None,
+        // Counted where a zip is found (crate::oci::blob): a route by
+        // digest names no version.
+        ReadRoute::Oci(_) => return None,
     };
     Some(Download {
         package,

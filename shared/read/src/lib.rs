@@ -7,6 +7,7 @@
 mod asked;
 mod blob;
 mod counted;
+mod oci;
 mod read;
 mod source;
 mod views;
@@ -34,7 +35,7 @@ impl Handler<ReadRoute> for Read {
         call: Call<'_>,
         _body: Body,
     ) -> Result<Response, Error> {
-        read::handle(registry, route, call.principal).await
+        read::handle(registry, route, &call).await
     }
 }
 

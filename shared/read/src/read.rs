@@ -7,24 +7,27 @@
 //! a configured upstream in the cache's routes. [`split`] reads that off a
 //! route once, exhaustively; the answer is the view over the source.
 
+use async_trait::async_trait;
+use tfreg_http::Call;
 use tfreg_http::answer_cache::Answer;
 use tfreg_http::body::Response;
 use tfreg_http::error::Error;
 use tfreg_http::registry::Registry;
 use tfreg_model::address::{Hostname, ModuleName, ProviderName};
-use tfreg_model::router::ReadRoute;
+use tfreg_model::router::{OciRoute, ReadRoute};
 use tfreg_model::token::Principal;
 use tfreg_model::upstream::{UpstreamHost, UpstreamRecord};
 use tfreg_store::catalog::{Origin, upstreams};
 
 use crate::source::cached::Cached;
 use crate::source::cached_module::Module as CachedModule;
+use crate::source::ProviderSource;
 use crate::source::own::{Modules, Releases};
 use crate::views::{self, ModuleView, ProviderView};
 
 /// Where a route's provider comes from.
 #[derive(Debug, Clone, Copy)]
-enum ProviderFrom<'r> {
+pub(crate) enum ProviderFrom<'r> {
     /// This registry's own (`providers.v1`).
     Here,
     /// The network mirror's host: this registry's, an imported one's, or
@@ -47,6 +50,8 @@ enum Split<'r> {
         module: &'r ModuleName,
         view: ModuleView<'r>,
     },
+    /// The OCI view ([`crate::oci`]), over the same sources.
+    Oci(&'r OciRoute),
 }
 
 fn split(route: &ReadRoute) -> Split<'_> {
@@ -114,26 +119,23 @@ fn split(route: &ReadRoute) -> Split<'_> {
             module: m,
             version,
         } => module(Some(host), m, ModuleView::Download { version }),
+        R::Oci(oci) => Split::Oci(oci),
     }
 }
 
-/// Answer a read route. A configured upstream's packages (the cache's
-/// routes, and the mirror of a host that has no imported providers here)
-/// are answered from the pull-through cache, by who asks (who may make it
-/// fetch): never kept as everyone's answer. A mirror read of an imported
-/// host costs one read as before; the upstream is looked up only when that
-/// finds nothing (`tfreg mirror import` refuses a configured upstream's
-/// hostname, so the two never overlap).
+/// Answer a read route, from the source [`with_provider`] picks (or a
+/// module's).
 ///
 /// A successful download is counted ([`crate::counted`]), however it was
 /// answered.
 pub async fn handle(
     registry: &Registry,
     route: ReadRoute,
-    principal: &Principal,
+    call: &Call<'_>,
 ) -> Result<Response, Error> {
+    let principal = call.principal;
     let download = crate::counted::download_of(registry, &route, principal);
-    let answered = answer_route(registry, &route, principal).await;
+    let answered = answer_route(registry, &route, call).await;
     if let (Some(download), Ok(response)) = (download, &answered)
         && response.status().is_success()
     {
@@ -145,45 +147,21 @@ pub async fn handle(
 async fn answer_route(
     registry: &Registry,
     route: &ReadRoute,
-    principal: &Principal,
+    call: &Call<'_>,
 ) -> Result<Response, Error> {
+    let principal = call.principal;
     match split(route) {
         Split::Provider {
             from,
             provider,
             view,
         } => {
-            let own = |origin, what| Releases::new(registry, origin, provider, what);
-            let cached = |upstream: UpstreamRecord| async move {
-                let source = Cached::new(registry, &upstream, provider, principal)?;
-                Ok(views::provider(registry, &source, view).await?.response())
+            let viewed = Viewed {
+                registry,
+                route,
+                view,
             };
-            match from {
-                ProviderFrom::Here => {
-                    let source = own(Origin::Registry, format!("provider {provider}"));
-                    kept_or_made(registry, route, views::provider(registry, &source, view)).await
-                }
-                ProviderFrom::Mirrored(hostname) if *hostname == registry.config.hostname => {
-                    let source = own(Origin::Registry, format!("provider {hostname}/{provider}"));
-                    kept_or_made(registry, route, views::provider(registry, &source, view)).await
-                }
-                ProviderFrom::Mirrored(hostname) => {
-                    let origin = Origin::Mirror(hostname.clone());
-                    let source = own(origin, format!("provider {hostname}/{provider}"));
-                    match kept_or_made(registry, route, views::provider(registry, &source, view))
-                        .await
-                    {
-                        Err(Error::NotFound(why)) => {
-                            match upstream_named(registry, hostname).await? {
-                                Some(upstream) => cached(upstream).await,
-                                None => Err(Error::NotFound(why)),
-                            }
-                        }
-                        other => other,
-                    }
-                }
-                ProviderFrom::Upstream(host) => cached(upstream(registry, host).await?).await,
-            }
+            with_provider(registry, from, provider, principal, &viewed).await
         }
         Split::Module {
             upstream: here_or_there,
@@ -200,6 +178,78 @@ async fn answer_route(
                 Ok(views::module(&source, view).await?.response())
             }
         },
+        Split::Oci(oci) => crate::oci::answer(registry, oci, call).await,
+    }
+}
+
+/// What is done with a provider's source, whichever it turns out to be.
+#[async_trait]
+pub(crate) trait UseProvider: Sync {
+    type Out: Send;
+    async fn with(&self, source: &dyn ProviderSource) -> Result<Self::Out, Error>;
+}
+
+/// A registry protocol's view of a provider.
+struct Viewed<'r> {
+    registry: &'r Registry,
+    route: &'r ReadRoute,
+    view: ProviderView<'r>,
+}
+
+#[async_trait]
+impl UseProvider for Viewed<'_> {
+    type Out = Response;
+    async fn with(&self, source: &dyn ProviderSource) -> Result<Response, Error> {
+        let made = views::provider(self.registry, source, self.view);
+        if source.keepable() {
+            kept_or_made(self.registry, self.route, made).await
+        } else {
+            Ok(made.await?.response())
+        }
+    }
+}
+
+/// Use the source a provider is read from, as a `MultiSource` picks one:
+/// this registry's own; for a mirror's host, the providers imported from
+/// it, else (nothing imported) a configured upstream's through the cache.
+/// A configured upstream's packages are answered by who asks (who may make
+/// the cache fetch): never kept as everyone's answer. A mirror read of an
+/// imported host costs one read as before; the upstream is looked up only
+/// when that finds nothing (`tfreg mirror import` refuses a configured
+/// upstream's hostname, so the two never overlap).
+pub(crate) async fn with_provider<U: UseProvider>(
+    registry: &Registry,
+    from: ProviderFrom<'_>,
+    provider: &ProviderName,
+    principal: &Principal,
+    user: &U,
+) -> Result<U::Out, Error> {
+    let own = |origin, what| Releases::new(registry, origin, provider, what);
+    let cached = |upstream: UpstreamRecord| async move {
+        let source = Cached::new(registry, &upstream, provider, principal)?;
+        user.with(&source).await
+    };
+    match from {
+        ProviderFrom::Here => {
+            let source = own(Origin::Registry, format!("provider {provider}"));
+            user.with(&source).await
+        }
+        ProviderFrom::Mirrored(hostname) if *hostname == registry.config.hostname => {
+            let source = own(Origin::Registry, format!("provider {hostname}/{provider}"));
+            user.with(&source).await
+        }
+        ProviderFrom::Mirrored(hostname) => {
+            let origin = Origin::Mirror(hostname.clone());
+            let source = own(origin, format!("provider {hostname}/{provider}"));
+            match user.with(&source).await {
+                Err(Error::NotFound(why)) => match upstream_named(registry, hostname).await? {
+                    Some(upstream) => cached(upstream).await,
+                    None => Err(Error::NotFound(why)),
+                },
+                other => other,
+            }
+        }
+        ProviderFrom::Upstream(host) => cached(upstream(registry, host).await?).await,
     }
 }
 
@@ -221,7 +271,7 @@ async fn kept_or_made(
 }
 
 /// The configured upstream `host` (404 when it is not one).
-async fn upstream(registry: &Registry, host: &UpstreamHost) -> Result<UpstreamRecord, Error> {
+pub(crate) async fn upstream(registry: &Registry, host: &UpstreamHost) -> Result<UpstreamRecord, Error> {
     upstreams::upstream(registry.items.as_ref(), host)
         .await?
         .ok_or_else(|| Error::not_found(format!("{host} is not an upstream registry here")))

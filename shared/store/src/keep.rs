@@ -47,3 +47,70 @@ pub async fn keep_as(
         Err(e) => Err(e),
     }
 }
+
+/// What makes a module archive's zip (`tfreg_verify`'s, which this crate
+/// does not link): the checked archive, a directory for the new file; the
+/// file's path.
+pub type MakeZip = fn(std::fs::File, &std::path::Path) -> Result<std::path::PathBuf, String>;
+
+/// Make the zip of a module version's checked archive `source` (whose
+/// sha256 is `archive_sha256`) with `make`, keep it under a key of its own
+/// and record it (the OCI view's layer, issue 40): the zip the OCI view
+/// answers for that version from now on. The first one recorded stays
+/// (what is returned), so its digest never changes.
+pub async fn keep_module_zip(
+    items: &dyn crate::ItemStore,
+    blobs: &dyn BlobStore,
+    module: &tfreg_model::address::ModuleName,
+    version: &tfreg_model::version::Version,
+    archive_sha256: &str,
+    source: &std::fs::File,
+    make: MakeZip,
+) -> Result<tfreg_model::release::StoredFile, StoreError> {
+    use std::io::Seek as _;
+    let mut source = source.try_clone().map_err(StoreError::unavailable)?;
+    let path = tokio::task::spawn_blocking(move || {
+        source.rewind().map_err(|e| e.to_string())?;
+        make(source, &std::env::temp_dir())
+    })
+    .await
+    .map_err(StoreError::internal)?
+    .map_err(|e| StoreError::internal(format!("the zip of {module} {version}: {e}")))?;
+    let kept = keep_zip_file(items, blobs, module, version, archive_sha256, &path).await;
+    let _ = tokio::fs::remove_file(&path).await;
+    kept
+}
+
+async fn keep_zip_file(
+    items: &dyn crate::ItemStore,
+    blobs: &dyn BlobStore,
+    module: &tfreg_model::address::ModuleName,
+    version: &tfreg_model::version::Version,
+    archive_sha256: &str,
+    path: &std::path::Path,
+) -> Result<tfreg_model::release::StoredFile, StoreError> {
+    use sha2::Digest as _;
+    let bytes = tokio::fs::read(path).await.map_err(StoreError::unavailable)?;
+    let digest = Digest {
+        size: bytes.len() as u64,
+        sha256: hex::encode(sha2::Sha256::digest(&bytes)),
+    };
+    drop(bytes);
+    let filename = format!("{}-{}-{version}.zip", module.name, module.system);
+    let name = tfreg_model::blob_key::FileName::parse(&filename)
+        .map_err(|e| StoreError::internal(e.to_string()))?;
+    let key = BlobKey::archive(&tfreg_model::blob_key::UploadId::random(), &name);
+    let file = tokio::fs::File::open(path)
+        .await
+        .map_err(StoreError::unavailable)?;
+    if let Kept::Other(_) = keep_as(blobs, file, &digest, &key).await? {
+        return Err(StoreError::internal(format!("{key} holds other bytes")));
+    }
+    let zip = tfreg_model::release::StoredFile {
+        filename,
+        sha256: digest.sha256,
+        size: digest.size,
+        key,
+    };
+    crate::catalog::put_module_zip(items, module, version, archive_sha256, &zip).await
+}

@@ -32,5 +32,5 @@ pub mod s3;
 #[cfg(feature = "embedded")]
 pub mod sqlite;
 
-pub use keep::{Kept, keep_as};
+pub use keep::{Kept, MakeZip, keep_as, keep_module_zip};
 pub use traits::*;

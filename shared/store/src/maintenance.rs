@@ -90,6 +90,12 @@ pub fn references(items: &[Item], now: u64) -> Result<References, StoreError> {
         } else if release && item.pk.starts_with("MODULE#") {
             let r: ModuleRelease = decode(item).map_err(|e| unreadable(item, e))?;
             promise(&mut refs.files, item, &r.file);
+        } else if item.pk.starts_with("MODULE#")
+            && item.sk.starts_with(crate::catalog::schema::ZIP_PREFIX)
+        {
+            // A module archive's zip (the OCI view's layer).
+            let zip: StoredFile = decode(item).map_err(|e| unreadable(item, e))?;
+            promise(&mut refs.files, item, &zip);
         } else if item.pk.starts_with("UPLOAD#") && item.sk == UPLOAD_SK {
             let s: UploadSession = decode(item).map_err(|e| unreadable(item, e))?;
             if s.expires_at > now {
@@ -342,12 +348,28 @@ pub async fn reindex(
 pub async fn undocumented_modules(
     items: &dyn ItemStore,
 ) -> Result<Vec<(tfreg_model::address::ModuleName, ModuleRelease)>, StoreError> {
-    use crate::catalog::schema::{DOCS_PREFIX, release_target};
+    modules_lacking(items, crate::catalog::schema::DOCS_PREFIX).await
+}
+
+/// The module releases whose archive has no zip (published before the OCI
+/// view): what `tfreg reindex` makes one for.
+pub async fn unzipped_modules(
+    items: &dyn ItemStore,
+) -> Result<Vec<(tfreg_model::address::ModuleName, ModuleRelease)>, StoreError> {
+    modules_lacking(items, crate::catalog::schema::ZIP_PREFIX).await
+}
+
+/// The module releases with no `PREFIX<version>#<archive sha256>` item.
+async fn modules_lacking(
+    items: &dyn ItemStore,
+    prefix: &str,
+) -> Result<Vec<(tfreg_model::address::ModuleName, ModuleRelease)>, StoreError> {
+    use crate::catalog::schema::release_target;
     use tfreg_model::router::PublishTarget;
     let all = scan_all(items).await?;
-    let documented: BTreeSet<(&str, &str)> = all
+    let made: BTreeSet<(&str, &str)> = all
         .iter()
-        .filter_map(|i| Some((i.pk.as_str(), i.sk.strip_prefix(DOCS_PREFIX)?)))
+        .filter_map(|i| Some((i.pk.as_str(), i.sk.strip_prefix(prefix)?)))
         .collect();
     let mut todo = Vec::new();
     for item in &all {
@@ -355,8 +377,8 @@ pub async fn undocumented_modules(
             continue;
         };
         let release: ModuleRelease = decode(item)?;
-        let docs_sk = format!("{}#{}", release.version, release.file.sha256);
-        if !documented.contains(&(item.pk.as_str(), docs_sk.as_str())) {
+        let sk = format!("{}#{}", release.version, release.file.sha256);
+        if !made.contains(&(item.pk.as_str(), sk.as_str())) {
             todo.push((module, release));
         }
     }

@@ -328,6 +328,11 @@ async fn provider_page(
         versions: version_links(&index, &base, &version),
         layout,
         required_providers: snippets::required_providers(&provider.r#type, &source, &version),
+        oci_mirror: snippets::oci_mirror(
+            registry.config.hostname.as_str(),
+            &provider.namespace,
+            &provider.r#type,
+        ),
         lock_entry: snippets::lock_entry(&source, &release, &version),
         address: source,
         namespace: provider.namespace.clone(),

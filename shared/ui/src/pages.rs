@@ -290,6 +290,8 @@ pub struct Provider {
     pub key_id: String,
     pub platforms: Vec<PlatformView>,
     pub required_providers: String,
+    /// OpenTofu's `oci_mirror` block for it (issue 40).
+    pub oci_mirror: String,
     pub lock_entry: String,
     pub versions: Vec<VersionLink>,
     /// Its downloads (`None`: the counts could not be read).

@@ -54,6 +54,18 @@ pub fn required_providers(local_name: &str, source: &str, version: &Version) -> 
     )
 }
 
+/// OpenTofu's CLI configuration (1.10+) that installs `namespace/type` of
+/// `host` from this registry's OCI view: the `oci_mirror` block with the
+/// repository template (`repository` `providers/` for this registry's own,
+/// `mirror/${hostname}` for any host it mirrors), the other providers as
+/// before, and the token as the OCI password.
+pub fn oci_mirror(host: &str, namespace: &str, r#type: &str) -> String {
+    let address = format!("{host}/{namespace}/{type}", type = r#type);
+    format!(
+        "# ~/.tofurc (OpenTofu 1.10 or later)\nprovider_installation {{\n  oci_mirror {{\n    repository_template = \"{host}/providers/${{namespace}}/${{type}}\"\n    include             = [\"{address}\"]\n  }}\n  direct {{\n    exclude = [\"{address}\"]\n  }}\n}}\n\noci_credentials \"{host}\" {{\n  username = \"tfreg\"\n  password = \"<a tfreg token>\"\n}}\n"
+    )
+}
+
 /// The `.terraform.lock.hcl` entry of a release: every platform's `h1:` and
 /// `zh:` hash, sorted as Terraform writes them.
 pub fn lock_entry(source: &str, release: &ProviderRelease, version: &Version) -> String {
@@ -102,6 +114,31 @@ mod tests {
             "module \"vpc\" {\n  source  = \"reg.example.com/team/vpc/aws\"\n  version = \"~> 1.4\"\n\n  # Required inputs:\n  # name = string\n  # azs  = list( string )\n}\n"
         );
         assert!(!module_usage("m", "h/a/b/c", &v("1.0.0"), &[]).contains("Required"));
+    }
+
+    #[test]
+    fn an_oci_mirror_block_names_the_provider_s_repository() {
+        let block = oci_mirror("reg.example.com", "team", "widget");
+        assert_eq!(
+            block,
+            concat!(
+                "# ~/.tofurc (OpenTofu 1.10 or later)\n",
+                "provider_installation {\n",
+                "  oci_mirror {\n",
+                "    repository_template = \"reg.example.com/providers/${namespace}/${type}\"\n",
+                "    include             = [\"reg.example.com/team/widget\"]\n",
+                "  }\n",
+                "  direct {\n",
+                "    exclude = [\"reg.example.com/team/widget\"]\n",
+                "  }\n",
+                "}\n",
+                "\n",
+                "oci_credentials \"reg.example.com\" {\n",
+                "  username = \"tfreg\"\n",
+                "  password = \"<a tfreg token>\"\n",
+                "}\n",
+            )
+        );
     }
 
     #[test]

@@ -217,8 +217,19 @@ impl Syncer {
                 )));
             }
         };
-        drop(claimed);
         let items = self.target.items.as_ref();
+        // The zip the OCI view serves, as a publish makes it.
+        tfreg_store::keep_module_zip(
+            items,
+            self.target.blobs.as_ref(),
+            module,
+            version,
+            &stored.sha256,
+            &claimed.file,
+            tfreg_verify::archives::module_zip::zip_file,
+        )
+        .await?;
+        drop(claimed);
         catalog::put_module_docs(items, module, version, &stored.sha256, &docs).await?;
         let file_name = format!("{}-{}-{v}.tar.gz", module.name, module.system);
         let file = self

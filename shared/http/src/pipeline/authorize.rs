@@ -3,11 +3,14 @@
 //! against the caller's credential (a UI session, else the `Authorization`
 //! header); the operator ([`Caller::Operator`]) has every right. Who asked is
 //! kept even when refused (a valid token without the right): the audit
-//! trail records the refused change.
+//! trail records the refused change. An OCI route's credential is its
+//! bearer ([`crate::oci_bearer`], for its repository), and its `401` names
+//! the token endpoint in a `Bearer` challenge, as OCI clients expect.
 
 use std::sync::Arc;
 
-use tfreg_model::router::Route;
+use tfreg_model::oci::challenge;
+use tfreg_model::router::{OCI_TOKEN_PATH, ReadRoute, Route};
 use tfreg_model::token::Principal;
 
 use super::Shared;
@@ -33,16 +36,39 @@ impl Job for Authorize {
             Caller::Operator => (Principal::Operator, Ok(())),
             Caller::Network => {
                 let registry = &shared.registry;
-                let credential = match req.extensions().get::<Session>() {
-                    Some(session) => Credential::Session(Some(session)),
-                    None => Credential::Authorization(authorization(req.headers())),
+                let oci = match route {
+                    Route::Read(ReadRoute::Oci(oci)) => Some(oci),
+                    _ => None,
                 };
-                auth::authorize(
+                let repository = oci.and_then(|o| o.repository()).map(|r| r.name());
+                let credential = match (req.extensions().get::<Session>(), oci) {
+                    (_, Some(_)) => Credential::Oci {
+                        header: authorization(req.headers()),
+                        repository: repository.as_deref(),
+                    },
+                    (Some(session), None) => Credential::Session(Some(session)),
+                    (None, None) => Credential::Authorization(authorization(req.headers())),
+                };
+                let (who, verdict) = auth::authorize(
                     registry,
                     credential,
                     route.access(&registry.config.hostname),
                 )
-                .await
+                .await;
+                match (verdict, oci) {
+                    (Err(Error::Unauthorized(message)), Some(oci)) => (
+                        who,
+                        Err(Error::Challenged {
+                            message,
+                            challenge: challenge(
+                                &format!("{}{OCI_TOKEN_PATH}", registry.config.public_url),
+                                registry.config.hostname.as_str(),
+                                oci.repository(),
+                            ),
+                        }),
+                    ),
+                    (verdict, _) => (who, verdict),
+                }
             }
         };
         let mut resp = match verdict {

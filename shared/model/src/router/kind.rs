@@ -14,6 +14,8 @@ use crate::router::{
     AdminOp, AuthRoute, PublishKind, PublishRoute, PublishStep, PublishTarget, ReadEndpoint,
     ReadRoute, Route, RouteClass, UiPage, UiRoute,
 };
+use crate::oci::{Reference, Repository};
+use crate::router::OciRoute;
 use crate::upstream::UpstreamHost;
 use crate::version::Version;
 
@@ -150,6 +152,10 @@ impl RouteKind {
                     module: module(),
                     version: version(),
                 },
+                ReadEndpoint::Oci => ReadRoute::Oci(OciRoute::Manifest {
+                    repository: Repository::Provider(provider()),
+                    reference: Reference::Version(version()),
+                }),
             }),
             RouteKind::Blob => Route::Blob(
                 BlobKey::parse("archives/ab/0123/null_1.0.0_linux_amd64.zip").expect("a key"),

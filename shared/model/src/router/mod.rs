@@ -12,6 +12,7 @@ mod admin;
 mod auth;
 mod endpoint;
 mod kind;
+mod oci;
 mod publish;
 mod read;
 mod segments;
@@ -24,6 +25,7 @@ pub use admin::{AdminOp, AdminRoute};
 pub use auth::{AUTHORIZE_PATH, AuthRoute, CALLBACK_PATH, EXCHANGE_PATH, SSO_PATH, TOKEN_PATH};
 pub use endpoint::{Endpoint, EndpointKind};
 pub use kind::RouteKind;
+pub use oci::{OCI_PREFIX, OCI_TOKEN_PATH, OciRoute, repository_realm};
 pub use publish::{PublishKind, PublishRoute, PublishStep, PublishTarget};
 pub use read::{ReadEndpoint, ReadRoute};
 pub use segments::MAX_PATH_LEN;
@@ -102,6 +104,10 @@ impl Route {
         match self {
             // A login never looks at a token: a stale one must not block it.
             Route::Discovery | Route::Blob(_) | Route::Auth(_) => Access::Public,
+            // The token endpoint authorises the Basic credentials it is
+            // sent itself, for the repositories it is asked for (crate
+            // tfreg-read, through the same `authorize`).
+            Route::Read(ReadRoute::Oci(OciRoute::Token)) => Access::Public,
             Route::Read(read) => token(Scope::Read, read.realm(own_host)),
             Route::Publish(publish) => token(Scope::Publish, publish.target.realm()),
             Route::Admin(admin) => token(Scope::Admin, admin.realm()),
@@ -250,6 +256,9 @@ fn match_path(method: &Method, path: &str) -> Result<Route, RouteError> {
             .join("/");
         let key = BlobKey::parse(&key).map_err(|e| RouteError::bad(e.to_string()))?;
         return Ok(Route::Blob(key));
+    }
+    if path == OCI_PREFIX || path.starts_with("/v2/") {
+        return OciRoute::parse(path).map(|oci| Route::Read(ReadRoute::Oci(oci)));
     }
     let Some(rest) = path.strip_prefix("/v1/") else {
         return Err(not_found(path));

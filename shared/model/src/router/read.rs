@@ -3,6 +3,7 @@
 
 use crate::address::{Hostname, ModuleName, Platform, ProviderName};
 use crate::error::RouteError;
+use crate::router::oci::OciRoute;
 use crate::router::segments::host_segment;
 use crate::token::Realm;
 use crate::upstream::UpstreamHost;
@@ -72,6 +73,9 @@ pub enum ReadRoute {
         module: ModuleName,
         version: Version,
     },
+    /// `/v2/...`: the same packages as OCI artifacts (OpenTofu's
+    /// `oci_mirror` and `oci://` module sources), one function.
+    Oci(OciRoute),
 }
 
 impl ReadRoute {
@@ -98,6 +102,7 @@ impl ReadRoute {
             | ReadRoute::CacheProviderDownload { .. }
             | ReadRoute::CacheModuleVersions { .. }
             | ReadRoute::CacheModuleDownload { .. } => Realm::Registry,
+            ReadRoute::Oci(oci) => oci.realm(own_host),
         }
     }
 
@@ -227,6 +232,7 @@ impl ReadRoute {
                 "/v1/cache/{}/modules/{module}/{version}/download",
                 host_segment(host.hostname())
             ),
+            ReadRoute::Oci(oci) => oci.path(),
         }
     }
 

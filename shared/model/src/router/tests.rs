@@ -204,6 +204,22 @@ fn paths_built_from_routes_route_back_to_them() {
             version: v("1.2.0"),
         }),
         Route::Blob(key),
+        Route::Read(ReadRoute::Oci(OciRoute::Base)),
+        Route::Read(ReadRoute::Oci(OciRoute::Token)),
+        Route::Read(ReadRoute::Oci(OciRoute::Tags {
+            repository: crate::oci::Repository::Mirrored {
+                hostname: Hostname::parse("localhost:8443").unwrap(),
+                provider: provider(),
+            },
+        })),
+        Route::Read(ReadRoute::Oci(OciRoute::Manifest {
+            repository: crate::oci::Repository::Module(module.clone()),
+            reference: crate::oci::Reference::Latest,
+        })),
+        Route::Read(ReadRoute::Oci(OciRoute::Blob {
+            repository: crate::oci::Repository::Provider(provider()),
+            digest: crate::oci::Digest::of(b"{}"),
+        })),
     ];
     let targets = [
         PublishTarget::Provider {

@@ -169,6 +169,21 @@ impl ProviderSource for Cached<'_> {
     fn not_offered(&self, what: &str) -> Error {
         self.not_cached(what)
     }
+
+    async fn fetched_size(&self, release: &Release, package: &Package) -> Result<Option<u64>, Error> {
+        if package.size.is_some() || !package.offered {
+            return Ok(package.size);
+        }
+        if !fill_archive(self.registry, self.upstream, &package.key).await? {
+            return Ok(None);
+        }
+        let cached = self.cached_release(&release.version).await?;
+        Ok(cached
+            .platforms
+            .get(&package.platform.to_string())
+            .and_then(|a| a.stored.as_ref())
+            .map(|s| s.size))
+    }
 }
 
 /// Where the cache keeps an archive.

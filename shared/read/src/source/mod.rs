@@ -23,7 +23,7 @@ use async_trait::async_trait;
 use tfreg_http::error::Error;
 use tfreg_model::address::Platform;
 use tfreg_model::blob_key::BlobKey;
-use tfreg_model::release::SigningKey;
+use tfreg_model::release::{SigningKey, StoredFile};
 use tfreg_model::version::Version;
 
 /// One version as a versions list shows it.
@@ -99,6 +99,28 @@ pub(crate) trait ProviderSource: Send + Sync {
     fn no_package(&self, release: &Release, platform: &Platform) -> Error;
     /// The 404 of `what`, which this request may not be handed.
     fn not_offered(&self, what: &str) -> Error;
+    /// May its answers be kept for every caller allowed to read the route
+    /// (not a cache's, which answer by who may make it fetch)?
+    fn keepable(&self) -> bool {
+        false
+    }
+    /// Every version it has, listed or not (the OCI view answers a yanked
+    /// version by digest): the listed ones, unless it has more.
+    async fn every_version(&self) -> Result<Vec<String>, Error> {
+        Ok(self
+            .versions()
+            .await?
+            .listed
+            .into_iter()
+            .map(|v| v.version)
+            .collect())
+    }
+    /// The size of a package offered but not stored here yet (a cache's):
+    /// fetched now, within the archive wait; `None` while it is still
+    /// being fetched.
+    async fn fetched_size(&self, _release: &Release, package: &Package) -> Result<Option<u64>, Error> {
+        Ok(package.size)
+    }
 }
 
 /// A module as one source holds it.
@@ -108,4 +130,16 @@ pub(crate) trait ModuleSource: Send + Sync {
     async fn versions(&self) -> Result<Vec<Listed>, Error>;
     /// Where a version's archive is (`X-Terraform-Get`).
     async fn location(&self, version: &Version) -> Result<String, Error>;
+    /// Every version it has, listed or not (the OCI view answers a yanked
+    /// version by digest): the listed ones, unless it has more.
+    async fn every_version(&self) -> Result<Vec<String>, Error> {
+        Ok(self.versions().await?.into_iter().map(|v| v.version).collect())
+    }
+    /// A version's archive as a zip (the OCI view's layer): 404 where there
+    /// is none.
+    async fn zip(&self, version: &Version) -> Result<StoredFile, Error> {
+        Err(Error::not_found(format!(
+            "version {version} of this module is not served as an OCI artifact"
+        )))
+    }
 }

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use tfreg_http::error::Error;
 use tfreg_http::registry::Registry;
 use tfreg_model::address::{ModuleName, Platform, ProviderName};
+use tfreg_model::release::StoredFile;
 use tfreg_model::version::Version;
 use tfreg_store::catalog::index::{VersionIndex, View};
 use tfreg_store::catalog::{self, Origin};
@@ -166,6 +167,20 @@ impl ProviderSource for Releases<'_> {
     fn not_offered(&self, what: &str) -> Error {
         Error::not_found(format!("{what} of {} not found", self.what))
     }
+
+    fn keepable(&self) -> bool {
+        true
+    }
+
+    async fn every_version(&self) -> Result<Vec<String>, Error> {
+        let index =
+            catalog::provider_index(self.registry.items.as_ref(), &self.origin, self.provider)
+                .await?;
+        if index.is_empty() {
+            return Err(Error::not_found(format!("{} not found", self.what)));
+        }
+        Ok(index.versions().map(|v| v.version.to_string()).collect())
+    }
 }
 
 /// A module published here.
@@ -199,5 +214,35 @@ impl ModuleSource for Modules<'_> {
             .await?
             .ok_or_else(not_found)?;
         self.registry.read_url(&release.file.key).await
+    }
+
+    async fn every_version(&self) -> Result<Vec<String>, Error> {
+        let index = catalog::module_index(self.registry.items.as_ref(), self.module).await?;
+        if index.is_empty() {
+            return Err(Error::not_found(format!("module {} not found", self.module)));
+        }
+        Ok(index.versions().map(|v| v.version.to_string()).collect())
+    }
+
+    /// The zip made of the archive at publish (or by `tfreg reindex`, for a
+    /// version published before the OCI view).
+    async fn zip(&self, version: &Version) -> Result<StoredFile, Error> {
+        let items = self.registry.items.as_ref();
+        let release = catalog::module_release(items, self.module, version)
+            .await?
+            .ok_or_else(|| {
+                Error::not_found(format!(
+                    "module {} version {version} not found",
+                    self.module
+                ))
+            })?;
+        catalog::module_zip(items, self.module, &release)
+            .await?
+            .ok_or_else(|| {
+                Error::not_found(format!(
+                    "module {} version {version} has no OCI artifact yet: it was published before the OCI view; an operator's `tfreg reindex` makes it",
+                    self.module
+                ))
+            })
     }
 }

@@ -44,7 +44,7 @@ pub mod upstreams;
 pub mod usage;
 
 pub use codec::{decode, encode};
-pub use docs::{module_docs, put_module_docs};
+pub use docs::{module_docs, module_zip, put_module_docs, put_module_zip};
 pub use import::{import_module_releases, import_provider_releases};
 pub use indexing::{module_index, provider_index, reindex_module, reindex_provider, sync_index};
 pub use releases::*;

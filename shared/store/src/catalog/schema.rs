@@ -51,6 +51,8 @@ pub const VERSION_PREFIX: &str = "VERSION#";
 pub const INDEX_SK: &str = "INDEX";
 /// Sort keys of module docs items start with this.
 pub const DOCS_PREFIX: &str = "DOCS#";
+/// Sort keys of a module archive's zip (the OCI view's layer) start with this.
+pub const ZIP_PREFIX: &str = "ZIP#";
 /// The partition of listing entries.
 pub const LISTING_PK: &str = "LISTING";
 /// The partition of every token.
@@ -178,6 +180,11 @@ pub fn version_sk(version: &Version) -> String {
 /// The sort key of one module archive's docs.
 pub fn docs_sk(version: &Version, archive_sha256: &str) -> String {
     format!("{DOCS_PREFIX}{version}#{archive_sha256}")
+}
+
+/// The sort key of one module archive's zip.
+pub fn zip_sk(version: &Version, archive_sha256: &str) -> String {
+    format!("{ZIP_PREFIX}{version}#{archive_sha256}")
 }
 
 /// The partition of what `target` publishes into.

@@ -18,6 +18,7 @@ use std::collections::HashSet;
 use sha2::{Digest, Sha256};
 
 pub mod module;
+pub mod module_zip;
 pub mod provider_zip;
 
 /// Longest entry path, in bytes (Linux's `PATH_MAX`). Real module and provider
