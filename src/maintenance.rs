@@ -440,7 +440,7 @@ pub async fn reindex(args: ReindexArgs) -> Result<()> {
         "versions indexes",
         Outcome::Ok,
         format!(
-            "{rebuilt} providers and modules reindexed from their releases; docs read for {documented} module versions; zips made for {zipped}"
+            "{rebuilt} providers and modules reindexed from their releases; docs read for {documented} module versions; OCI zips made for {zipped}"
         ),
     )
     .await;

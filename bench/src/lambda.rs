@@ -154,6 +154,22 @@ const FUNCTIONS: &[Function] = &[
         200,
         Table::Read,
     ),
+    // OpenTofu over OCI (issue 40): a provider version's image index, a
+    // module version's manifest (the read function, as every read route).
+    function(
+        "oci-index",
+        "read",
+        ("GET", "/v2/providers/acme/widget/manifests/1.0.0"),
+        200,
+        Table::Read,
+    ),
+    function(
+        "oci-module",
+        "read",
+        ("GET", "/v2/modules/acme/net/aws/manifests/1.0.0"),
+        200,
+        Table::Read,
+    ),
     // No upstream is configured: 404, after one read.
     function(
         "cache-provider-versions",

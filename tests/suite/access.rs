@@ -300,9 +300,11 @@ async fn matrix_fixtures(r: &TestRegistry, own_host: &str, sign_in: bool) -> Fix
         .as_str()
         .unwrap()
         .to_string();
+    let layer = format!("sha256:{}", download.json()["shasum"].as_str().unwrap());
     let fx = Fixtures {
         admin,
         signer,
+        layer,
         blob: url
             .strip_prefix(tfreg_testkit::PUBLIC_URL)
             .expect("an archive URL of the registry")
@@ -455,6 +457,14 @@ async fn matrix_via(r: TestRegistry, anonymous_reads: bool, via: Via<'_>, own_ho
             let header = match cred {
                 Cred::Basic => Some("Basic x".to_string()),
                 Cred::BearerEmpty => Some("Bearer".to_string()),
+                _ if ep.basic => token.as_ref().map(|t| {
+                    use base64::Engine as _;
+                    let pair = format!("tfreg:{t}");
+                    format!(
+                        "Basic {}",
+                        base64::engine::general_purpose::STANDARD.encode(pair)
+                    )
+                }),
                 _ => token.as_ref().map(|t| format!("Bearer {t}")),
             };
             let probes::Req {
@@ -470,7 +480,13 @@ async fn matrix_via(r: TestRegistry, anonymous_reads: bool, via: Via<'_>, own_ho
             let resp =
                 matrix_request(&r, &fx, &via, ep.method.clone(), &path, &headers, body).await;
             let status = resp.status.as_u16();
-            let want = rule(ep.need, *cred, anonymous_reads);
+            // The token endpoint is where a credential is presented: it
+            // gives no bearer for none (a public registry's pulls need none).
+            let want = if ep.basic && *cred == Cred::None {
+                Verdict::Unauthorized
+            } else {
+                rule(ep.need, *cred, anonymous_reads)
+            };
             let page = tfreg_model::router::is_ui_path(&path);
             // A web UI page refuses a GET without a valid credential by
             // sending the browser to sign in: its 401.
@@ -531,9 +547,23 @@ async fn matrix_via(r: TestRegistry, anonymous_reads: bool, via: Via<'_>, own_ho
                 }
             }
             let challenge = resp.headers.get("www-authenticate");
+            // The OCI view's 401s name where a bearer is had (its token
+            // endpoint, which asks for Basic credentials itself).
+            let oci = path.starts_with("/v2/");
+            let challenged = |v: &http::HeaderValue| {
+                let v = v.to_str().unwrap_or_default();
+                match () {
+                    _ if ep.basic => v == "Basic realm=\"tfreg\"",
+                    _ if oci => {
+                        v.starts_with("Bearer realm=\"https://")
+                            && v.contains("/v2/token\",service=\"")
+                    }
+                    _ => v == "Bearer",
+                }
+            };
             match status {
-                401 if challenge.is_none_or(|v| v != "Bearer") => failures.push(format!(
-                    "{} / {}: 401 without WWW-Authenticate: Bearer",
+                401 if !challenge.is_some_and(challenged) => failures.push(format!(
+                    "{} / {}: 401 without its WWW-Authenticate: {challenge:?}",
                     ep.name,
                     cred.label()
                 )),
@@ -562,6 +592,7 @@ fn every_kind_of_route_is_in_the_matrix() {
         admin: String::new(),
         signer: TestSigner::rsa(),
         blob: "/v1/blobs/archives/ab/x.zip".into(),
+        layer: format!("sha256:{}", "a".repeat(64)),
         own_host: HOST.replace(':', "%3A"),
         sign_in: None,
     };

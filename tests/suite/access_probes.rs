@@ -68,6 +68,9 @@ pub(super) struct Fixtures {
     pub admin: String,
     pub signer: TestSigner,
     pub blob: String,
+    /// The OCI digest of that archive (its sha256), a layer of the
+    /// provider's OCI view.
+    pub layer: String,
     /// The registry's hostname as a path segment (`:` escaped).
     pub own_host: String,
     /// Sign-in, where the matrix runs in-process (the Lambda functions'
@@ -121,6 +124,9 @@ pub(super) struct Probe {
     pub method: Method,
     pub need: Need,
     pub make: Make,
+    /// The credential goes as Basic's password (the OCI token endpoint),
+    /// not as a bearer.
+    pub basic: bool,
 }
 
 fn fixed(path: impl Into<String>, body: Value) -> Make {
@@ -151,6 +157,7 @@ fn of_kind(kind: RouteKind, fx: &Fixtures, sign_in: bool) -> Vec<Probe> {
         method,
         need,
         make,
+        basic: false,
     };
     let read_a = Need::Token(Scope::Read, Some(A));
     let registry_read = Need::Token(Scope::Read, None);
@@ -234,6 +241,14 @@ fn of_kind(kind: RouteKind, fx: &Fixtures, sign_in: bool) -> Vec<Probe> {
                     "/v1/cache/{UPSTREAM}/modules/hashicorp/consul/aws/1.0.0/download"
                 )),
             ),
+            // The OCI view (issue 40): a repository is read as the registry
+            // protocol reads its package.
+            ReadEndpoint::Oci => probe(
+                "oci provider index",
+                Method::GET,
+                read_a,
+                get(format!("/v2/providers/{A}/null/manifests/1.0.0")),
+            ),
         }]
         .into_iter()
         .chain(match e {
@@ -259,6 +274,58 @@ fn of_kind(kind: RouteKind, fx: &Fixtures, sign_in: bool) -> Vec<Probe> {
                 registry_read,
                 get(format!("/v1/mirror/{UPSTREAM}/hashicorp/null/1.0.0.json")),
             )],
+            ReadEndpoint::Oci => vec![
+                // `oras login`'s: anyone's who may read something.
+                probe(
+                    "oci base",
+                    Method::GET,
+                    Need::Token(Scope::Read, Some(B)),
+                    get("/v2/"),
+                ),
+                // The token endpoint takes the token as Basic's password
+                // and authorises it for the scope asked for.
+                Probe {
+                    basic: true,
+                    ..probe(
+                        "oci token endpoint",
+                        Method::GET,
+                        read_a,
+                        get(format!(
+                            "/v2/token?scope=repository:providers/{A}/null:pull&service=registry"
+                        )),
+                    )
+                },
+                probe(
+                    "oci provider tags",
+                    Method::GET,
+                    read_a,
+                    get(format!("/v2/providers/{A}/null/tags/list")),
+                ),
+                probe(
+                    "oci provider blob",
+                    Method::GET,
+                    read_a,
+                    get(format!("/v2/providers/{A}/null/blobs/{}", fx.layer)),
+                ),
+                probe(
+                    "oci module manifest",
+                    Method::GET,
+                    read_a,
+                    get(format!("/v2/modules/{A}/m/aws/manifests/1.0.0")),
+                ),
+                probe(
+                    "oci mirror tags (imported)",
+                    Method::GET,
+                    registry_read,
+                    get(format!("/v2/mirror/{MIRRORED}/hashicorp/null/tags/list")),
+                ),
+                probe(
+                    "oci mirror tags (upstream)",
+                    Method::GET,
+                    registry_read,
+                    get(format!("/v2/mirror/{UPSTREAM}/hashicorp/null/tags/list")),
+                ),
+            ],
             _ => vec![],
         })
         .collect(),

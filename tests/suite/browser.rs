@@ -203,6 +203,14 @@ fn a_person_uses_the_ui_in_chromium_on_tfreg_serve() {
     );
     assert!(b.text("tr[data-input=token]").contains("sensitive"));
     assert!(b.text("#main").contains("Submodule modules/endpoints"));
+    // OpenTofu's `oci://` source of the version shown (issue 40).
+    assert!(
+        b.text("#oci-source").contains(&format!(
+            "source = \"oci://{host}/modules/{NS}/vpc/null?tag=1.4.2\""
+        )),
+        "{}",
+        b.text("#oci-source")
+    );
     b.screenshot(&shots, "module-desktop");
 
     // The hostile README: its text is there, nothing of it ran or can run.
@@ -285,6 +293,14 @@ fn a_person_uses_the_ui_in_chromium_on_tfreg_serve() {
         "{platforms:?}"
     );
     assert_eq!(b.text("#key-id").len(), 16);
+    // OpenTofu's `oci_mirror` block for it (issue 40).
+    let oci = b.text("#oci-mirror");
+    assert!(
+        oci.contains(&format!(
+            "repository_template = \"{host}/providers/${{namespace}}/${{type}}\""
+        )) && oci.contains(&format!("include             = [\"{host}/{NS}/null\"]")),
+        "{oci}"
+    );
     // Every platform's hashes, ready for a lock file (the fixture's two
     // zips are the same bytes, so each hash is listed once).
     let lock = b.text("#lock");

@@ -24,9 +24,9 @@ use tfreg_model::oci::{self, ImageIndex, ImageManifest};
 use tfreg_model::router::{AdminRoute, LifecycleAction, PublishTarget, Route};
 use tfreg_model::token::Scope;
 use tfreg_model::version::Version;
-use tfreg_testkit::{provider_release, provider_request};
 use tfreg_testkit::TestSigner;
-use tfreg_testkit::{PUBLIC_URL, TestRegistry, TestResponse};
+use tfreg_testkit::{PUBLIC_URL, TestRegistry, TestResponse, module_archive};
+use tfreg_testkit::{provider_release, provider_request};
 
 use crate::backend_contract::contract;
 use crate::support::dist::provider_dist;
@@ -53,7 +53,7 @@ async fn publish(r: &TestRegistry, versions: &[&str]) -> Vec<Vec<(String, Vec<u8
         let files = provider_release("widget", version, &PLATFORMS, &signer);
         r.publish(&target(version), &token, &files, provider_request(&signer))
             .await
-            .expect(StatusCode::OK, "publish");
+            .expect(StatusCode::CREATED, "publish");
         all.push(files);
     }
     all
@@ -69,7 +69,9 @@ fn header<'a>(resp: &'a TestResponse, name: &str) -> &'a str {
 
 /// `key="value"` of a `WWW-Authenticate: Bearer ...` challenge.
 fn challenge_param(challenge: &str, key: &str) -> String {
-    let rest = challenge.strip_prefix("Bearer ").expect("a Bearer challenge");
+    let rest = challenge
+        .strip_prefix("Bearer ")
+        .expect("a Bearer challenge");
     rest.split("\",")
         .filter_map(|kv| kv.split_once("=\""))
         .find(|(k, _)| *k == key)
@@ -84,7 +86,12 @@ fn basic(password: &str) -> String {
     )
 }
 
-async fn get_as(r: &TestRegistry, method: Method, path: &str, bearer: Option<&str>) -> TestResponse {
+async fn get_as(
+    r: &TestRegistry,
+    method: Method,
+    path: &str,
+    bearer: Option<&str>,
+) -> TestResponse {
     let accept = [(
         "accept",
         "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json",
@@ -96,7 +103,12 @@ async fn get_as(r: &TestRegistry, method: Method, path: &str, bearer: Option<&st
 /// What oras-go does on a `401`: read the challenge, ask its realm for a
 /// bearer of its scope with Basic credentials. The bearer.
 async fn bearer_for(r: &TestRegistry, refused: &TestResponse, token: &str) -> String {
-    assert_eq!(refused.status, StatusCode::UNAUTHORIZED, "{}", refused.text());
+    assert_eq!(
+        refused.status,
+        StatusCode::UNAUTHORIZED,
+        "{}",
+        refused.text()
+    );
     let challenge = header(refused, "www-authenticate");
     let realm = challenge_param(challenge, "realm");
     let service = challenge_param(challenge, "service");
@@ -110,7 +122,13 @@ async fn bearer_for(r: &TestRegistry, refused: &TestResponse, token: &str) -> St
     );
     let auth = basic(token);
     let resp = r
-        .request(Method::GET, &path, None, &[("authorization", &auth)], bytes::Bytes::new())
+        .request(
+            Method::GET,
+            &path,
+            None,
+            &[("authorization", &auth)],
+            bytes::Bytes::new(),
+        )
         .await;
     resp.expect(StatusCode::OK, "the token endpoint");
     let body = resp.json();
@@ -127,14 +145,26 @@ async fn pull(
     platform: (&str, &str),
     bearer: &str,
 ) -> (Vec<u8>, String, String) {
-    let head = get_as(r, Method::HEAD, &format!("/v2/{repo}/manifests/{tag}"), Some(bearer)).await;
+    let head = get_as(
+        r,
+        Method::HEAD,
+        &format!("/v2/{repo}/manifests/{tag}"),
+        Some(bearer),
+    )
+    .await;
     head.expect(StatusCode::OK, "HEAD of the tag");
     assert!(head.body.is_empty());
     assert_eq!(header(&head, "content-type"), oci::INDEX_MEDIA_TYPE);
     let index_digest = header(&head, "docker-content-digest").to_string();
     let length: usize = header(&head, "content-length").parse().unwrap();
 
-    let got = get_as(r, Method::GET, &format!("/v2/{repo}/manifests/{tag}"), Some(bearer)).await;
+    let got = get_as(
+        r,
+        Method::GET,
+        &format!("/v2/{repo}/manifests/{tag}"),
+        Some(bearer),
+    )
+    .await;
     got.expect(StatusCode::OK, "GET of the tag");
     assert_eq!(got.body.len(), length, "HEAD's Content-Length is GET's");
     assert!(got.body.len() <= oci::MAX_MANIFEST_BYTES);
@@ -178,7 +208,10 @@ async fn pull(
         panic!("exactly one layer: {manifest:?}")
     };
     assert_eq!(layer.media_type, oci::ZIP_LAYER);
-    let zip_hex = layer.digest.strip_prefix("sha256:").expect("a sha256 digest");
+    let zip_hex = layer
+        .digest
+        .strip_prefix("sha256:")
+        .expect("a sha256 digest");
 
     let blob = get_as(
         r,
@@ -187,7 +220,12 @@ async fn pull(
         Some(bearer),
     )
     .await;
-    assert_eq!(blob.status, StatusCode::TEMPORARY_REDIRECT, "{}", blob.text());
+    assert_eq!(
+        blob.status,
+        StatusCode::TEMPORARY_REDIRECT,
+        "{}",
+        blob.text()
+    );
     let zip = r.download(header(&blob, "location")).await;
     zip.expect(StatusCode::OK, "the zip");
     assert_eq!(sha256_hex(&zip.body), zip_hex);
@@ -222,11 +260,22 @@ fn h1_of(zip: &[u8]) -> String {
 }
 
 async fn admin(r: &TestRegistry, token: &str, route: AdminRoute) {
+    let body = match route {
+        AdminRoute::Lifecycle { .. } => r#"{"message": "broken"}"#,
+        _ => "",
+    };
     let route = Route::Admin(route);
     let method = route.methods()[0].clone();
-    r.request(method, &route.path(), Some(token), &[], bytes::Bytes::new())
-        .await
-        .expect(StatusCode::OK, &route.path());
+    let headers = [("content-type", "application/json")];
+    r.request(
+        method,
+        &route.path(),
+        Some(token),
+        &headers,
+        bytes::Bytes::from(body),
+    )
+    .await
+    .expect(StatusCode::OK, &route.path());
 }
 
 async fn opentofu_pulls_providers_over_oci(r: TestRegistry) {
@@ -248,12 +297,21 @@ async fn opentofu_pulls_providers_over_oci(r: TestRegistry) {
     let bearer = bearer_for(&r, &refused, &read).await;
 
     // The tag list, in pages of one (`n`, `last`, `Link`).
-    let first = get_as(&r, Method::GET, &format!("/v2/{REPO}/tags/list?n=1"), Some(&bearer)).await;
+    let first = get_as(
+        &r,
+        Method::GET,
+        &format!("/v2/{REPO}/tags/list?n=1"),
+        Some(&bearer),
+    )
+    .await;
     first.expect(StatusCode::OK, "tags");
     assert_eq!(first.json()["tags"], serde_json::json!(["1.0.0"]));
     assert_eq!(first.json()["name"], REPO);
     let link = header(&first, "link");
-    assert_eq!(link, format!("</v2/{REPO}/tags/list?n=1&last=1.0.0>; rel=\"next\""));
+    assert_eq!(
+        link,
+        format!("</v2/{REPO}/tags/list?n=1&last=1.0.0>; rel=\"next\"")
+    );
     let next = link.trim_start_matches('<').split('>').next().unwrap();
     let second = get_as(&r, Method::GET, next, Some(&bearer)).await;
     assert_eq!(second.json()["tags"], serde_json::json!(["1.1.0"]));
@@ -262,7 +320,10 @@ async fn opentofu_pulls_providers_over_oci(r: TestRegistry) {
     // Each platform's zip: the SHA256SUMS line, the registry protocol's zh:
     // and h1:.
     let mut index_digests = Vec::new();
-    for (platform, os_arch) in [("linux_amd64", ("linux", "amd64")), ("darwin_arm64", ("darwin", "arm64"))] {
+    for (platform, os_arch) in [
+        ("linux_amd64", ("linux", "amd64")),
+        ("darwin_arm64", ("darwin", "arm64")),
+    ] {
         let (zip, index, _) = pull(&r, REPO, "1.1.0", os_arch, &bearer).await;
         index_digests.push(index);
         let name = format!("terraform-provider-widget_1.1.0_{platform}.zip");
@@ -270,7 +331,10 @@ async fn opentofu_pulls_providers_over_oci(r: TestRegistry) {
         assert_eq!(&zip, published, "the zip, byte for byte");
         let download = r
             .get_with(
-                &format!("/v1/providers/acme/widget/1.1.0/download/{}/{}", os_arch.0, os_arch.1),
+                &format!(
+                    "/v1/providers/acme/widget/1.1.0/download/{}/{}",
+                    os_arch.0, os_arch.1
+                ),
                 &read,
             )
             .await;
@@ -279,8 +343,16 @@ async fn opentofu_pulls_providers_over_oci(r: TestRegistry) {
             .get_with("/v1/mirror/registry.test/acme/widget/1.1.0.json", &read)
             .await;
         let hashes = &mirror.json()["archives"][platform]["hashes"];
-        let hashes: Vec<&str> = hashes.as_array().unwrap().iter().map(|h| h.as_str().unwrap()).collect();
-        assert!(hashes.contains(&tfreg_model::hashing::zh_hash(&sha256_hex(&zip)).as_str()), "{hashes:?}");
+        let hashes: Vec<&str> = hashes
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h.as_str().unwrap())
+            .collect();
+        assert!(
+            hashes.contains(&tfreg_model::hashing::zh_hash(&sha256_hex(&zip)).as_str()),
+            "{hashes:?}"
+        );
         assert!(hashes.contains(&h1_of(&zip).as_str()), "{hashes:?}");
     }
     assert_eq!(index_digests[0], index_digests[1], "one index per version");
@@ -288,20 +360,41 @@ async fn opentofu_pulls_providers_over_oci(r: TestRegistry) {
 
     // The network mirror's host names the same releases: the same digests.
     let mirrored = "mirror/registry.test/acme/widget";
-    let refused = get_as(&r, Method::GET, &format!("/v2/{mirrored}/manifests/1.1.0"), Some(&bearer)).await;
+    let refused = get_as(
+        &r,
+        Method::GET,
+        &format!("/v2/{mirrored}/manifests/1.1.0"),
+        Some(&bearer),
+    )
+    .await;
     let mirror_bearer = bearer_for(&r, &refused, &read).await;
     let (_, index, _) = pull(&r, mirrored, "1.1.0", ("linux", "amd64"), &mirror_bearer).await;
     assert_eq!(index, index_110);
 
     // A raw tfreg token is a bearer too (curl, scripts).
-    get_as(&r, Method::GET, &format!("/v2/{REPO}/tags/list"), Some(&read))
-        .await
-        .expect(StatusCode::OK, "a tfreg token as the bearer");
+    get_as(
+        &r,
+        Method::GET,
+        &format!("/v2/{REPO}/tags/list"),
+        Some(&read),
+    )
+    .await
+    .expect(StatusCode::OK, "a tfreg token as the bearer");
 
     // A bearer is for its repository only.
-    let other = get_as(&r, Method::GET, "/v2/providers/acme/other/tags/list", Some(&bearer)).await;
+    let other = get_as(
+        &r,
+        Method::GET,
+        "/v2/providers/acme/other/tags/list",
+        Some(&bearer),
+    )
+    .await;
     assert_eq!(other.status, StatusCode::UNAUTHORIZED, "{}", other.text());
-    assert!(other.error().contains("not for repository"), "{}", other.text());
+    assert!(
+        other.error().contains("not for repository"),
+        "{}",
+        other.text()
+    );
     // A token for another namespace gets no bearer for this one.
     let stranger = r.token(Scope::Read, Some("other")).await;
     let asked = r
@@ -316,22 +409,51 @@ async fn opentofu_pulls_providers_over_oci(r: TestRegistry) {
     assert_eq!(asked.status, StatusCode::FORBIDDEN, "{}", asked.text());
     // Bad input: clear 4xx, `{"errors": [...]}`.
     for (path, status) in [
-        (format!("/v2/{REPO}/manifests/sha256:zz"), StatusCode::BAD_REQUEST),
-        (format!("/v2/{REPO}/manifests/nightly"), StatusCode::NOT_FOUND),
+        (
+            format!("/v2/{REPO}/manifests/sha256:zz"),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            format!("/v2/{REPO}/manifests/nightly"),
+            StatusCode::NOT_FOUND,
+        ),
         (format!("/v2/{REPO}/manifests/9.9.9"), StatusCode::NOT_FOUND),
-        (format!("/v2/{REPO}/manifests/sha256:{}", "0".repeat(64)), StatusCode::NOT_FOUND),
-        (format!("/v2/{REPO}/blobs/sha256:{}", "0".repeat(64)), StatusCode::NOT_FOUND),
-        (format!("/v2/{REPO}/tags/list?n=many"), StatusCode::BAD_REQUEST),
-        ("/v2/nothing/here/tags/list".to_string(), StatusCode::NOT_FOUND),
+        (
+            format!("/v2/{REPO}/manifests/sha256:{}", "0".repeat(64)),
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            format!("/v2/{REPO}/blobs/sha256:{}", "0".repeat(64)),
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            format!("/v2/{REPO}/tags/list?n=many"),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "/v2/nothing/here/tags/list".to_string(),
+            StatusCode::NOT_FOUND,
+        ),
     ] {
         let resp = get_as(&r, Method::GET, &path, Some(&bearer)).await;
         assert_eq!(resp.status, status, "{path}: {}", resp.text());
         assert!(!resp.error().is_empty(), "{path}");
     }
     let no_basic = r
-        .request(Method::GET, "/v2/token", None, &[("authorization", "Basic !!")], bytes::Bytes::new())
+        .request(
+            Method::GET,
+            "/v2/token",
+            None,
+            &[("authorization", "Basic !!")],
+            bytes::Bytes::new(),
+        )
         .await;
-    assert_eq!(no_basic.status, StatusCode::UNAUTHORIZED, "{}", no_basic.text());
+    assert_eq!(
+        no_basic.status,
+        StatusCode::UNAUTHORIZED,
+        "{}",
+        no_basic.text()
+    );
 
     // Yanked: out of the tag list, still pulled by digest (lock files).
     let (_, index_100, manifest_100) = pull(&r, REPO, "1.0.0", ("linux", "amd64"), &bearer).await;
@@ -345,18 +467,36 @@ async fn opentofu_pulls_providers_over_oci(r: TestRegistry) {
         },
     )
     .await;
-    let tags = get_as(&r, Method::GET, &format!("/v2/{REPO}/tags/list"), Some(&bearer)).await;
+    let tags = get_as(
+        &r,
+        Method::GET,
+        &format!("/v2/{REPO}/tags/list"),
+        Some(&bearer),
+    )
+    .await;
     assert_eq!(tags.json()["tags"], serde_json::json!(["1.1.0"]));
     for digest in [&index_100, &manifest_100] {
-        let got = get_as(&r, Method::GET, &format!("/v2/{REPO}/manifests/{digest}"), Some(&bearer)).await;
+        let got = get_as(
+            &r,
+            Method::GET,
+            &format!("/v2/{REPO}/manifests/{digest}"),
+            Some(&bearer),
+        )
+        .await;
         got.expect(StatusCode::OK, "a yanked version by digest");
         assert_eq!(header(&got, "docker-content-digest"), digest.as_str());
     }
 
     // A revoked token: refused at the token endpoint, and its bearers at
     // every repository endpoint.
-    let id = &tfreg_model::token::presented_hash(&read).unwrap()[..tfreg_model::token::TOKEN_ID_LEN];
-    admin(&r, &admin_token, AdminRoute::RevokeToken { id: id.to_string() }).await;
+    let id =
+        &tfreg_model::token::presented_hash(&read).unwrap()[..tfreg_model::token::TOKEN_ID_LEN];
+    admin(
+        &r,
+        &admin_token,
+        AdminRoute::RevokeToken { id: id.to_string() },
+    )
+    .await;
     let asked = r
         .request(
             Method::GET,
@@ -374,7 +514,12 @@ async fn opentofu_pulls_providers_over_oci(r: TestRegistry) {
         format!("/v2/{REPO}/blobs/{}", oci::Digest::of(oci::EMPTY_CONFIG)),
     ] {
         let resp = get_as(&r, Method::GET, &path, Some(&bearer)).await;
-        assert_eq!(resp.status, StatusCode::UNAUTHORIZED, "{path}: {}", resp.text());
+        assert_eq!(
+            resp.status,
+            StatusCode::UNAUTHORIZED,
+            "{path}: {}",
+            resp.text()
+        );
         assert!(resp.headers.get("www-authenticate").is_some(), "{path}");
     }
 }
@@ -384,19 +529,301 @@ async fn a_public_registry_serves_oci_without_a_token(r: TestRegistry) {
     publish(&r, &["1.0.0"]).await;
     let tags = get_as(&r, Method::GET, &format!("/v2/{REPO}/tags/list"), None).await;
     tags.expect(StatusCode::OK, "anonymous tags");
-    let index = get_as(&r, Method::GET, &format!("/v2/{REPO}/manifests/1.0.0"), None).await;
+    let index = get_as(
+        &r,
+        Method::GET,
+        &format!("/v2/{REPO}/manifests/1.0.0"),
+        None,
+    )
+    .await;
     index.expect(StatusCode::OK, "anonymous index");
     // The same digest every time, on every backend (pinned by the model's tests).
-    let again = get_as(&r, Method::GET, &format!("/v2/{REPO}/manifests/1.0.0"), None).await;
+    let again = get_as(
+        &r,
+        Method::GET,
+        &format!("/v2/{REPO}/manifests/1.0.0"),
+        None,
+    )
+    .await;
     assert_eq!(index.body, again.body);
     let base = get_as(&r, Method::GET, "/v2/", None).await;
     base.expect(StatusCode::OK, "GET /v2/");
-    assert_eq!(header(&base, "docker-distribution-api-version"), "registry/2.0");
+    assert_eq!(
+        header(&base, "docker-distribution-api-version"),
+        "registry/2.0"
+    );
+}
+
+/// A zip's files: name and text.
+fn zip_files(zip: &[u8]) -> Vec<(String, String)> {
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(zip)).unwrap();
+    let mut files = Vec::new();
+    for i in 0..archive.len() {
+        let mut file = archive.by_index(i).unwrap();
+        if file.is_dir() {
+            continue;
+        }
+        let mut text = String::new();
+        file.read_to_string(&mut text).unwrap();
+        files.push((file.name().to_string(), text));
+    }
+    files.sort();
+    files
+}
+
+/// OpenTofu's module installer on `oci://registry.test/<repo>?tag=` or
+/// `?digest=`: the manifest (GET, `modulepkg`, exactly one `archive/zip`
+/// layer, under 4 MiB), then the blob. The manifest's digest and the zip.
+async fn pull_module(
+    r: &TestRegistry,
+    repo: &str,
+    reference: &str,
+    bearer: &str,
+) -> (String, Vec<u8>) {
+    let got = get_as(
+        r,
+        Method::GET,
+        &format!("/v2/{repo}/manifests/{reference}"),
+        Some(bearer),
+    )
+    .await;
+    got.expect(StatusCode::OK, &format!("the manifest of {reference}"));
+    assert_eq!(header(&got, "content-type"), oci::MANIFEST_MEDIA_TYPE);
+    assert!(got.body.len() <= oci::MAX_MANIFEST_BYTES);
+    let digest = format!("sha256:{}", sha256_hex(&got.body));
+    assert_eq!(header(&got, "docker-content-digest"), digest);
+    let manifest: ImageManifest = serde_json::from_slice(&got.body).unwrap();
+    assert_eq!(
+        manifest.artifact_type.as_deref(),
+        Some(oci::MODULE_ARTIFACT)
+    );
+    let [layer] = manifest.layers.as_slice() else {
+        panic!("exactly one layer: {manifest:?}")
+    };
+    assert_eq!(layer.media_type, oci::ZIP_LAYER);
+    let blob = get_as(
+        r,
+        Method::GET,
+        &format!("/v2/{repo}/blobs/{}", layer.digest),
+        Some(bearer),
+    )
+    .await;
+    assert_eq!(
+        blob.status,
+        StatusCode::TEMPORARY_REDIRECT,
+        "{}",
+        blob.text()
+    );
+    let zip = r.download(header(&blob, "location")).await;
+    zip.expect(StatusCode::OK, "the module's zip");
+    assert_eq!(format!("sha256:{}", sha256_hex(&zip.body)), layer.digest);
+    assert_eq!(zip.body.len() as u64, layer.size);
+    (digest, zip.body.to_vec())
+}
+
+const MODULE_REPO: &str = "modules/acme/net/aws";
+
+/// Modules over OCI, private: the tag list (versions and `latest`, the
+/// newest that is no prerelease), a manifest by tag, `latest` and digest,
+/// the zip holding the published files (a subdirectory too, for `//sub`);
+/// the same digest every time; yanked out of the tags but pulled by
+/// digest; another namespace's token refused.
+async fn opentofu_pulls_modules_over_oci(r: TestRegistry) {
+    let publisher = r.token(Scope::Publish, Some("acme")).await;
+    for version in ["1.0.0", "1.1.0", "2.0.0-beta.1"] {
+        let archive = module_archive(&[
+            ("main.tf", &format!("# {version}\n")),
+            ("modules/sub/main.tf", "# sub\n"),
+        ]);
+        let resp = crate::backend_contract::publish_module(
+            &r,
+            &publisher,
+            "acme/net/aws",
+            version,
+            &archive,
+        )
+        .await;
+        assert_eq!(resp.status, StatusCode::CREATED, "{}", resp.text());
+    }
+    let r = r.reconfigure(|mut registry| {
+        registry.config.anonymous_reads = false;
+        registry
+    });
+    let read = r.token(Scope::Read, Some("acme")).await;
+    let refused = get_as(
+        &r,
+        Method::GET,
+        &format!("/v2/{MODULE_REPO}/manifests/latest"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        challenge_param(header(&refused, "www-authenticate"), "scope"),
+        format!("repository:{MODULE_REPO}:pull")
+    );
+    let bearer = bearer_for(&r, &refused, &read).await;
+
+    let tags = get_as(
+        &r,
+        Method::GET,
+        &format!("/v2/{MODULE_REPO}/tags/list"),
+        Some(&bearer),
+    )
+    .await;
+    tags.expect(StatusCode::OK, "module tags");
+    assert_eq!(
+        tags.json()["tags"],
+        serde_json::json!(["1.0.0", "1.1.0", "2.0.0-beta.1", "latest"])
+    );
+
+    // `latest` (OpenTofu's default tag) is 1.1.0: the prerelease is not.
+    let (latest, zip) = pull_module(&r, MODULE_REPO, "latest", &bearer).await;
+    let (tagged, again) = pull_module(&r, MODULE_REPO, "1.1.0", &bearer).await;
+    assert_eq!(latest, tagged);
+    assert_eq!(zip, again, "one zip per version");
+    assert_eq!(
+        zip_files(&zip),
+        [
+            ("main.tf".to_string(), "# 1.1.0\n".to_string()),
+            ("modules/sub/main.tf".to_string(), "# sub\n".to_string()),
+        ]
+    );
+    let (by_digest, _) = pull_module(&r, MODULE_REPO, &tagged, &bearer).await;
+    assert_eq!(by_digest, tagged);
+    let (prerelease, zip) = pull_module(&r, MODULE_REPO, "2.0.0-beta.1", &bearer).await;
+    assert_ne!(prerelease, tagged);
+    assert_eq!(zip_files(&zip)[0].1, "# 2.0.0-beta.1\n");
+
+    // Another namespace's token gets no bearer for it; a provider bearer
+    // is not a module one.
+    let stranger = r.token(Scope::Read, Some("other")).await;
+    let asked = r
+        .request(
+            Method::GET,
+            &format!("/v2/token?scope=repository:{MODULE_REPO}:pull"),
+            None,
+            &[("authorization", &basic(&stranger))],
+            bytes::Bytes::new(),
+        )
+        .await;
+    assert_eq!(asked.status, StatusCode::FORBIDDEN, "{}", asked.text());
+    let other = get_as(
+        &r,
+        Method::GET,
+        "/v2/modules/acme/net/gcp/tags/list",
+        Some(&bearer),
+    )
+    .await;
+    assert_eq!(other.status, StatusCode::UNAUTHORIZED, "{}", other.text());
+
+    // Yanked: out of the tags, and no longer `latest`; still by digest.
+    let admin_token = r.token(Scope::Admin, None).await;
+    admin(
+        &r,
+        &admin_token,
+        AdminRoute::Lifecycle {
+            release: crate::backend_contract::module("acme/net/aws", "1.1.0"),
+            action: LifecycleAction::Yank,
+        },
+    )
+    .await;
+    let tags = get_as(
+        &r,
+        Method::GET,
+        &format!("/v2/{MODULE_REPO}/tags/list"),
+        Some(&bearer),
+    )
+    .await;
+    assert_eq!(
+        tags.json()["tags"],
+        serde_json::json!(["1.0.0", "2.0.0-beta.1", "latest"])
+    );
+    let (latest, zip) = pull_module(&r, MODULE_REPO, "latest", &bearer).await;
+    assert_ne!(latest, tagged);
+    assert_eq!(zip_files(&zip)[0].1, "# 1.0.0\n");
+    let (pinned, _) = pull_module(&r, MODULE_REPO, &tagged, &bearer).await;
+    assert_eq!(pinned, tagged, "a yanked version by digest");
+
+    for (path, status) in [
+        (
+            format!("/v2/{MODULE_REPO}/manifests/3.0.0"),
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            format!("/v2/{MODULE_REPO}/manifests/sha256:{}", "0".repeat(64)),
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            format!("/v2/{MODULE_REPO}/blobs/sha256:{}", "1".repeat(64)),
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            format!("/v2/{MODULE_REPO}/manifests/sha256:Z"),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "/v2/modules/acme/net/tags/list".to_string(),
+            StatusCode::NOT_FOUND,
+        ),
+    ] {
+        let resp = get_as(&r, Method::GET, &path, Some(&bearer)).await;
+        assert_eq!(resp.status, status, "{path}: {}", resp.text());
+        assert!(!resp.error().is_empty(), "{path}");
+    }
+}
+
+/// A module version published before the OCI view has no zip: its
+/// manifest is a `404` naming `tfreg reindex`, which makes the zip; the
+/// digest is then the one a publish makes (the zip is the same bytes).
+async fn reindex_makes_the_zips_of_modules_published_before(r: TestRegistry) {
+    let publisher = r.token(Scope::Publish, None).await;
+    let archive = module_archive(&[("main.tf", "# old\n")]);
+    let resp =
+        crate::backend_contract::publish_module(&r, &publisher, "acme/old/aws", "1.0.0", &archive)
+            .await;
+    assert_eq!(resp.status, StatusCode::CREATED, "{}", resp.text());
+    let repo = "modules/acme/old/aws";
+    let read = r.token(Scope::Read, None).await;
+    let (published, zip) = pull_module(&r, repo, "1.0.0", &read).await;
+
+    let m = tfreg_model::address::ModuleName::parse("acme", "old", "aws").unwrap();
+    let items = r.registry.items.as_ref();
+    let release =
+        tfreg_store::catalog::module_release(items, &m, &Version::parse("1.0.0").unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+    let pk = tfreg_store::catalog::schema::module_pk(&m);
+    let sk = tfreg_store::catalog::schema::zip_sk(
+        &Version::parse("1.0.0").unwrap(),
+        &release.file.sha256,
+    );
+    items.take(&pk, &sk).await.unwrap().expect("the zip's item");
+    let gone = get_as(
+        &r,
+        Method::GET,
+        &format!("/v2/{repo}/manifests/1.0.0"),
+        Some(&read),
+    )
+    .await;
+    assert_eq!(gone.status, StatusCode::NOT_FOUND, "{}", gone.text());
+    assert!(gone.error().contains("tfreg reindex"), "{}", gone.text());
+
+    let (ok, text) = crate::support::tools::tfreg_on_stores(&r, &["reindex"]);
+    assert!(ok, "{}: {text}", r.name);
+    assert!(text.contains("OCI zips made for 1"), "{text}");
+    let (remade, again) = pull_module(&r, repo, "1.0.0", &read).await;
+    assert_eq!(remade, published, "the same digest as at publish");
+    assert_eq!(again, zip);
+    let (ok, text) = crate::support::tools::tfreg_on_stores(&r, &["reindex"]);
+    assert!(ok && text.contains("OCI zips made for 0"), "{text}");
 }
 
 contract!(
     opentofu_pulls_providers_over_oci,
     a_public_registry_serves_oci_without_a_token,
+    opentofu_pulls_modules_over_oci,
+    reindex_makes_the_zips_of_modules_published_before,
 );
 
 /// A directory holding `ca` as skopeo's `--cert-dir` reads it (`*.crt`).
@@ -448,7 +875,11 @@ fn skopeo_and_oras_pull_providers_from_tfreg_serve() {
     let zips = provider_dist(&dist, "widget", "1.0.0", &PLATFORMS, &gpg);
     let publish = server.token("publish", Some("acme"));
     let out = server.publish_provider(&publish, &dist, "acme", &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let read = server.token("read", Some("acme"));
     let linux_zip = std::fs::read(&zips[0]).unwrap();
     let linux_sha = sha256_hex(&linux_zip);
@@ -459,7 +890,15 @@ fn skopeo_and_oras_pull_providers_from_tfreg_serve() {
     // skopeo: the index, raw, as the registry answers it.
     let skopeo = tools.path("TFREG_SKOPEO");
     let raw = run(
-        Command::new(&skopeo).args(["inspect", "--raw", "--cert-dir", &certs, "--creds", &creds, &format!("{image}:1.0.0")]),
+        Command::new(&skopeo).args([
+            "inspect",
+            "--raw",
+            "--cert-dir",
+            &certs,
+            "--creds",
+            &creds,
+            &format!("{image}:1.0.0"),
+        ]),
         "skopeo inspect",
     );
     let index: ImageIndex = serde_json::from_str(&raw).unwrap();
@@ -471,7 +910,13 @@ fn skopeo_and_oras_pull_providers_from_tfreg_serve() {
         .unwrap();
     // Without credentials, skopeo is refused.
     let anonymous = Command::new(&skopeo)
-        .args(["inspect", "--raw", "--cert-dir", &certs, &format!("{image}:1.0.0")])
+        .args([
+            "inspect",
+            "--raw",
+            "--cert-dir",
+            &certs,
+            &format!("{image}:1.0.0"),
+        ])
         .output()
         .unwrap();
     assert!(!anonymous.status.success());
@@ -489,14 +934,23 @@ fn skopeo_and_oras_pull_providers_from_tfreg_serve() {
         ]),
         "skopeo copy",
     );
-    let blob = std::fs::read(copied.join(&linux_sha)).expect("skopeo wrote the zip under its digest");
+    let blob =
+        std::fs::read(copied.join(&linux_sha)).expect("skopeo wrote the zip under its digest");
     assert_eq!(blob, linux_zip);
 
     // The ORAS Python SDK.
     let pulled = tmp.path().join("pulled");
     let stdout = run(
         Command::new(tools.path("TFREG_VENV_BIN").join("python"))
-            .args(["-c", ORAS_PULL, &server.host, REPO, "1.0.0", &read, pulled.to_str().unwrap()])
+            .args([
+                "-c",
+                ORAS_PULL,
+                &server.host,
+                REPO,
+                "1.0.0",
+                &read,
+                pulled.to_str().unwrap(),
+            ])
             .env("REQUESTS_CA_BUNDLE", &server.ca),
         "oras pull",
     );
@@ -507,6 +961,9 @@ fn skopeo_and_oras_pull_providers_from_tfreg_serve() {
         serde_json::json!(["terraform-provider-widget_1.0.0_linux_amd64.zip"])
     );
     assert_eq!(got["sha256"], serde_json::json!([linux_sha]));
-    let sums = std::fs::read_to_string(dist.join("terraform-provider-widget_1.0.0_SHA256SUMS")).unwrap();
-    assert!(sums.contains(&format!("{linux_sha}  terraform-provider-widget_1.0.0_linux_amd64.zip")));
+    let sums =
+        std::fs::read_to_string(dist.join("terraform-provider-widget_1.0.0_SHA256SUMS")).unwrap();
+    assert!(sums.contains(&format!(
+        "{linux_sha}  terraform-provider-widget_1.0.0_linux_amd64.zip"
+    )));
 }

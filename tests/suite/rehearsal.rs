@@ -647,12 +647,13 @@ print(json.dumps(out))
 "#;
 
 /// The functions that sign archive URLs (issue 37).
-const SIGNERS: [&str; 6] = [
+const SIGNERS: [&str; 7] = [
     "BlobFunction",
     "CacheModuleDownloadFunction",
     "CacheProviderDownloadFunction",
     "MirrorVersionFunction",
     "ModuleDownloadFunction",
+    "OciFunction",
     "ProviderDownloadFunction",
 ];
 

@@ -339,6 +339,8 @@ pub struct Target {
     pub status: u16,
     /// Headers nginx must add to look alike (a module download's location).
     pub terraform_get: Option<String>,
+    /// Where a redirect points (an OCI blob's archive URL).
+    pub location: Option<String>,
     pub body: Vec<u8>,
 }
 
@@ -391,6 +393,7 @@ pub fn targets(registry: &Registry, published: &Published) -> Result<Vec<Target>
             method: "GET",
             status: status_of(&head),
             terraform_get: header(&head, "x-terraform-get").map(str::to_string),
+            location: header(&head, "location").map(str::to_string),
             path_and_query: path,
             body,
         });
@@ -410,14 +413,65 @@ pub fn targets(registry: &Registry, published: &Published) -> Result<Vec<Target>
             method,
             status: status_of(&head),
             terraform_get: None,
+            location: None,
             path_and_query: archive.clone(),
             body,
         });
     }
+    targets.extend(oci_targets(registry)?);
     for t in &targets {
-        if !(200..300).contains(&t.status) {
+        if !(200..300).contains(&t.status) && t.location.is_none() {
             return Err(format!("{} {}: status {}", t.method, t.path_and_query, t.status).into());
         }
     }
     Ok(targets)
+}
+
+/// The OCI view's requests as OpenTofu makes them (issue 40): the
+/// provider's tag list, the newest version's index, its linux_amd64
+/// manifest by digest, that manifest's layer (a redirect to the archive),
+/// and the module's `latest` manifest.
+fn oci_targets(registry: &Registry) -> Result<Vec<Target>, Error> {
+    let latest = VERSIONS[VERSIONS.len() - 1];
+    let repo = format!("/v2/providers/{NS}/{PROVIDER}");
+    let get = |name: &'static str, path: String| -> Result<Target, Error> {
+        let (head, body) = registry.fetch_with_head(&path)?;
+        Ok(Target {
+            name,
+            method: "GET",
+            status: status_of(&head),
+            terraform_get: None,
+            location: header(&head, "location").map(str::to_string),
+            path_and_query: path,
+            body,
+        })
+    };
+    let tags = get("oci-tags", format!("{repo}/tags/list"))?;
+    let index = get("oci-index", format!("{repo}/manifests/{latest}"))?;
+    let parsed: serde_json::Value = serde_json::from_slice(&index.body)?;
+    let linux = parsed["manifests"]
+        .as_array()
+        .and_then(|m| {
+            m.iter().find(|m| {
+                m["platform"]["os"] == "linux" && m["platform"]["architecture"] == "amd64"
+            })
+        })
+        .and_then(|m| m["digest"].as_str())
+        .ok_or("the OCI index has no linux/amd64 manifest")?
+        .to_string();
+    let manifest = get("oci-manifest", format!("{repo}/manifests/{linux}"))?;
+    let parsed: serde_json::Value = serde_json::from_slice(&manifest.body)?;
+    let layer = parsed["layers"][0]["digest"]
+        .as_str()
+        .ok_or("the OCI manifest has no layer")?
+        .to_string();
+    let blob = get("oci-blob", format!("{repo}/blobs/{layer}"))?;
+    if blob.location.is_none() {
+        return Err(format!("GET {}: no redirect", blob.path_and_query).into());
+    }
+    let module = get(
+        "oci-module",
+        format!("/v2/modules/{MODULE}/manifests/latest"),
+    )?;
+    Ok(vec![tags, index, manifest, blob, module])
 }

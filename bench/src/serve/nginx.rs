@@ -41,6 +41,13 @@ fn config(dir: &Path, host: &str, registry: &Registry, targets: &[Target]) -> St
                 t.path_and_query, t.status
             );
         }
+        if let Some(to) = &t.location {
+            let _ = writeln!(
+                locations,
+                "    location = {} {{ return {} \"{to}\"; }}",
+                t.path_and_query, t.status
+            );
+        }
     }
     format!(
         r#"daemon off;
@@ -80,7 +87,10 @@ impl Nginx {
         std::fs::create_dir_all(dir.join("tmp"))?;
         // Even when every row measured is answered from the configuration.
         std::fs::create_dir_all(dir.join("www"))?;
-        for t in targets.iter().filter(|t| t.terraform_get.is_none()) {
+        for t in targets
+            .iter()
+            .filter(|t| t.terraform_get.is_none() && t.location.is_none())
+        {
             let path = t.path_and_query.split('?').next().unwrap_or_default();
             let file = dir.join("www").join(path.trim_start_matches('/'));
             std::fs::create_dir_all(file.parent().ok_or("a path without a parent")?)?;

@@ -165,15 +165,23 @@ async fn check(
             .transpose()
             .map_err(nobody)?,
         Credential::Oci { header, repository } => match bearer(header).map_err(nobody)? {
-            Some(token) if crate::oci_bearer::is_bearer(token) => {
-                Some(oci_hash(registry, token, repository).await.map_err(nobody)?)
-            }
-            Some(token) => Some(presented_hash(token).ok_or_else(unknown_token).map_err(nobody)?),
+            Some(token) if crate::oci_bearer::is_bearer(token) => Some(
+                oci_hash(registry, token, repository)
+                    .await
+                    .map_err(nobody)?,
+            ),
+            Some(token) => Some(
+                presented_hash(token)
+                    .ok_or_else(unknown_token)
+                    .map_err(nobody)?,
+            ),
             None => None,
         },
-        Credential::Presented(token) => {
-            Some(presented_hash(token).ok_or_else(unknown_token).map_err(nobody)?)
-        }
+        Credential::Presented(token) => Some(
+            presented_hash(token)
+                .ok_or_else(unknown_token)
+                .map_err(nobody)?,
+        ),
         Credential::Session(None) => None,
         Credential::Session(Some(session)) => {
             live(registry, session).await.map_err(nobody)?;

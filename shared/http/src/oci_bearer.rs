@@ -64,9 +64,7 @@ pub fn open(signer: &UrlSigner, bearer: &str, now: u64) -> Result<Grant, Error> 
         .strip_prefix(PREFIX)
         .filter(|b| b.len() <= MAX_BEARER_CHARS)
         .ok_or_else(|| refused("not one of this registry's"))?;
-    let (payload, mac) = body
-        .split_once('.')
-        .ok_or_else(|| refused("malformed"))?;
+    let (payload, mac) = body.split_once('.').ok_or_else(|| refused("malformed"))?;
     if !signer.purpose_mac_matches(PURPOSE, payload, mac) {
         return Err(refused("not one of this registry's"));
     }
@@ -99,12 +97,25 @@ mod tests {
         let bearer = issue(&signer, &grant(1000));
         assert!(is_bearer(&bearer));
         assert_eq!(open(&signer, &bearer, 999).unwrap(), grant(1000));
-        assert!(matches!(open(&signer, &bearer, 1000), Err(Error::Unauthorized(m)) if m.contains("expired")));
+        assert!(
+            matches!(open(&signer, &bearer, 1000), Err(Error::Unauthorized(m)) if m.contains("expired"))
+        );
         let other = UrlSigner::new(vec![8; 32]);
-        assert!(open(&other, &bearer, 1).is_err(), "another registry's secret");
+        assert!(
+            open(&other, &bearer, 1).is_err(),
+            "another registry's secret"
+        );
         // A session cookie's or URL's MAC is never a bearer's.
-        let payload = bearer.strip_prefix(PREFIX).unwrap().split_once('.').unwrap().0;
-        let forged = format!("{PREFIX}{payload}.{}", signer.purpose_mac("session-v1", payload));
+        let payload = bearer
+            .strip_prefix(PREFIX)
+            .unwrap()
+            .split_once('.')
+            .unwrap()
+            .0;
+        let forged = format!(
+            "{PREFIX}{payload}.{}",
+            signer.purpose_mac("session-v1", payload)
+        );
         assert!(open(&signer, &forged, 1).is_err());
         // A payload changed (more repositories, a later expiry) is refused.
         let mut wider = grant(1000);

@@ -181,14 +181,12 @@ impl Reference {
         if s == LATEST {
             return Ok(Reference::Latest);
         }
-        version_of_tag(s)
-            .map(Reference::Version)
-            .ok_or_else(|| {
-                RouteError::not_found(format!(
-                    "no tag {:?} here: tags are versions (with _ for +), and latest for modules",
-                    s.chars().take(130).collect::<String>()
-                ))
-            })
+        version_of_tag(s).map(Reference::Version).ok_or_else(|| {
+            RouteError::not_found(format!(
+                "no tag {:?} here: tags are versions (with _ for +), and latest for modules",
+                s.chars().take(130).collect::<String>()
+            ))
+        })
     }
 }
 

@@ -108,4 +108,3 @@ pub(super) async fn complete(
         warnings,
     })
 }
-

@@ -19,9 +19,9 @@ use tfreg_model::token::Principal;
 use tfreg_model::upstream::{UpstreamHost, UpstreamRecord};
 use tfreg_store::catalog::{Origin, upstreams};
 
+use crate::source::ProviderSource;
 use crate::source::cached::Cached;
 use crate::source::cached_module::Module as CachedModule;
-use crate::source::ProviderSource;
 use crate::source::own::{Modules, Releases};
 use crate::views::{self, ModuleView, ProviderView};
 
@@ -271,7 +271,10 @@ async fn kept_or_made(
 }
 
 /// The configured upstream `host` (404 when it is not one).
-pub(crate) async fn upstream(registry: &Registry, host: &UpstreamHost) -> Result<UpstreamRecord, Error> {
+pub(crate) async fn upstream(
+    registry: &Registry,
+    host: &UpstreamHost,
+) -> Result<UpstreamRecord, Error> {
     upstreams::upstream(registry.items.as_ref(), host)
         .await?
         .ok_or_else(|| Error::not_found(format!("{host} is not an upstream registry here")))

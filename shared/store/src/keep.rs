@@ -90,7 +90,9 @@ async fn keep_zip_file(
     path: &std::path::Path,
 ) -> Result<tfreg_model::release::StoredFile, StoreError> {
     use sha2::Digest as _;
-    let bytes = tokio::fs::read(path).await.map_err(StoreError::unavailable)?;
+    let bytes = tokio::fs::read(path)
+        .await
+        .map_err(StoreError::unavailable)?;
     let digest = Digest {
         size: bytes.len() as u64,
         sha256: hex::encode(sha2::Sha256::digest(&bytes)),

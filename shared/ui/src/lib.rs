@@ -253,6 +253,16 @@ async fn module_page(
         })
         .unwrap_or_default();
     let usage = snippets::module_usage(&module.name, &address, &version, &required);
+    let oci_source = catalog::module_zip(store, module, &release)
+        .await?
+        .map(|_| {
+            snippets::module_oci_source(
+                &module.name,
+                registry.config.hostname.as_str(),
+                &module.to_string(),
+                &version,
+            )
+        });
     let base = format!("/ui/modules/{module}");
     let consumers = crate::usage::may_see_consumers(
         registry,
@@ -278,6 +288,7 @@ async fn module_page(
         published: pages::date(release.published_at),
         marks: marks(&release.lifecycle),
         usage,
+        oci_source,
         docs: docs.map(pages::DocsView::of),
     })
 }

@@ -118,6 +118,8 @@ pub struct Module {
     pub published: String,
     pub marks: Marks,
     pub usage: String,
+    /// Its `oci://` source for OpenTofu (issue 40), when its zip is made.
+    pub oci_source: Option<String>,
     pub versions: Vec<VersionLink>,
     pub docs: Option<DocsView>,
     /// Its downloads (`None`: the counts could not be read).

@@ -46,6 +46,16 @@ pub fn module_usage(
     block
 }
 
+/// The same module as an OpenTofu `oci://` source (1.10+, issue 40): the
+/// repository `modules/NS/NAME/SYSTEM` of `host`, the version as its tag
+/// (`_` for `+`).
+pub fn module_oci_source(name: &str, host: &str, module: &str, version: &Version) -> String {
+    format!(
+        "# OpenTofu 1.10 or later\nmodule \"{name}\" {{\n  source = \"oci://{host}/modules/{module}?tag={}\"\n}}\n",
+        tfreg_model::oci::tag_of(version)
+    )
+}
+
 /// A `terraform { required_providers }` block for `source` (`host/ns/type`).
 pub fn required_providers(local_name: &str, source: &str, version: &Version) -> String {
     format!(
@@ -114,6 +124,19 @@ mod tests {
             "module \"vpc\" {\n  source  = \"reg.example.com/team/vpc/aws\"\n  version = \"~> 1.4\"\n\n  # Required inputs:\n  # name = string\n  # azs  = list( string )\n}\n"
         );
         assert!(!module_usage("m", "h/a/b/c", &v("1.0.0"), &[]).contains("Required"));
+    }
+
+    #[test]
+    fn a_module_s_oci_source_names_its_repository_and_tag() {
+        assert_eq!(
+            module_oci_source(
+                "net",
+                "reg.example.com",
+                "acme/net/aws",
+                &v("1.2.0+build.1")
+            ),
+            "# OpenTofu 1.10 or later\nmodule \"net\" {\n  source = \"oci://reg.example.com/modules/acme/net/aws?tag=1.2.0_build.1\"\n}\n"
+        );
     }
 
     #[test]

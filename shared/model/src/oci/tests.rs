@@ -18,7 +18,12 @@ fn manifests_are_byte_stable() {
     // The digests a client pins in its lock file and `?digest=` sources:
     // they may never change for the same package (a change here breaks
     // every one of them).
-    let target = Manifest::of_zip(PROVIDER_TARGET_ARTIFACT, &zip_digest(), 1234, "p_1.0.0_linux_amd64.zip");
+    let target = Manifest::of_zip(
+        PROVIDER_TARGET_ARTIFACT,
+        &zip_digest(),
+        1234,
+        "p_1.0.0_linux_amd64.zip",
+    );
     assert_eq!(
         String::from_utf8(target.bytes.clone()).unwrap(),
         concat!(
@@ -29,7 +34,12 @@ fn manifests_are_byte_stable() {
             r#""layers":[{"mediaType":"archive/zip","digest":"sha256:abababababababababababababababababababababababababababababababab","size":1234,"annotations":{"org.opencontainers.image.title":"p_1.0.0_linux_amd64.zip"}}]}"#
         )
     );
-    let other = Manifest::of_zip(PROVIDER_TARGET_ARTIFACT, &zip_digest(), 99, "p_1.0.0_darwin_arm64.zip");
+    let other = Manifest::of_zip(
+        PROVIDER_TARGET_ARTIFACT,
+        &zip_digest(),
+        99,
+        "p_1.0.0_darwin_arm64.zip",
+    );
     let index = Manifest::provider_index(&[(linux(), target.clone()), (darwin(), other.clone())]);
     let swapped = Manifest::provider_index(&[(darwin(), other), (linux(), target.clone())]);
     assert_eq!(index, swapped, "the platforms' order does not matter");
@@ -80,7 +90,9 @@ fn repositories_round_trip_and_refuse_near_misses() {
         assert_eq!(repository.name(), name);
     }
     let port = Repository::parse(&["mirror", "localhost_8443", "acme", "widget"]).unwrap();
-    assert!(matches!(port, Repository::Mirrored { ref hostname, .. } if hostname.as_str() == "localhost:8443"));
+    assert!(
+        matches!(port, Repository::Mirrored { ref hostname, .. } if hostname.as_str() == "localhost:8443")
+    );
     for bad in [
         "providers/acme",
         "providers/Acme/widget",
@@ -162,9 +174,18 @@ fn scopes_name_repositories_to_pull() {
 fn routes_under_v2() {
     let get = http::Method::GET;
     let r = |p: &str| route(&get, p);
-    assert!(matches!(r("/v2/"), Ok(Route::Read(crate::router::ReadRoute::Oci(OciRoute::Base)))));
-    assert!(matches!(r("/v2"), Ok(Route::Read(crate::router::ReadRoute::Oci(OciRoute::Base)))));
-    assert!(matches!(r("/v2/token"), Ok(Route::Read(crate::router::ReadRoute::Oci(OciRoute::Token)))));
+    assert!(matches!(
+        r("/v2/"),
+        Ok(Route::Read(crate::router::ReadRoute::Oci(OciRoute::Base)))
+    ));
+    assert!(matches!(
+        r("/v2"),
+        Ok(Route::Read(crate::router::ReadRoute::Oci(OciRoute::Base)))
+    ));
+    assert!(matches!(
+        r("/v2/token"),
+        Ok(Route::Read(crate::router::ReadRoute::Oci(OciRoute::Token)))
+    ));
     for path in [
         "/v2/providers/acme/widget/tags/list",
         "/v2/providers/acme/widget/manifests/1.0.0",
@@ -175,12 +196,24 @@ fn routes_under_v2() {
         let route = r(path).unwrap_or_else(|e| panic!("{path}: {e}"));
         assert_eq!(route.path(), path);
     }
-    assert!(matches!(r("/v2/providers/acme/widget/manifests/nightly"), Err(RouteError::NotFound(_))));
-    assert!(matches!(r("/v2/providers/acme/widget/blobs/sha256:zz"), Err(RouteError::BadRequest(_))));
-    assert!(matches!(r("/v2/providers/acme/widget"), Err(RouteError::NotFound(_))));
+    assert!(matches!(
+        r("/v2/providers/acme/widget/manifests/nightly"),
+        Err(RouteError::NotFound(_))
+    ));
+    assert!(matches!(
+        r("/v2/providers/acme/widget/blobs/sha256:zz"),
+        Err(RouteError::BadRequest(_))
+    ));
+    assert!(matches!(
+        r("/v2/providers/acme/widget"),
+        Err(RouteError::NotFound(_))
+    ));
     assert!(matches!(r("/v2/tags/list"), Err(RouteError::NotFound(_))));
     assert!(matches!(
-        route(&http::Method::PUT, "/v2/providers/acme/widget/manifests/1.0.0"),
+        route(
+            &http::Method::PUT,
+            "/v2/providers/acme/widget/manifests/1.0.0"
+        ),
         Err(RouteError::MethodNotAllowed { .. })
     ));
 }

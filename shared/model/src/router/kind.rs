@@ -10,12 +10,12 @@ use strum::VariantArray as _;
 
 use crate::address::{Hostname, ModuleName, Platform, ProviderName};
 use crate::blob_key::BlobKey;
+use crate::oci::{Reference, Repository};
+use crate::router::OciRoute;
 use crate::router::{
     AdminOp, AuthRoute, PublishKind, PublishRoute, PublishStep, PublishTarget, ReadEndpoint,
     ReadRoute, Route, RouteClass, UiPage, UiRoute,
 };
-use crate::oci::{Reference, Repository};
-use crate::router::OciRoute;
 use crate::upstream::UpstreamHost;
 use crate::version::Version;
 

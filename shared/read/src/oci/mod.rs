@@ -70,7 +70,10 @@ pub(crate) async fn answer(
                     module::blob(registry, m, digest).await?,
                     crate::counted::module(registry.config.hostname.as_str(), m),
                 ),
-                Repository::Mirrored { hostname, provider: p } => (
+                Repository::Mirrored {
+                    hostname,
+                    provider: p,
+                } => (
                     provider::blob(registry, repository, digest, principal).await?,
                     crate::counted::provider(hostname.as_str(), p),
                 ),
@@ -117,7 +120,11 @@ fn params(query: Option<&str>, name: &str) -> Vec<String> {
 
 /// A page of `tags` as `GET /v2/<name>/tags/list?n=&last=` asks, with a
 /// `Link` to the next one.
-fn tag_page(repository: &Repository, tags: Vec<String>, query: Option<&str>) -> Result<Answer, Error> {
+fn tag_page(
+    repository: &Repository,
+    tags: Vec<String>,
+    query: Option<&str>,
+) -> Result<Answer, Error> {
     let n = match params(query, "n").first() {
         Some(n) => Some(
             n.parse::<usize>()
@@ -153,12 +160,14 @@ fn manifest_answer(manifest: &Manifest) -> Result<Answer, Error> {
         header::CONTENT_TYPE,
         HeaderValue::from_static(manifest.media_type),
     );
-    answer
-        .headers
-        .insert(DOCKER_CONTENT_DIGEST, header_value(manifest.digest().as_str())?);
-    answer
-        .headers
-        .insert(header::CONTENT_LENGTH, HeaderValue::from(manifest.bytes.len()));
+    answer.headers.insert(
+        DOCKER_CONTENT_DIGEST,
+        header_value(manifest.digest().as_str())?,
+    );
+    answer.headers.insert(
+        header::CONTENT_LENGTH,
+        HeaderValue::from(manifest.bytes.len()),
+    );
     Ok(answer)
 }
 
@@ -191,7 +200,11 @@ fn seen_key(repository: &Repository, digest: &Digest) -> String {
 }
 
 /// `digests` are in `version` of `repository`.
-fn remember<'d>(repository: &Repository, digests: impl IntoIterator<Item = &'d Digest>, version: &str) {
+fn remember<'d>(
+    repository: &Repository,
+    digests: impl IntoIterator<Item = &'d Digest>,
+    version: &str,
+) {
     let Ok(mut seen) = SEEN.lock() else { return };
     let seen = seen.get_or_insert_with(HashMap::new);
     if seen.len() > MAX_SEEN {
@@ -205,7 +218,10 @@ fn remember<'d>(repository: &Repository, digests: impl IntoIterator<Item = &'d D
 /// `versions` newest first, the one this process saw `digest` in (if any)
 /// before all.
 fn search_order(repository: &Repository, digest: &Digest, versions: Vec<String>) -> Vec<Version> {
-    let mut versions: Vec<Version> = versions.iter().filter_map(|v| Version::parse(v).ok()).collect();
+    let mut versions: Vec<Version> = versions
+        .iter()
+        .filter_map(|v| Version::parse(v).ok())
+        .collect();
     versions.sort_by(|a, b| b.cmp(a));
     let hint = SEEN
         .lock()

@@ -12,8 +12,8 @@ use tfreg_model::release::StoredFile;
 use tfreg_model::version::Version;
 
 use super::{Found, remember, search_order, unknown};
-use crate::source::{Listed, ModuleSource};
 use crate::source::own::Modules;
+use crate::source::{Listed, ModuleSource};
 
 /// The newest listed version that is no prerelease: what `latest` names.
 fn latest(listed: &[Listed]) -> Option<Version> {
@@ -41,7 +41,12 @@ pub(super) async fn tags(registry: &Registry, module: &ModuleName) -> Result<Vec
 fn manifest_of(zip: &StoredFile) -> Result<Manifest, Error> {
     let digest = Digest::of_sha256(&zip.sha256)
         .map_err(|e| Error::internal(format!("{}: {}", zip.filename, e.0)))?;
-    Ok(Manifest::of_zip(MODULE_ARTIFACT, &digest, zip.size, &zip.filename))
+    Ok(Manifest::of_zip(
+        MODULE_ARTIFACT,
+        &digest,
+        zip.size,
+        &zip.filename,
+    ))
 }
 
 /// Search every version for `digest` (its manifest's, or with `zips` its
@@ -60,7 +65,11 @@ async fn find(
         };
         let manifest = manifest_of(&zip)?.digest();
         let layer = Digest::of_sha256(&zip.sha256).ok();
-        remember(repository, [&manifest].into_iter().chain(layer.as_ref()), &version.to_string());
+        remember(
+            repository,
+            [&manifest].into_iter().chain(layer.as_ref()),
+            &version.to_string(),
+        );
         let hit = if zips {
             layer.as_ref() == Some(digest)
         } else {

@@ -16,10 +16,28 @@ use tfreg_model::token::{Access, Realm, Scope};
 
 use super::params;
 
+/// What the token endpoint's `401`s ask for.
+const BASIC_CHALLENGE: &str = "Basic realm=\"tfreg\"";
+
 /// `GET /v2/token`: Basic credentials whose password is a tfreg token (the
 /// user name is not looked at), for a bearer that may pull the `scope`s
-/// asked for, each authorised as a read of its package is.
+/// asked for, each authorised as a read of its package is. Its `401`s
+/// (none, malformed, unknown, expired, revoked) ask for Basic credentials.
 pub(super) async fn token(
+    registry: &Registry,
+    query: Option<&str>,
+    headers: &http::HeaderMap,
+) -> Result<Answer, Error> {
+    grant(registry, query, headers).await.map_err(|e| match e {
+        Error::Unauthorized(message) => Error::Challenged {
+            message,
+            challenge: BASIC_CHALLENGE.into(),
+        },
+        other => other,
+    })
+}
+
+async fn grant(
     registry: &Registry,
     query: Option<&str>,
     headers: &http::HeaderMap,
@@ -61,9 +79,11 @@ pub(super) async fn token(
 
 /// The password of the token request's Basic credentials.
 fn basic_password(headers: &http::HeaderMap) -> Result<String, Error> {
-    let challenge = || Error::Challenged {
-        message: "the token endpoint needs Basic credentials: any user name, a tfreg token as the password".into(),
-        challenge: "Basic realm=\"tfreg\"".into(),
+    let challenge = || {
+        Error::Unauthorized(
+            "the token endpoint needs Basic credentials: any user name, a tfreg token as the password"
+                .into(),
+        )
     };
     let value = tfreg_http::body::authorization(headers).ok_or_else(challenge)?;
     let (scheme, encoded) = value.trim().split_once(' ').ok_or_else(challenge)?;

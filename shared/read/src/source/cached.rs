@@ -170,7 +170,11 @@ impl ProviderSource for Cached<'_> {
         self.not_cached(what)
     }
 
-    async fn fetched_size(&self, release: &Release, package: &Package) -> Result<Option<u64>, Error> {
+    async fn fetched_size(
+        &self,
+        release: &Release,
+        package: &Package,
+    ) -> Result<Option<u64>, Error> {
         if package.size.is_some() || !package.offered {
             return Ok(package.size);
         }

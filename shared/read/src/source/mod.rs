@@ -118,7 +118,11 @@ pub(crate) trait ProviderSource: Send + Sync {
     /// The size of a package offered but not stored here yet (a cache's):
     /// fetched now, within the archive wait; `None` while it is still
     /// being fetched.
-    async fn fetched_size(&self, _release: &Release, package: &Package) -> Result<Option<u64>, Error> {
+    async fn fetched_size(
+        &self,
+        _release: &Release,
+        package: &Package,
+    ) -> Result<Option<u64>, Error> {
         Ok(package.size)
     }
 }
@@ -133,7 +137,12 @@ pub(crate) trait ModuleSource: Send + Sync {
     /// Every version it has, listed or not (the OCI view answers a yanked
     /// version by digest): the listed ones, unless it has more.
     async fn every_version(&self) -> Result<Vec<String>, Error> {
-        Ok(self.versions().await?.into_iter().map(|v| v.version).collect())
+        Ok(self
+            .versions()
+            .await?
+            .into_iter()
+            .map(|v| v.version)
+            .collect())
     }
     /// A version's archive as a zip (the OCI view's layer): 404 where there
     /// is none.

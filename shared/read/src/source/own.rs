@@ -219,7 +219,10 @@ impl ModuleSource for Modules<'_> {
     async fn every_version(&self) -> Result<Vec<String>, Error> {
         let index = catalog::module_index(self.registry.items.as_ref(), self.module).await?;
         if index.is_empty() {
-            return Err(Error::not_found(format!("module {} not found", self.module)));
+            return Err(Error::not_found(format!(
+                "module {} not found",
+                self.module
+            )));
         }
         Ok(index.versions().map(|v| v.version.to_string()).collect())
     }

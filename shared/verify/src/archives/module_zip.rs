@@ -74,15 +74,21 @@ pub fn zip_of<W: Write + Seek>(tar_gz: impl Read, out: W) -> Result<W, ArchiveEr
 
 /// The zip of the checked module archive `tar_gz` as a new file in `dir`
 /// (its path), for the store to keep (`tfreg_store::MakeZip`).
-pub fn zip_file(tar_gz: std::fs::File, dir: &std::path::Path) -> Result<std::path::PathBuf, String> {
+pub fn zip_file(
+    tar_gz: std::fs::File,
+    dir: &std::path::Path,
+) -> Result<std::path::PathBuf, String> {
     let io = |e: std::io::Error| ArchiveError::Corrupt {
         name: "the zip".into(),
         reason: e.to_string(),
     };
     let path = dir.join(format!("tfreg-module-{:016x}.zip", rand::random::<u64>()));
     let out = std::fs::File::create(&path).map_err(|e| io(e).to_string())?;
-    let made = zip_of(std::io::BufReader::new(tar_gz), std::io::BufWriter::new(out))
-        .and_then(|w| w.into_inner().map_err(|e| io(e.into_error())));
+    let made = zip_of(
+        std::io::BufReader::new(tar_gz),
+        std::io::BufWriter::new(out),
+    )
+    .and_then(|w| w.into_inner().map_err(|e| io(e.into_error())));
     match made {
         Ok(_) => Ok(path),
         Err(e) => {
@@ -103,7 +109,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("main.tf"), "variable \"name\" {}\n").unwrap();
         std::fs::create_dir(dir.path().join("modules")).unwrap();
-        std::fs::write(dir.path().join("modules/inner.tf"), "output \"x\" { value = 1 }\n").unwrap();
+        std::fs::write(
+            dir.path().join("modules/inner.tf"),
+            "output \"x\" { value = 1 }\n",
+        )
+        .unwrap();
         crate::archives::module::pack_dir(dir.path(), Vec::new()).unwrap()
     }
 
@@ -111,15 +121,22 @@ mod tests {
     fn a_module_becomes_the_same_zip_every_time() {
         let tar_gz = archive();
         check_tar_gz(&tar_gz[..]).unwrap();
-        let zip = zip_of(&tar_gz[..], Cursor::new(Vec::new())).unwrap().into_inner();
-        let again = zip_of(&tar_gz[..], Cursor::new(Vec::new())).unwrap().into_inner();
+        let zip = zip_of(&tar_gz[..], Cursor::new(Vec::new()))
+            .unwrap()
+            .into_inner();
+        let again = zip_of(&tar_gz[..], Cursor::new(Vec::new()))
+            .unwrap()
+            .into_inner();
         assert_eq!(zip, again);
         let mut read = zip::ZipArchive::new(Cursor::new(&zip)).unwrap();
         let names: Vec<String> = read.file_names().map(String::from).collect();
         assert!(names.contains(&"main.tf".to_string()), "{names:?}");
         assert!(names.contains(&"modules/inner.tf".to_string()), "{names:?}");
         let mut main = String::new();
-        read.by_name("main.tf").unwrap().read_to_string(&mut main).unwrap();
+        read.by_name("main.tf")
+            .unwrap()
+            .read_to_string(&mut main)
+            .unwrap();
         assert_eq!(main, "variable \"name\" {}\n");
         // The bytes are pinned: a `?digest=` pin of an existing module must
         // keep meaning the same zip when another registry (an import, a
