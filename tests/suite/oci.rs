@@ -204,32 +204,7 @@ async fn pull(
         manifest.artifact_type.as_deref(),
         Some(oci::PROVIDER_TARGET_ARTIFACT)
     );
-    let [layer] = manifest.layers.as_slice() else {
-        panic!("exactly one layer: {manifest:?}")
-    };
-    assert_eq!(layer.media_type, oci::ZIP_LAYER);
-    let zip_hex = layer
-        .digest
-        .strip_prefix("sha256:")
-        .expect("a sha256 digest");
-
-    let blob = get_as(
-        r,
-        Method::GET,
-        &format!("/v2/{repo}/blobs/{}", layer.digest),
-        Some(bearer),
-    )
-    .await;
-    assert_eq!(
-        blob.status,
-        StatusCode::TEMPORARY_REDIRECT,
-        "{}",
-        blob.text()
-    );
-    let zip = r.download(header(&blob, "location")).await;
-    zip.expect(StatusCode::OK, "the zip");
-    assert_eq!(sha256_hex(&zip.body), zip_hex);
-    assert_eq!(zip.body.len() as u64, layer.size);
+    let zip = the_zip_layer(r, repo, &manifest, bearer).await;
     // The config OpenTofu ignores is the empty one, also served.
     let config = get_as(
         r,
@@ -240,7 +215,34 @@ async fn pull(
     .await;
     config.expect(StatusCode::OK, "the empty config");
     assert_eq!(&config.body[..], b"{}");
-    (zip.body.to_vec(), index_digest, manifest_digest)
+    (zip, index_digest, manifest_digest)
+}
+
+/// A manifest's one layer, `archive/zip`, as OpenTofu takes it: the blob's
+/// redirect followed, the bytes those the layer names (sha256 and size).
+async fn the_zip_layer(
+    r: &TestRegistry,
+    repo: &str,
+    manifest: &ImageManifest,
+    bearer: &str,
+) -> Vec<u8> {
+    let [layer] = manifest.layers.as_slice() else {
+        panic!("exactly one layer: {manifest:?}")
+    };
+    assert_eq!(layer.media_type, oci::ZIP_LAYER);
+    let path = format!("/v2/{repo}/blobs/{}", layer.digest);
+    let blob = get_as(r, Method::GET, &path, Some(bearer)).await;
+    assert_eq!(
+        blob.status,
+        StatusCode::TEMPORARY_REDIRECT,
+        "{}",
+        blob.text()
+    );
+    let zip = r.download(header(&blob, "location")).await;
+    zip.expect(StatusCode::OK, "the zip");
+    assert_eq!(format!("sha256:{}", sha256_hex(&zip.body)), layer.digest);
+    assert_eq!(zip.body.len() as u64, layer.size);
+    zip.body.to_vec()
 }
 
 /// `h1:` of a zip, as Terraform computes it (its files' sha256, sorted).
@@ -257,6 +259,19 @@ fn h1_of(zip: &[u8]) -> String {
         entries.push((file.name().to_string(), sha256_hex(&bytes)));
     }
     tfreg_model::hashing::h1_from_file_hashes(entries)
+}
+
+/// Bad input: each path answers its 4xx with `{"errors": [...]}`.
+async fn bad_input_refused<const N: usize>(
+    r: &TestRegistry,
+    bearer: &str,
+    cases: [(String, StatusCode); N],
+) {
+    for (path, status) in cases {
+        let resp = get_as(r, Method::GET, &path, Some(bearer)).await;
+        assert_eq!(resp.status, status, "{path}: {}", resp.text());
+        assert!(!resp.error().is_empty(), "{path}");
+    }
 }
 
 async fn admin(r: &TestRegistry, token: &str, route: AdminRoute) {
@@ -408,37 +423,38 @@ async fn opentofu_pulls_providers_over_oci(r: TestRegistry) {
         .await;
     assert_eq!(asked.status, StatusCode::FORBIDDEN, "{}", asked.text());
     // Bad input: clear 4xx, `{"errors": [...]}`.
-    for (path, status) in [
-        (
-            format!("/v2/{REPO}/manifests/sha256:zz"),
-            StatusCode::BAD_REQUEST,
-        ),
-        (
-            format!("/v2/{REPO}/manifests/nightly"),
-            StatusCode::NOT_FOUND,
-        ),
-        (format!("/v2/{REPO}/manifests/9.9.9"), StatusCode::NOT_FOUND),
-        (
-            format!("/v2/{REPO}/manifests/sha256:{}", "0".repeat(64)),
-            StatusCode::NOT_FOUND,
-        ),
-        (
-            format!("/v2/{REPO}/blobs/sha256:{}", "0".repeat(64)),
-            StatusCode::NOT_FOUND,
-        ),
-        (
-            format!("/v2/{REPO}/tags/list?n=many"),
-            StatusCode::BAD_REQUEST,
-        ),
-        (
-            "/v2/nothing/here/tags/list".to_string(),
-            StatusCode::NOT_FOUND,
-        ),
-    ] {
-        let resp = get_as(&r, Method::GET, &path, Some(&bearer)).await;
-        assert_eq!(resp.status, status, "{path}: {}", resp.text());
-        assert!(!resp.error().is_empty(), "{path}");
-    }
+    bad_input_refused(
+        &r,
+        &bearer,
+        [
+            (
+                format!("/v2/{REPO}/manifests/sha256:zz"),
+                StatusCode::BAD_REQUEST,
+            ),
+            (
+                format!("/v2/{REPO}/manifests/nightly"),
+                StatusCode::NOT_FOUND,
+            ),
+            (format!("/v2/{REPO}/manifests/9.9.9"), StatusCode::NOT_FOUND),
+            (
+                format!("/v2/{REPO}/manifests/sha256:{}", "0".repeat(64)),
+                StatusCode::NOT_FOUND,
+            ),
+            (
+                format!("/v2/{REPO}/blobs/sha256:{}", "0".repeat(64)),
+                StatusCode::NOT_FOUND,
+            ),
+            (
+                format!("/v2/{REPO}/tags/list?n=many"),
+                StatusCode::BAD_REQUEST,
+            ),
+            (
+                "/v2/nothing/here/tags/list".to_string(),
+                StatusCode::NOT_FOUND,
+            ),
+        ],
+    )
+    .await;
     let no_basic = r
         .request(
             Method::GET,
@@ -597,28 +613,8 @@ async fn pull_module(
         manifest.artifact_type.as_deref(),
         Some(oci::MODULE_ARTIFACT)
     );
-    let [layer] = manifest.layers.as_slice() else {
-        panic!("exactly one layer: {manifest:?}")
-    };
-    assert_eq!(layer.media_type, oci::ZIP_LAYER);
-    let blob = get_as(
-        r,
-        Method::GET,
-        &format!("/v2/{repo}/blobs/{}", layer.digest),
-        Some(bearer),
-    )
-    .await;
-    assert_eq!(
-        blob.status,
-        StatusCode::TEMPORARY_REDIRECT,
-        "{}",
-        blob.text()
-    );
-    let zip = r.download(header(&blob, "location")).await;
-    zip.expect(StatusCode::OK, "the module's zip");
-    assert_eq!(format!("sha256:{}", sha256_hex(&zip.body)), layer.digest);
-    assert_eq!(zip.body.len() as u64, layer.size);
-    (digest, zip.body.to_vec())
+    let zip = the_zip_layer(r, repo, &manifest, bearer).await;
+    (digest, zip)
 }
 
 const MODULE_REPO: &str = "modules/acme/net/aws";
@@ -744,32 +740,33 @@ async fn opentofu_pulls_modules_over_oci(r: TestRegistry) {
     let (pinned, _) = pull_module(&r, MODULE_REPO, &tagged, &bearer).await;
     assert_eq!(pinned, tagged, "a yanked version by digest");
 
-    for (path, status) in [
-        (
-            format!("/v2/{MODULE_REPO}/manifests/3.0.0"),
-            StatusCode::NOT_FOUND,
-        ),
-        (
-            format!("/v2/{MODULE_REPO}/manifests/sha256:{}", "0".repeat(64)),
-            StatusCode::NOT_FOUND,
-        ),
-        (
-            format!("/v2/{MODULE_REPO}/blobs/sha256:{}", "1".repeat(64)),
-            StatusCode::NOT_FOUND,
-        ),
-        (
-            format!("/v2/{MODULE_REPO}/manifests/sha256:Z"),
-            StatusCode::BAD_REQUEST,
-        ),
-        (
-            "/v2/modules/acme/net/tags/list".to_string(),
-            StatusCode::NOT_FOUND,
-        ),
-    ] {
-        let resp = get_as(&r, Method::GET, &path, Some(&bearer)).await;
-        assert_eq!(resp.status, status, "{path}: {}", resp.text());
-        assert!(!resp.error().is_empty(), "{path}");
-    }
+    bad_input_refused(
+        &r,
+        &bearer,
+        [
+            (
+                format!("/v2/{MODULE_REPO}/manifests/3.0.0"),
+                StatusCode::NOT_FOUND,
+            ),
+            (
+                format!("/v2/{MODULE_REPO}/manifests/sha256:{}", "0".repeat(64)),
+                StatusCode::NOT_FOUND,
+            ),
+            (
+                format!("/v2/{MODULE_REPO}/blobs/sha256:{}", "1".repeat(64)),
+                StatusCode::NOT_FOUND,
+            ),
+            (
+                format!("/v2/{MODULE_REPO}/manifests/sha256:Z"),
+                StatusCode::BAD_REQUEST,
+            ),
+            (
+                "/v2/modules/acme/net/tags/list".to_string(),
+                StatusCode::NOT_FOUND,
+            ),
+        ],
+    )
+    .await;
 }
 
 /// A module version published before the OCI view has no zip: its
