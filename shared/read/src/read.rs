@@ -1,7 +1,7 @@
 //! The read side of the protocols: which source a route reads
 //! ([`crate::source`]) and which view it answers with ([`crate::views`]).
 //!
-//! A route names what it reads in one of three ways ([`ProviderFrom`]): the
+//! A route names what it reads in one of three ways ([`ProviderFrom`], with the source it picks in [`crate::source::multi`]): the
 //! registry's own packages; a host in the network mirror's path (this
 //! registry's own, one with imported providers, or a configured upstream);
 //! a configured upstream in the cache's routes. [`split`] reads that off a
@@ -13,29 +13,15 @@ use tfreg_http::answer_cache::Answer;
 use tfreg_http::body::Response;
 use tfreg_http::error::Error;
 use tfreg_http::registry::Registry;
-use tfreg_model::address::{Hostname, ModuleName, ProviderName};
+use tfreg_model::address::{ModuleName, ProviderName};
 use tfreg_model::router::{OciRoute, ReadRoute};
-use tfreg_model::token::Principal;
-use tfreg_model::upstream::{UpstreamHost, UpstreamRecord};
-use tfreg_store::catalog::{Origin, upstreams};
+use tfreg_model::upstream::UpstreamHost;
 
 use crate::source::ProviderSource;
-use crate::source::cached::Cached;
 use crate::source::cached_module::Module as CachedModule;
-use crate::source::own::{Modules, Releases};
+use crate::source::multi::{ProviderFrom, UseProvider, upstream, with_provider};
+use crate::source::own::Modules;
 use crate::views::{self, ModuleView, ProviderView};
-
-/// Where a route's provider comes from.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum ProviderFrom<'r> {
-    /// This registry's own (`providers.v1`).
-    Here,
-    /// The network mirror's host: this registry's, an imported one's, or
-    /// a configured upstream's.
-    Mirrored(&'r Hostname),
-    /// The cache's routes: a configured upstream (404 when it is not one).
-    Upstream(&'r UpstreamHost),
-}
 
 /// What a route asks for.
 enum Split<'r> {
@@ -182,13 +168,6 @@ async fn answer_route(
     }
 }
 
-/// What is done with a provider's source, whichever it turns out to be.
-#[async_trait]
-pub(crate) trait UseProvider: Sync {
-    type Out: Send;
-    async fn with(&self, source: &dyn ProviderSource) -> Result<Self::Out, Error>;
-}
-
 /// A registry protocol's view of a provider.
 struct Viewed<'r> {
     registry: &'r Registry,
@@ -209,50 +188,6 @@ impl UseProvider for Viewed<'_> {
     }
 }
 
-/// Use the source a provider is read from, as a `MultiSource` picks one:
-/// this registry's own; for a mirror's host, the providers imported from
-/// it, else (nothing imported) a configured upstream's through the cache.
-/// A configured upstream's packages are answered by who asks (who may make
-/// the cache fetch): never kept as everyone's answer. A mirror read of an
-/// imported host costs one read as before; the upstream is looked up only
-/// when that finds nothing (`tfreg mirror import` refuses a configured
-/// upstream's hostname, so the two never overlap).
-pub(crate) async fn with_provider<U: UseProvider>(
-    registry: &Registry,
-    from: ProviderFrom<'_>,
-    provider: &ProviderName,
-    principal: &Principal,
-    user: &U,
-) -> Result<U::Out, Error> {
-    let own = |origin, what| Releases::new(registry, origin, provider, what);
-    let cached = |upstream: UpstreamRecord| async move {
-        let source = Cached::new(registry, &upstream, provider, principal)?;
-        user.with(&source).await
-    };
-    match from {
-        ProviderFrom::Here => {
-            let source = own(Origin::Registry, format!("provider {provider}"));
-            user.with(&source).await
-        }
-        ProviderFrom::Mirrored(hostname) if *hostname == registry.config.hostname => {
-            let source = own(Origin::Registry, format!("provider {hostname}/{provider}"));
-            user.with(&source).await
-        }
-        ProviderFrom::Mirrored(hostname) => {
-            let origin = Origin::Mirror(hostname.clone());
-            let source = own(origin, format!("provider {hostname}/{provider}"));
-            match user.with(&source).await {
-                Err(Error::NotFound(why)) => match upstream_named(registry, hostname).await? {
-                    Some(upstream) => cached(upstream).await,
-                    None => Err(Error::NotFound(why)),
-                },
-                other => other,
-            }
-        }
-        ProviderFrom::Upstream(host) => cached(upstream(registry, host).await?).await,
-    }
-}
-
 /// The answer kept from an earlier request while the store and the second
 /// are unchanged (the caller was authorised already: every caller allowed
 /// to read a route gets the same answer), else `made`.
@@ -268,25 +203,4 @@ async fn kept_or_made(
     let made = made.await?;
     registry.keep_answer(keeping.as_ref(), &made);
     Ok(made.response())
-}
-
-/// The configured upstream `host` (404 when it is not one).
-pub(crate) async fn upstream(
-    registry: &Registry,
-    host: &UpstreamHost,
-) -> Result<UpstreamRecord, Error> {
-    upstreams::upstream(registry.items.as_ref(), host)
-        .await?
-        .ok_or_else(|| Error::not_found(format!("{host} is not an upstream registry here")))
-}
-
-/// The configured upstream a mirror path's hostname names, if it is one.
-async fn upstream_named(
-    registry: &Registry,
-    hostname: &Hostname,
-) -> Result<Option<UpstreamRecord>, Error> {
-    let Ok(host) = UpstreamHost::parse(hostname.as_str()) else {
-        return Ok(None);
-    };
-    Ok(upstreams::upstream(registry.items.as_ref(), &host).await?)
 }

@@ -1,5 +1,5 @@
 //! Providers over OCI (`oci_mirror`), from the sources the registry
-//! protocols read ([`crate::read::with_provider`]): a tag is a version's
+//! protocols read ([`crate::source::multi::with_provider`]): a tag is a version's
 //! image index, one image manifest per platform, whose one `archive/zip`
 //! layer is the stored zip itself (its digest the SHA256SUMS line, so the
 //! lock file's `zh:` is the registry protocol's).
@@ -13,7 +13,7 @@ use tfreg_model::token::Principal;
 use tfreg_model::version::Version;
 
 use super::{Found, remember, search_order, unknown};
-use crate::read::{ProviderFrom, UseProvider, with_provider};
+use crate::source::multi::{ProviderFrom, UseProvider, with_provider};
 use crate::source::{Package, ProviderSource, Release};
 
 /// The provider a repository is, and where it comes from.

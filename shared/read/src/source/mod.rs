@@ -12,11 +12,12 @@
 //!   (may it make the cache fetch?).
 //! - [`own::Modules`]: the modules published here.
 //!
-//! `crate::read` picks a route's source, as a `MultiSource` picks by host:
+//! `multi` picks a route's source, as a `MultiSource` picks by host:
 //! the registry's own hostname, an imported host, an upstream.
 
 pub(crate) mod cached;
 pub(crate) mod cached_module;
+pub(crate) mod multi;
 pub(crate) mod own;
 
 use async_trait::async_trait;
