@@ -297,14 +297,17 @@ async fn concurrent_publishes_have_one_winner_and_leave_no_orphans(r: TestRegist
     let got = r.download(&url).await;
     assert_eq!(got.status, StatusCode::OK);
     assert_eq!(sha256_hex(&got.body), winners[0]);
-    // The losers and the no-ops removed what they kept: the only archive is the winner's.
-    let archives = r.registry.blobs.list("archives/").await.unwrap();
-    assert_eq!(
-        archives,
-        [releases[0].file.key.clone()],
-        "{}: no orphaned archives",
-        r.name
-    );
+    // The losers and the no-ops removed what they kept: the only archive is
+    // the winner's, and the zip the OCI view serves is made of it alone.
+    let zip = catalog::module_zip(r.registry.items.as_ref(), &module, &releases[0])
+        .await
+        .unwrap()
+        .expect("the winner's OCI zip");
+    let mut archives = r.registry.blobs.list("archives/").await.unwrap();
+    archives.sort();
+    let mut expected = vec![releases[0].file.key.clone(), zip.key];
+    expected.sort();
+    assert_eq!(archives, expected, "{}: no orphaned archives", r.name);
 }
 
 async fn version_lists_are_complete_and_in_semver_order(r: TestRegistry) {

@@ -160,9 +160,10 @@ async fn gc_collects_leftovers_and_nothing_a_release_or_a_publish_needs(r: TestR
         r.name
     );
     assert_eq!(dry.deleted, 0);
+    // The release's archive and its OCI zip.
     assert_eq!(
         r.registry.blobs.list("archives/").await.unwrap().len(),
-        2,
+        2 + 1,
         "{}",
         r.name
     );
@@ -181,19 +182,19 @@ async fn gc_collects_leftovers_and_nothing_a_release_or_a_publish_needs(r: TestR
     assert!(left.contains(&open_slot.to_string()), "{left:?}");
     assert_eq!(
         left.len(),
-        2,
-        "{}: the release's file and the open upload: {left:?}",
+        3,
+        "{}: the release's file, its OCI zip and the open upload: {left:?}",
         r.name
     );
     // What is left serves: the release downloads, the open publish completes.
-    assert_eq!(all_verify(&r).await, 1);
+    assert_eq!(all_verify(&r).await, 2, "the archive and its OCI zip");
     let mut request = request;
     request.upload_id = begun.upload_id;
     let complete = r
         .publish_step(&open_target, PublishStep::Complete, &token, &request)
         .await;
     assert_eq!(complete.status, StatusCode::CREATED, "{}", complete.text());
-    assert_eq!(all_verify(&r).await, 2);
+    assert_eq!(all_verify(&r).await, 2 * 2, "two archives, two OCI zips");
     // Again: nothing more.
     assert_eq!(gc(&r, 1, true).await.garbage.len(), 0);
 }
@@ -233,9 +234,10 @@ async fn gc_racing_concurrent_publishes_loses_nothing(r: TestRegistry) {
     }
     let deleted = collector.await.unwrap() + gc(&r, 1, true).await.deleted;
     assert_eq!(deleted, 1, "{}: only the leftover", r.name);
+    // Each module version's archive and its OCI zip.
     assert_eq!(
         all_verify(&r).await,
-        12,
+        2 * 12,
         "{}: every release's file is there",
         r.name
     );
@@ -560,7 +562,8 @@ async fn a_gc_killed_at_any_moment_is_run_again(r: TestRegistry) {
     futures_util::future::join_all(puts).await;
     // A day and more old: past the grace.
     r.age_objects(Duration::from_secs(2 * 86_400));
-    let left = || async { r.registry.blobs.list("archives/").await.unwrap().len() };
+    // What archives/ holds besides the release's archive and its OCI zip.
+    let left = || async { r.registry.blobs.list("archives/").await.unwrap().len() - 1 };
     let cut_between = std::cell::Cell::new(false);
     let killed = crate::support::kill::until_done(
         || {
@@ -573,7 +576,8 @@ async fn a_gc_killed_at_any_moment_is_run_again(r: TestRegistry) {
             let cut = &cut_between;
             let (r, left) = (&r, &left);
             async move {
-                assert_eq!(all_verify(r).await, 1, "{}: the release is whole", r.name);
+                // Its archive and its OCI zip.
+                assert_eq!(all_verify(r).await, 2, "{}: the release is whole", r.name);
                 let n = left().await;
                 cut.set(cut.get() || (2..=ORPHANS).contains(&n));
             }
@@ -589,7 +593,7 @@ async fn a_gc_killed_at_any_moment_is_run_again(r: TestRegistry) {
         killed.kills
     );
     assert_eq!(left().await, 1, "{}: {text}", r.name);
-    assert_eq!(all_verify(&r).await, 1);
+    assert_eq!(all_verify(&r).await, 2, "the archive and its OCI zip");
     let module = r.get("/v1/modules/acme/kept/aws/1.0.0/download").await;
     assert_eq!(module.status, StatusCode::NO_CONTENT, "{}", r.name);
     assert_eq!(gc(&r, 1, true).await.garbage.len(), 0);

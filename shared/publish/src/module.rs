@@ -71,18 +71,6 @@ pub(super) async fn complete(
         tracing::warn!(module = %module, %version, "module docs not read: {unread}");
     }
     let docs = docs.docs;
-    // The zip the OCI view serves for this version (issue 40), made once,
-    // here, before the release appears: its digest never changes.
-    tfreg_store::keep_module_zip(
-        registry.items.as_ref(),
-        registry.blobs.as_ref(),
-        module,
-        version,
-        &archive.sha256,
-        &claimed.file,
-        tfreg_verify::archives::module_zip::zip_file,
-    )
-    .await?;
     catalog::put_module_docs(
         registry.items.as_ref(),
         module,
@@ -101,6 +89,24 @@ pub(super) async fn complete(
     };
     let outcome =
         catalog::put_module_release(registry.items.as_ref(), module, version, &release).await?;
+    // The zip the OCI view serves for this version (issue 40), made once
+    // this publish has won (a losing one leaves none behind): its digest
+    // never changes. Should it fail, the version is published all the same
+    // and `tfreg reindex` makes it (its OCI manifest says so until then).
+    if outcome == catalog::PutOutcome::Created
+        && let Err(e) = tfreg_store::keep_module_zip(
+            registry.items.as_ref(),
+            registry.blobs.as_ref(),
+            module,
+            version,
+            &archive.sha256,
+            &claimed.file,
+            tfreg_verify::archives::module_zip::zip_file,
+        )
+        .await
+    {
+        tracing::error!(module = %module, %version, "no OCI zip made: {e}");
+    }
     Ok(Recorded {
         outcome,
         address: format!("{}/{module}", registry.config.hostname),

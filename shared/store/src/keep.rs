@@ -98,9 +98,19 @@ async fn keep_zip_file(
         sha256: hex::encode(sha2::Sha256::digest(&bytes)),
     };
     drop(bytes);
-    let filename = format!("{}-{}-{version}.zip", module.name, module.system);
-    let name = tfreg_model::blob_key::FileName::parse(&filename)
-        .map_err(|e| StoreError::internal(e.to_string()))?;
+    // Its name as a file (the layer's title, what `oras pull` writes); a
+    // plain one where the module's would not make a file name (too long, a
+    // `+` of build metadata).
+    let named = format!("{}-{}-{version}.zip", module.name, module.system);
+    let (filename, name) = match tfreg_model::blob_key::FileName::parse(&named) {
+        Ok(name) => (named, name),
+        Err(_) => {
+            let plain = "module.zip";
+            let name = tfreg_model::blob_key::FileName::parse(plain)
+                .map_err(|e| StoreError::internal(e.to_string()))?;
+            (plain.to_string(), name)
+        }
+    };
     let key = BlobKey::archive(&tfreg_model::blob_key::UploadId::random(), &name);
     let file = tokio::fs::File::open(path)
         .await

@@ -217,19 +217,8 @@ impl Syncer {
                 )));
             }
         };
-        let items = self.target.items.as_ref();
-        // The zip the OCI view serves, as a publish makes it.
-        tfreg_store::keep_module_zip(
-            items,
-            self.target.blobs.as_ref(),
-            module,
-            version,
-            &stored.sha256,
-            &claimed.file,
-            tfreg_verify::archives::module_zip::zip_file,
-        )
-        .await?;
         drop(claimed);
+        let items = self.target.items.as_ref();
         catalog::put_module_docs(items, module, version, &stored.sha256, &docs).await?;
         let file_name = format!("{}-{}-{v}.tar.gz", module.name, module.system);
         let file = self
@@ -241,7 +230,30 @@ impl Syncer {
             published_at: (self.clock)(),
             lifecycle: Default::default(),
         };
-        catalog::put_module_release(items, module, version, &release).await?;
+        let outcome = catalog::put_module_release(items, module, version, &release).await?;
+        // The zip the OCI view serves, as a publish makes it: once the
+        // version is here (`tfreg reindex` makes it should this fail).
+        if outcome == catalog::PutOutcome::Created {
+            let blobs = self.target.blobs.as_ref();
+            let zipped = match blobs.claim(&release.file.key, release.file.size).await {
+                Ok(kept) => {
+                    tfreg_store::keep_module_zip(
+                        items,
+                        blobs,
+                        module,
+                        version,
+                        &stored.sha256,
+                        &kept.file,
+                        tfreg_verify::archives::module_zip::zip_file,
+                    )
+                    .await
+                }
+                Err(e) => Err(e),
+            };
+            if let Err(e) = zipped {
+                tracing::error!(module = %module, %version, "no OCI zip made: {e}");
+            }
+        }
         Ok(SyncOutcome::Stored)
     }
 
