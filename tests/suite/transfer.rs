@@ -35,11 +35,12 @@ async fn other(r: &TestRegistry) -> TestRegistry {
 const MODULES: [&str; 3] = ["vpc", "dns", "iam"];
 
 /// Three modules, two versions each; the export of it; a read token.
+/// Each version is two files: its archive and the zip the OCI view serves.
 async fn exported(r: &TestRegistry, dir: &std::path::Path) -> String {
-    exported_with(r, dir, 6).await
+    exported_with(r, dir, 12).await
 }
 
-/// [`exported`] of a registry holding `files` archives with those.
+/// [`exported`] of a registry holding `files` files with those.
 async fn exported_with(r: &TestRegistry, dir: &std::path::Path, files: usize) -> String {
     let token = r.token(Scope::Publish, None).await;
     for name in MODULES {
@@ -104,6 +105,24 @@ async fn serves_the_same(from: &TestRegistry, to: &TestRegistry, read: &str) {
         );
         assert_eq!(here, there, "{}: the same releases", to.name);
         for release in &here {
+            // The OCI view's zip came along: the same record, its bytes there.
+            let zip = tfreg_store::catalog::module_zip(to.registry.items.as_ref(), &m, release)
+                .await
+                .unwrap()
+                .unwrap_or_else(|| panic!("{}: no zip of {m} {}", to.name, release.version));
+            let theirs =
+                tfreg_store::catalog::module_zip(from.registry.items.as_ref(), &m, release)
+                    .await
+                    .unwrap();
+            assert_eq!(Some(&zip), theirs.as_ref(), "{}: the same zip", to.name);
+            let url = to.registry.read_url(&zip.key).await.unwrap();
+            let got = to.download(&url).await;
+            assert_eq!(
+                hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&got.body)),
+                zip.sha256,
+                "{}: the zip's bytes",
+                to.name
+            );
             let url = to.registry.read_url(&release.file.key).await.unwrap();
             let got = to.download(&url).await;
             assert_eq!(got.status, StatusCode::OK);
@@ -122,7 +141,7 @@ async fn an_export_imported_into_the_other_backend_serves_the_same(r: TestRegist
     let done = import(&to, dir.path()).await.unwrap();
     assert_eq!(
         (done.files_written, done.reindexed),
-        (6, 6),
+        (12, 6),
         "{}: {done:?}",
         to.name
     );
@@ -135,7 +154,7 @@ async fn an_export_imported_into_the_other_backend_serves_the_same(r: TestRegist
             again.files_written,
             again.files_present
         ),
-        (0, 0, 6),
+        (0, 0, 12),
         "{again:?}"
     );
 }
@@ -190,7 +209,7 @@ async fn an_import_killed_amid_its_files_and_its_releases_is_run_again(r: TestRe
         .await;
         assert_eq!(resp.status, StatusCode::CREATED, "{}", resp.text());
     }
-    let read = exported_with(&from, dir.path(), EXTRA + 6).await;
+    let read = exported_with(&from, dir.path(), 2 * (EXTRA + 6)).await;
     let names: Vec<&str> = MODULES
         .iter()
         .copied()
@@ -323,7 +342,7 @@ async fn an_export_of_one_namespace_carries_it_alone(r: TestRegistry) {
     )
     .await
     .unwrap();
-    assert_eq!(out.files, 1, "{}: {out:?}", r.name);
+    assert_eq!(out.files, 2, "{}: {out:?}", r.name);
     let jsonl = std::fs::read_to_string(dir.path().join("items.jsonl")).unwrap();
     assert!(jsonl.contains("MODULE#other/net/aws"), "{jsonl}");
     assert!(
@@ -366,7 +385,7 @@ async fn one_name_and_its_newer_versions_go_as_one_archive(r: TestRegistry) {
         ],
         &r,
     );
-    assert!(text.contains("and 1 files"), "{text}");
+    assert!(text.contains("and 2 files"), "{text}");
     let to = other(&r).await;
     tfreg(&["import", file_arg], &to);
     let items = to.registry.items.as_ref();

@@ -99,8 +99,7 @@ async fn keep_zip_file(
     };
     drop(bytes);
     // Its name as a file (the layer's title, what `oras pull` writes); a
-    // plain one where the module's would not make a file name (too long, a
-    // `+` of build metadata).
+    // plain one where the module's would not make a file name (too long).
     let named = format!("{}-{}-{version}.zip", module.name, module.system);
     let (filename, name) = match tfreg_model::blob_key::FileName::parse(&named) {
         Ok(name) => (named, name),

@@ -129,13 +129,8 @@ mod tests {
     #[test]
     fn a_module_s_oci_source_names_its_repository_and_tag() {
         assert_eq!(
-            module_oci_source(
-                "net",
-                "reg.example.com",
-                "acme/net/aws",
-                &v("1.2.0+build.1")
-            ),
-            "# OpenTofu 1.10 or later\nmodule \"net\" {\n  source = \"oci://reg.example.com/modules/acme/net/aws?tag=1.2.0_build.1\"\n}\n"
+            module_oci_source("net", "reg.example.com", "acme/net/aws", &v("1.2.0-rc.1")),
+            "# OpenTofu 1.10 or later\nmodule \"net\" {\n  source = \"oci://reg.example.com/modules/acme/net/aws?tag=1.2.0-rc.1\"\n}\n"
         );
     }
 

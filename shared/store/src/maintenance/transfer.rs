@@ -225,6 +225,7 @@ impl Selection {
         Self::name_of(item)?;
         [
             crate::catalog::schema::DOCS_PREFIX,
+            crate::catalog::schema::ZIP_PREFIX,
             crate::catalog::schema::USAGE_DAY_PREFIX,
             crate::catalog::schema::USAGE_CONSUMER_PREFIX,
         ]
