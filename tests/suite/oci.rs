@@ -136,6 +136,19 @@ async fn bearer_for(r: &TestRegistry, refused: &TestResponse, token: &str) -> St
     body["token"].as_str().unwrap().to_string()
 }
 
+/// OpenTofu's first request to `repo` (at `path` under it) refused with
+/// the challenge of that repository's scope; the bearer it then gets for
+/// `token`.
+async fn signed_in(r: &TestRegistry, repo: &str, path: &str, token: &str) -> String {
+    let refused = get_as(r, Method::GET, &format!("/v2/{repo}/{path}"), None).await;
+    assert!(refused.error().contains("token"), "{}", refused.text());
+    assert_eq!(
+        challenge_param(header(&refused, "www-authenticate"), "scope"),
+        format!("repository:{repo}:pull")
+    );
+    bearer_for(r, &refused, token).await
+}
+
 /// OpenTofu's way from a tag to a platform's zip; the zip and the digests
 /// it went through (index, manifest).
 async fn pull(
@@ -303,13 +316,7 @@ async fn opentofu_pulls_providers_over_oci(r: TestRegistry) {
 
     // OpenTofu never asks GET /v2/; the repository endpoint's 401 names
     // the token endpoint.
-    let refused = get_as(&r, Method::GET, &format!("/v2/{REPO}/tags/list"), None).await;
-    assert!(refused.error().contains("token"), "{}", refused.text());
-    assert_eq!(
-        challenge_param(header(&refused, "www-authenticate"), "scope"),
-        format!("repository:{REPO}:pull")
-    );
-    let bearer = bearer_for(&r, &refused, &read).await;
+    let bearer = signed_in(&r, REPO, "tags/list", &read).await;
 
     // The tag list, in pages of one (`n`, `last`, `Link`).
     let first = get_as(
@@ -646,18 +653,7 @@ async fn opentofu_pulls_modules_over_oci(r: TestRegistry) {
         registry
     });
     let read = r.token(Scope::Read, Some("acme")).await;
-    let refused = get_as(
-        &r,
-        Method::GET,
-        &format!("/v2/{MODULE_REPO}/manifests/latest"),
-        None,
-    )
-    .await;
-    assert_eq!(
-        challenge_param(header(&refused, "www-authenticate"), "scope"),
-        format!("repository:{MODULE_REPO}:pull")
-    );
-    let bearer = bearer_for(&r, &refused, &read).await;
+    let bearer = signed_in(&r, MODULE_REPO, "manifests/latest", &read).await;
 
     let tags = get_as(
         &r,

@@ -123,5 +123,14 @@ async fn keep_zip_file(
         size: digest.size,
         key,
     };
-    crate::catalog::put_module_zip(items, module, version, archive_sha256, &zip).await
+    let recorded =
+        crate::catalog::put_module_zip(items, module, version, archive_sha256, &zip).await?;
+    if recorded.key != zip.key {
+        // Another maker (a reindex beside the publish) recorded its zip
+        // first: that one stays, and the copy just kept is nobody's.
+        if let Err(e) = blobs.delete(&zip.key).await {
+            tracing::warn!(key = %zip.key, "a zip no record names is left for gc: {e}");
+        }
+    }
+    Ok(recorded)
 }
