@@ -65,6 +65,19 @@ async fn exported_with(r: &TestRegistry, dir: &std::path::Path, files: usize) ->
     read
 }
 
+/// `file` served by `r` whole: a 200, its bytes hashing to its sha256.
+async fn served_whole(r: &TestRegistry, file: &tfreg_model::release::StoredFile, what: &str) {
+    let url = r.registry.read_url(&file.key).await.unwrap();
+    let got = r.download(&url).await;
+    assert_eq!(got.status, StatusCode::OK, "{}: {what}", r.name);
+    assert_eq!(
+        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&got.body)),
+        file.sha256,
+        "{}: {what}",
+        r.name
+    );
+}
+
 async fn import(
     to: &TestRegistry,
     dir: &std::path::Path,
@@ -115,21 +128,8 @@ async fn serves_the_same(from: &TestRegistry, to: &TestRegistry, read: &str) {
                     .await
                     .unwrap();
             assert_eq!(Some(&zip), theirs.as_ref(), "{}: the same zip", to.name);
-            let url = to.registry.read_url(&zip.key).await.unwrap();
-            let got = to.download(&url).await;
-            assert_eq!(
-                hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&got.body)),
-                zip.sha256,
-                "{}: the zip's bytes",
-                to.name
-            );
-            let url = to.registry.read_url(&release.file.key).await.unwrap();
-            let got = to.download(&url).await;
-            assert_eq!(got.status, StatusCode::OK);
-            assert_eq!(
-                hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&got.body)),
-                release.file.sha256
-            );
+            served_whole(to, &zip, "the zip").await;
+            served_whole(to, &release.file, "the archive").await;
         }
     }
 }
@@ -224,17 +224,7 @@ async fn an_import_killed_amid_its_files_and_its_releases_is_run_again(r: TestRe
                 .await
                 .unwrap()
             {
-                let url = r.registry.read_url(&release.file.key).await.unwrap();
-                let got = r.download(&url).await;
-                assert_eq!(
-                    got.status,
-                    StatusCode::OK,
-                    "{}: {m} {}",
-                    r.name,
-                    release.version
-                );
-                let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&got.body));
-                assert_eq!(sha, release.file.sha256, "{}", r.name);
+                served_whole(&r, &release.file, &format!("{m} {}", release.version)).await;
                 releases += 1;
             }
         }
@@ -402,10 +392,7 @@ async fn one_name_and_its_newer_versions_go_as_one_archive(r: TestRegistry) {
             .unwrap()
             .is_empty()
     );
-    let url = to.registry.read_url(&releases[0].file.key).await.unwrap();
-    let got = to.download(&url).await;
-    let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&got.body));
-    assert_eq!(sha, releases[0].file.sha256);
+    served_whole(&to, &releases[0].file, "acme/vpc/aws 1.1.0").await;
     // A second export to the same file is refused, the first one kept.
     let (ok, text) = crate::support::tools::tfreg_on_stores(&r, &["export", file_arg]);
     assert!(
