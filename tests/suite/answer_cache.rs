@@ -381,9 +381,166 @@ async fn an_archive_is_kept_behind_its_signature_and_gone_at_once(base: TestRegi
     }
 }
 
+/// OpenTofu's OCI requests (issue 40) are kept like the registry
+/// protocol's: a tag list (each page its own), a manifest by tag or digest,
+/// HEAD and GET alike, and each shows a publish, yank and delete at once; a
+/// caller without access gets none of them. (A blob is not kept: it is a
+/// download, counted.)
+async fn oci_answers_are_kept_and_change_at_once(base: TestRegistry) {
+    let r = frozen_view(&base, false);
+    let admin = r.token(Scope::Admin, None).await;
+    let signer = TestSigner::rsa();
+    publish_provider(&r, &admin, A, "1.0.0", &signer)
+        .await
+        .expect(StatusCode::CREATED, "1.0.0");
+    publish_module(&r, &admin, A, "1.0.0")
+        .await
+        .expect(StatusCode::CREATED, "module");
+    let reader = r.token(Scope::Read, Some(A)).await;
+    let tags = |repo: &str, query: &str| format!("/v2/{repo}/tags/list{query}");
+    let manifest = |repo: &str, reference: &str| format!("/v2/{repo}/manifests/{reference}");
+    let provider = format!("providers/{A}/null");
+    let mirrored = format!("mirror/{HOST}/{A}/null");
+    let module = format!("modules/{A}/m/aws");
+    let tag_list = |resp: &TestResponse| -> Vec<String> {
+        serde_json::from_value(resp.json()["tags"].clone()).unwrap()
+    };
+    let answers_before = r.registry.answers.len();
+
+    // Warm every answer.
+    assert_eq!(
+        tag_list(&twice(&r, &tags(&provider, ""), &reader).await),
+        ["1.0.0"]
+    );
+    assert_eq!(
+        tag_list(&twice(&r, &tags(&provider, "?n=1"), &reader).await),
+        ["1.0.0"]
+    );
+    let index = twice(&r, &manifest(&provider, "1.0.0"), &reader).await;
+    index.expect(StatusCode::OK, "the index of 1.0.0");
+    let digest = index.headers["docker-content-digest"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    twice(&r, &manifest(&provider, &digest), &reader)
+        .await
+        .expect(StatusCode::OK, "the index by digest");
+    let mirror_index = twice(&r, &manifest(&mirrored, "1.0.0"), &reader).await;
+    assert_eq!(
+        mirror_index.body, index.body,
+        "the mirror's host: the same index"
+    );
+    assert_eq!(
+        tag_list(&twice(&r, &tags(&module, ""), &reader).await),
+        ["1.0.0", "latest"]
+    );
+    let latest = twice(&r, &manifest(&module, "latest"), &reader).await;
+    latest.expect(StatusCode::OK, "the module's latest");
+    let head = r
+        .request(
+            Method::HEAD,
+            &manifest(&provider, "1.0.0"),
+            Some(&reader),
+            &[],
+            "",
+        )
+        .await;
+    head.expect(StatusCode::OK, "HEAD of the index, kept");
+    assert!(head.body.is_empty());
+    for name in ["content-type", "content-length", "docker-content-digest"] {
+        assert_eq!(head.headers.get(name), index.headers.get(name), "{name}");
+    }
+    let warmed = 7;
+    assert_eq!(
+        r.registry.answers.len(),
+        answers_before + if r.name == "embedded" { warmed } else { 0 },
+        "{}: one answer kept per route and query (HEAD and GET share one)",
+        r.name
+    );
+
+    // A caller without access gets none of them.
+    let stranger = r.token(Scope::Read, Some(B)).await;
+    for path in [
+        tags(&provider, ""),
+        manifest(&provider, "1.0.0"),
+        manifest(&module, "latest"),
+    ] {
+        for token in [None, Some("not-a-token"), Some(stranger.as_str())] {
+            let resp = r.request(Method::GET, &path, token, &[], "").await;
+            assert!(resp.status.is_client_error(), "{path}: {}", resp.status);
+            assert!(
+                resp.headers.get("docker-content-digest").is_none(),
+                "{path}"
+            );
+        }
+    }
+
+    // Publish: tagged at once; the module's latest moves at once.
+    publish_provider(&r, &admin, A, "2.0.0", &signer)
+        .await
+        .expect(StatusCode::CREATED, "2.0.0");
+    publish_module(&r, &admin, A, "2.0.0")
+        .await
+        .expect(StatusCode::CREATED, "module 2.0.0");
+    assert_eq!(
+        tag_list(&twice(&r, &tags(&provider, ""), &reader).await),
+        ["1.0.0", "2.0.0"],
+        "{}: a publish is tagged at once",
+        r.name
+    );
+    assert_eq!(
+        tag_list(&twice(&r, &tags(&provider, "?n=1"), &reader).await),
+        ["1.0.0"]
+    );
+    let moved = twice(&r, &manifest(&module, "latest"), &reader).await;
+    moved.expect(StatusCode::OK, "latest after a publish");
+    assert_ne!(moved.body, latest.body, "{}: latest moves at once", r.name);
+
+    // Yank: out of the tags at once, still pulled by digest.
+    send(
+        &r,
+        Method::POST,
+        &format!("/v1/admin/providers/{A}/null/1.0.0/yank"),
+        &admin,
+        json!({"message": "broken"}),
+    )
+    .await
+    .expect(StatusCode::OK, "yank");
+    assert_eq!(
+        tag_list(&twice(&r, &tags(&provider, ""), &reader).await),
+        ["2.0.0"],
+        "{}: a yank untags at once",
+        r.name
+    );
+    twice(&r, &manifest(&provider, &digest), &reader)
+        .await
+        .expect(StatusCode::OK, "a yanked version by digest");
+
+    // Delete: gone at once, by tag and by digest.
+    send(
+        &r,
+        Method::DELETE,
+        &format!("/v1/admin/providers/{A}/null/1.0.0"),
+        &admin,
+        Value::Null,
+    )
+    .await
+    .expect(StatusCode::OK, "delete");
+    for path in [
+        manifest(&provider, "1.0.0"),
+        manifest(&provider, &digest),
+        manifest(&mirrored, "1.0.0"),
+    ] {
+        twice(&r, &path, &reader)
+            .await
+            .expect(StatusCode::NOT_FOUND, &format!("{path}: a deleted version"));
+    }
+}
+
 contract!(
     answers_change_at_once_after_every_change,
     a_revoked_token_is_refused_at_once_with_its_answer_kept,
     a_caller_without_access_never_gets_a_kept_answer,
     an_archive_is_kept_behind_its_signature_and_gone_at_once,
+    oci_answers_are_kept_and_change_at_once,
 );

@@ -11,6 +11,12 @@
 //! reindex`. A request by digest is answered by looking through the
 //! repository's versions, newest first (each a read or two), starting from
 //! the version this process last saw the digest in.
+//!
+//! Tag lists and manifests are kept in the answer cache as the registry
+//! protocol's answers are ([`crate::read::kept`]: while the store is
+//! unchanged, where the source allows), so a repeated request is not made
+//! again from the release. A blob's answer is not: it is a download, counted
+//! by version and platform.
 
 mod module;
 mod provider;
@@ -31,6 +37,8 @@ use tfreg_model::router::OciRoute;
 use tfreg_model::usage::Download;
 use tfreg_model::version::Version;
 
+use crate::read::kept;
+
 const DOCKER_CONTENT_DIGEST: HeaderName = HeaderName::from_static("docker-content-digest");
 const API_VERSION: HeaderName = HeaderName::from_static("docker-distribution-api-version");
 
@@ -45,21 +53,40 @@ pub(crate) async fn answer(
         OciRoute::Base => Answer::json(StatusCode::OK, &serde_json::json!({})),
         OciRoute::Token => token::token(registry, query, call.headers).await?,
         OciRoute::Tags { repository } => {
-            let tags = match repository {
-                Repository::Module(m) => module::tags(registry, m).await?,
-                _ => provider::tags(registry, repository, principal).await?,
-            };
-            tag_page(repository, tags, query)?
+            // A page is its route and its query (`n`, `last`).
+            let key = format!("{}?{}", route.path(), query.unwrap_or_default());
+            let page = |tags| tag_page(repository, tags, query);
+            match repository {
+                Repository::Module(m) => {
+                    let made = async { page(module::tags(registry, m).await?) };
+                    kept(registry, || key, made).await?
+                }
+                _ => {
+                    let (user, answer) = (provider::Tags, &page);
+                    provider::answered(registry, repository, principal, &key, user, answer).await?
+                }
+            }
         }
         OciRoute::Manifest {
             repository,
             reference,
         } => {
-            let manifest = match repository {
-                Repository::Module(m) => module::manifest(registry, m, reference).await?,
-                _ => provider::manifest(registry, repository, reference, principal).await?,
-            };
-            manifest_answer(&manifest)?
+            let key = route.path();
+            match repository {
+                Repository::Module(m) => {
+                    let made =
+                        async { manifest_answer(&module::manifest(registry, m, reference).await?) };
+                    kept(registry, || key, made).await?
+                }
+                _ => {
+                    let user = provider::ByReference {
+                        repository,
+                        reference,
+                    };
+                    let answer = |m: Manifest| manifest_answer(&m);
+                    provider::answered(registry, repository, principal, &key, user, &answer).await?
+                }
+            }
         }
         OciRoute::Blob { digest, .. } if *digest == Digest::of(EMPTY_CONFIG) => {
             config_answer(digest)?

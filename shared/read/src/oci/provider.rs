@@ -5,6 +5,7 @@
 //! lock file's `zh:` is the registry protocol's).
 
 use async_trait::async_trait;
+use tfreg_http::answer_cache::Answer;
 use tfreg_http::error::Error;
 use tfreg_http::registry::Registry;
 use tfreg_model::address::{Platform, ProviderName};
@@ -13,6 +14,7 @@ use tfreg_model::token::Principal;
 use tfreg_model::version::Version;
 
 use super::{Found, remember, search_order, unknown};
+use crate::read::kept;
 use crate::source::multi::{ProviderFrom, UseProvider, with_provider};
 use crate::source::{Package, ProviderSource, Release};
 
@@ -28,28 +30,61 @@ fn provider_of(repository: &Repository) -> Result<(ProviderFrom<'_>, &ProviderNa
 }
 
 /// The listed versions' tags (not the yanked).
-pub(super) async fn tags(
+pub(super) struct Tags;
+
+#[async_trait]
+impl UseProvider for Tags {
+    type Out = Vec<String>;
+    async fn with(&self, source: &dyn ProviderSource) -> Result<Vec<String>, Error> {
+        Ok(source
+            .versions()
+            .await?
+            .listed
+            .iter()
+            .filter_map(|v| Version::parse(&v.version).ok())
+            .map(|v| oci::tag_of(&v))
+            .collect())
+    }
+}
+
+/// What `user` reads of `repository`'s provider, made into an answer by
+/// `answer`, and kept under `key` where its source may be
+/// ([`ProviderSource::keepable`]: not the pull-through cache's, which a
+/// request may fill).
+pub(super) async fn answered<U: UseProvider>(
     registry: &Registry,
     repository: &Repository,
     principal: &Principal,
-) -> Result<Vec<String>, Error> {
-    struct Tags;
+    key: &str,
+    user: U,
+    answer: &(dyn Fn(U::Out) -> Result<Answer, Error> + Sync),
+) -> Result<Answer, Error> {
+    struct Answered<'r, U: UseProvider> {
+        registry: &'r Registry,
+        key: &'r str,
+        user: U,
+        answer: &'r (dyn Fn(U::Out) -> Result<Answer, Error> + Sync),
+    }
     #[async_trait]
-    impl UseProvider for Tags {
-        type Out = Vec<String>;
-        async fn with(&self, source: &dyn ProviderSource) -> Result<Vec<String>, Error> {
-            Ok(source
-                .versions()
-                .await?
-                .listed
-                .iter()
-                .filter_map(|v| Version::parse(&v.version).ok())
-                .map(|v| oci::tag_of(&v))
-                .collect())
+    impl<U: UseProvider> UseProvider for Answered<'_, U> {
+        type Out = Answer;
+        async fn with(&self, source: &dyn ProviderSource) -> Result<Answer, Error> {
+            let made = async { (self.answer)(self.user.with(source).await?) };
+            if source.keepable() {
+                kept(self.registry, || self.key.to_string(), made).await
+            } else {
+                made.await
+            }
         }
     }
     let (from, provider) = provider_of(repository)?;
-    with_provider(registry, from, provider, principal, &Tags).await
+    let user = Answered {
+        registry,
+        key,
+        user,
+        answer,
+    };
+    with_provider(registry, from, provider, principal, &user).await
 }
 
 /// A version's manifests, as written from its release.
@@ -169,46 +204,34 @@ async fn find(
 /// `manifests/<reference>`: a version's index by its tag; an index or a
 /// platform's manifest by digest (a yanked version's too: lock files keep
 /// working, as exact downloads do).
-pub(super) async fn manifest(
-    registry: &Registry,
-    repository: &Repository,
-    reference: &Reference,
-    principal: &Principal,
-) -> Result<Manifest, Error> {
-    struct ByReference<'r> {
-        repository: &'r Repository,
-        reference: &'r Reference,
-    }
-    #[async_trait]
-    impl UseProvider for ByReference<'_> {
-        type Out = Manifest;
-        async fn with(&self, source: &dyn ProviderSource) -> Result<Manifest, Error> {
-            match self.reference {
-                Reference::Version(version) => {
-                    let release = source.release(version).await?;
-                    let written = write(source, &release, true).await?;
-                    remember(self.repository, &written.digests(), &release.version);
-                    Ok(written.index)
-                }
-                Reference::Latest => Err(Error::not_found(format!(
-                    "{}: a provider's tags are its versions (there is no latest)",
-                    self.repository
-                ))),
-                Reference::Digest(digest) => {
-                    match find(source, self.repository, digest, false).await? {
-                        Some(Named::Manifest(m)) => Ok(m),
-                        _ => Err(unknown(self.repository, digest, "manifest")),
-                    }
+pub(super) struct ByReference<'r> {
+    pub repository: &'r Repository,
+    pub reference: &'r Reference,
+}
+
+#[async_trait]
+impl UseProvider for ByReference<'_> {
+    type Out = Manifest;
+    async fn with(&self, source: &dyn ProviderSource) -> Result<Manifest, Error> {
+        match self.reference {
+            Reference::Version(version) => {
+                let release = source.release(version).await?;
+                let written = write(source, &release, true).await?;
+                remember(self.repository, &written.digests(), &release.version);
+                Ok(written.index)
+            }
+            Reference::Latest => Err(Error::not_found(format!(
+                "{}: a provider's tags are its versions (there is no latest)",
+                self.repository
+            ))),
+            Reference::Digest(digest) => {
+                match find(source, self.repository, digest, false).await? {
+                    Some(Named::Manifest(m)) => Ok(m),
+                    _ => Err(unknown(self.repository, digest, "manifest")),
                 }
             }
         }
     }
-    let (from, provider) = provider_of(repository)?;
-    let user = ByReference {
-        repository,
-        reference,
-    };
-    with_provider(registry, from, provider, principal, &user).await
 }
 
 /// `blobs/<digest>`: the zip whose sha256 it is.
