@@ -29,6 +29,7 @@ use tfreg_testkit::{PUBLIC_URL, TestRegistry, TestResponse, module_archive};
 use tfreg_testkit::{provider_release, provider_request};
 
 use crate::backend_contract::contract;
+use crate::cache_mirror::{LogOnFailure, Origin, Rig, files_named};
 use crate::support::dist::provider_dist;
 use crate::support::gpg::Gpg;
 use crate::support::server::Server;
@@ -812,8 +813,77 @@ async fn reindex_makes_the_zips_of_modules_published_before(r: TestRegistry) {
     assert!(ok && text.contains("OCI zips made for 0"), "{text}");
 }
 
+const IMPORTED: &str = "mirror/registry.terraform.io/hashicorp/null";
+
+/// A provider imported into the network mirror (`tfreg mirror import`:
+/// zips only) is pulled over OCI under its origin's hostname, private, as
+/// OpenTofu pulls it: the same zips, the mirror's `zh:` and `h1:`; a token
+/// of one namespace gets no bearer for it (the mirror is registry-wide).
+async fn imported_providers_are_pulled_over_oci(r: TestRegistry) {
+    let signer = TestSigner::rsa();
+    let importer = r.token(Scope::Publish, None).await;
+    let zips: Vec<(String, Vec<u8>)> = provider_release("null", "1.0.0", &PLATFORMS, &signer)
+        .into_iter()
+        .filter(|(name, _)| name.ends_with(".zip"))
+        .collect();
+    let target = PublishTarget::try_from(format!("{IMPORTED}/1.0.0")).unwrap();
+    r.publish(&target, &importer, &zips, Default::default())
+        .await
+        .expect(StatusCode::CREATED, "mirror import");
+    let r = r.reconfigure(|mut registry| {
+        registry.config.anonymous_reads = false;
+        registry
+    });
+    let read = r.token(Scope::Read, None).await;
+    let bearer = signed_in(&r, IMPORTED, "tags/list", &read).await;
+    let tags = get_as(
+        &r,
+        Method::GET,
+        &format!("/v2/{IMPORTED}/tags/list"),
+        Some(&bearer),
+    )
+    .await;
+    tags.expect(StatusCode::OK, "the imported provider's tags");
+    assert_eq!(tags.json()["tags"], serde_json::json!(["1.0.0"]));
+    let mirror = r
+        .get_with(
+            "/v1/mirror/registry.terraform.io/hashicorp/null/1.0.0.json",
+            &read,
+        )
+        .await;
+    mirror.expect(StatusCode::OK, "the mirror's version");
+    for (platform, os_arch) in [
+        ("linux_amd64", ("linux", "amd64")),
+        ("darwin_arm64", ("darwin", "arm64")),
+    ] {
+        let (zip, _, _) = pull(&r, IMPORTED, "1.0.0", os_arch, &bearer).await;
+        let name = format!("terraform-provider-null_1.0.0_{platform}.zip");
+        let imported = &zips.iter().find(|(n, _)| *n == name).unwrap().1;
+        assert_eq!(&zip, imported, "the imported zip, byte for byte");
+        let hashes: Vec<String> =
+            serde_json::from_value(mirror.json()["archives"][platform]["hashes"].clone()).unwrap();
+        assert!(
+            hashes.contains(&tfreg_model::hashing::zh_hash(&sha256_hex(&zip))),
+            "{hashes:?}"
+        );
+        assert!(hashes.contains(&h1_of(&zip)), "{hashes:?}");
+    }
+    let stranger = r.token(Scope::Read, Some("hashicorp")).await;
+    let asked = r
+        .request(
+            Method::GET,
+            &format!("/v2/token?scope=repository:{IMPORTED}:pull&service=registry.test"),
+            None,
+            &[("authorization", &basic(&stranger))],
+            bytes::Bytes::new(),
+        )
+        .await;
+    assert_eq!(asked.status, StatusCode::FORBIDDEN, "{}", asked.text());
+}
+
 contract!(
     opentofu_pulls_providers_over_oci,
+    imported_providers_are_pulled_over_oci,
     a_public_registry_serves_oci_without_a_token,
     opentofu_pulls_modules_over_oci,
     reindex_makes_the_zips_of_modules_published_before,
@@ -959,4 +1029,117 @@ fn skopeo_and_oras_pull_providers_from_tfreg_serve() {
     assert!(sums.contains(&format!(
         "{linux_sha}  terraform-provider-widget_1.0.0_linux_amd64.zip"
     )));
+}
+
+/// GET `path` of `rig`'s registry as OpenTofu asks it (the index and
+/// manifest media types accepted), with `token` as the bearer: status,
+/// `Docker-Content-Digest`, body.
+fn rig_get(rig: &Rig, path: &str, token: &str) -> (u16, String, Vec<u8>) {
+    let resp = rig
+        .server
+        .http
+        .get(rig.server.url(path))
+        .bearer_auth(token)
+        .header(
+            "accept",
+            "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json",
+        )
+        .send()
+        .unwrap();
+    let status = resp.status().as_u16();
+    let digest = resp
+        .headers()
+        .get("docker-content-digest")
+        .map(|d| d.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    (status, digest, resp.bytes().unwrap().to_vec())
+}
+
+/// The pull-through cache's providers over OCI (`oci_mirror` of
+/// `mirror/<upstream>/...`), on `tfreg serve` caching a second `tfreg
+/// serve`: a reader without `--fill` makes nothing fetch; a fill token's
+/// index fetches every platform first (a digest may not depend on who
+/// asks), each layer the origin's zip, byte for byte, its sha256 the
+/// origin's signed SHA256SUMS line; afterwards every reader gets the same
+/// digests, and so it stays once the origin is gone.
+#[test]
+fn cached_providers_are_pulled_over_oci_as_they_fill() {
+    let tmp = tempfile::tempdir().unwrap();
+    let origin = Origin::start(tmp.path(), "127.0.0.160", "origin-oci.example.test");
+    let rig = Rig::start(tmp.path(), &origin, &[]);
+    let _log = LogOnFailure(&rig.server);
+    let reader = rig.server.token("read", None);
+    let repo = format!("mirror/{}/hashicorp/null", origin.host);
+
+    let (status, _, body) = rig_get(&rig, &format!("/v2/{repo}/manifests/1.0.0"), &reader);
+    assert_eq!(status, 404, "{}", String::from_utf8_lossy(&body));
+    assert!(rig.cached_objects().is_empty(), "a reader fetched nothing");
+
+    let (status, _, tags) = rig_get(&rig, &format!("/v2/{repo}/tags/list"), &rig.fill);
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&tags));
+    let tags: Value = serde_json::from_slice(&tags).unwrap();
+    assert_eq!(tags["tags"], serde_json::json!(["1.0.0"]));
+
+    let (status, index_digest, index) =
+        rig_get(&rig, &format!("/v2/{repo}/manifests/1.0.0"), &rig.fill);
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&index));
+    assert_eq!(index_digest, format!("sha256:{}", sha256_hex(&index)));
+    let index: ImageIndex = serde_json::from_slice(&index).unwrap();
+    assert_eq!(index.manifests.len(), 2, "every platform: {index:?}");
+    let zips = files_named(&rig.server_data(), |name| name.ends_with(".zip"));
+    assert_eq!(zips.len(), 2, "both platforms fetched first: {zips:?}");
+
+    let mut layers = Vec::new();
+    for entry in &index.manifests {
+        let (status, digest, manifest) = rig_get(
+            &rig,
+            &format!("/v2/{repo}/manifests/{}", entry.digest),
+            &rig.fill,
+        );
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&manifest));
+        assert_eq!(digest, entry.digest);
+        let manifest: ImageManifest = serde_json::from_slice(&manifest).unwrap();
+        let [layer] = manifest.layers.as_slice() else {
+            panic!("exactly one layer: {manifest:?}")
+        };
+        assert_eq!(layer.media_type, oci::ZIP_LAYER);
+        layers.push(layer.digest.clone());
+    }
+    let linux = format!("sha256:{}", sha256_hex(&origin.linux_zip));
+    assert!(layers.contains(&linux), "the origin's zip: {layers:?}");
+    let blob = rig
+        .server
+        .http
+        .get(rig.server.url(&format!("/v2/{repo}/blobs/{linux}")))
+        .bearer_auth(&rig.fill)
+        .send()
+        .unwrap();
+    assert_eq!(blob.status().as_u16(), 307);
+    let location = blob.headers()["location"].to_str().unwrap().to_string();
+    let (status, zip) = rig.download(&location);
+    assert_eq!(status, 200);
+    assert!(zip == origin.linux_zip, "the origin's zip, byte for byte");
+    let (_, version) = rig.get(&format!(
+        "/v1/mirror/{}/hashicorp/null/1.0.0.json",
+        origin.host
+    ));
+    assert!(
+        version["archives"]["linux_amd64"]["hashes"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from(tfreg_model::hashing::zh_hash(&sha256_hex(
+                &zip
+            )))),
+        "the mirror's zh: is the layer's: {version}"
+    );
+
+    // Cached now: the reader gets the same digests; so does anyone once
+    // the origin is gone.
+    let (status, digest, _) = rig_get(&rig, &format!("/v2/{repo}/manifests/1.0.0"), &reader);
+    assert_eq!((status, digest.as_str()), (200, index_digest.as_str()));
+    drop(origin.server);
+    for token in [&reader, &rig.fill] {
+        let (status, digest, _) = rig_get(&rig, &format!("/v2/{repo}/manifests/1.0.0"), token);
+        assert_eq!((status, digest.as_str()), (200, index_digest.as_str()));
+    }
 }
