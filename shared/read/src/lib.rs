@@ -7,6 +7,7 @@
 mod asked;
 mod blob;
 mod counted;
+mod kept;
 mod oci;
 mod read;
 mod source;

@@ -196,21 +196,7 @@ async fn kept_or_made(
     route: &ReadRoute,
     made: impl std::future::Future<Output = Result<Answer, Error>>,
 ) -> Result<Response, Error> {
-    Ok(kept(registry, || route.path(), made).await?.response())
-}
-
-/// The answer kept under the key `key` makes (what the route asks, whoever
-/// asks it), else `made`, then kept ([`Registry::keeping`]).
-pub(crate) async fn kept(
-    registry: &Registry,
-    key: impl FnOnce() -> String,
-    made: impl std::future::Future<Output = Result<Answer, Error>>,
-) -> Result<Answer, Error> {
-    let keeping = registry.keeping(key);
-    if let Some(kept) = registry.kept_answer(keeping.as_ref()) {
-        return Ok(kept);
-    }
-    let made = made.await?;
-    registry.keep_answer(keeping.as_ref(), &made);
-    Ok(made)
+    Ok(crate::kept::kept(registry, || route.path(), made)
+        .await?
+        .response())
 }

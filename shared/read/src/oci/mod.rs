@@ -13,7 +13,7 @@
 //! the version this process last saw the digest in.
 //!
 //! Tag lists and manifests are kept in the answer cache as the registry
-//! protocol's answers are ([`crate::read::kept`]: while the store is
+//! protocol's answers are ([`crate::kept`]: while the store is
 //! unchanged, where the source allows), so a repeated request is not made
 //! again from the release. A blob's answer is not: it is a download, counted
 //! by version and platform.
@@ -37,7 +37,7 @@ use tfreg_model::router::OciRoute;
 use tfreg_model::usage::Download;
 use tfreg_model::version::Version;
 
-use crate::read::kept;
+use crate::kept::kept;
 
 const DOCKER_CONTENT_DIGEST: HeaderName = HeaderName::from_static("docker-content-digest");
 const API_VERSION: HeaderName = HeaderName::from_static("docker-distribution-api-version");

@@ -14,7 +14,7 @@ use tfreg_model::token::Principal;
 use tfreg_model::version::Version;
 
 use super::{Found, remember, search_order, unknown};
-use crate::read::kept;
+use crate::kept::kept;
 use crate::source::multi::{ProviderFrom, UseProvider, with_provider};
 use crate::source::{Package, ProviderSource, Release};
 
