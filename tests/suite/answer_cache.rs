@@ -55,18 +55,25 @@ fn kept(r: &TestRegistry) -> bool {
     !r.registry.answers.is_empty()
 }
 
-/// Publish, deprecate, yank and delete each show in the very next answer of
-/// every read endpoint that was answered (and kept) before.
-async fn answers_change_at_once_after_every_change(base: TestRegistry) {
-    let r = frozen_view(&base, false);
+/// `base` frozen and private, with provider and module 1.0.0 of A
+/// published by an admin: the registry, the admin's token, the signer.
+async fn published(base: &TestRegistry) -> (TestRegistry, String, TestSigner) {
+    let r = frozen_view(base, false);
     let admin = r.token(Scope::Admin, None).await;
     let signer = TestSigner::rsa();
     publish_provider(&r, &admin, A, "1.0.0", &signer)
         .await
-        .expect(StatusCode::CREATED, "1.0.0");
+        .expect(StatusCode::CREATED, "provider 1.0.0");
     publish_module(&r, &admin, A, "1.0.0")
         .await
-        .expect(StatusCode::CREATED, "module");
+        .expect(StatusCode::CREATED, "module 1.0.0");
+    (r, admin, signer)
+}
+
+/// Publish, deprecate, yank and delete each show in the very next answer of
+/// every read endpoint that was answered (and kept) before.
+async fn answers_change_at_once_after_every_change(base: TestRegistry) {
+    let (r, admin, signer) = published(&base).await;
     let versions = format!("/v1/providers/{A}/null/versions");
     let download = |v: &str| format!("/v1/providers/{A}/null/{v}/download/linux/amd64");
     let mirror_index = format!("/v1/mirror/{HOST}/{A}/null/index.json");
@@ -239,15 +246,7 @@ async fn a_revoked_token_is_refused_at_once_with_its_answer_kept(base: TestRegis
 /// A kept answer goes only to a caller allowed to read it: none to a
 /// missing, malformed or unknown token, nor to one of another namespace.
 async fn a_caller_without_access_never_gets_a_kept_answer(base: TestRegistry) {
-    let r = frozen_view(&base, false);
-    let admin = r.token(Scope::Admin, None).await;
-    let signer = TestSigner::rsa();
-    publish_provider(&r, &admin, A, "1.0.0", &signer)
-        .await
-        .expect(StatusCode::CREATED, "provider");
-    publish_module(&r, &admin, A, "1.0.0")
-        .await
-        .expect(StatusCode::CREATED, "module");
+    let (r, _, _) = published(&base).await;
     let of_a = r.token(Scope::Read, Some(A)).await;
     let of_b = r.token(Scope::Read, Some(B)).await;
     let paths = [
@@ -387,15 +386,7 @@ async fn an_archive_is_kept_behind_its_signature_and_gone_at_once(base: TestRegi
 /// caller without access gets none of them. (A blob is not kept: it is a
 /// download, counted.)
 async fn oci_answers_are_kept_and_change_at_once(base: TestRegistry) {
-    let r = frozen_view(&base, false);
-    let admin = r.token(Scope::Admin, None).await;
-    let signer = TestSigner::rsa();
-    publish_provider(&r, &admin, A, "1.0.0", &signer)
-        .await
-        .expect(StatusCode::CREATED, "1.0.0");
-    publish_module(&r, &admin, A, "1.0.0")
-        .await
-        .expect(StatusCode::CREATED, "module");
+    let (r, admin, signer) = published(&base).await;
     let reader = r.token(Scope::Read, Some(A)).await;
     let tags = |repo: &str, query: &str| format!("/v2/{repo}/tags/list{query}");
     let manifest = |repo: &str, reference: &str| format!("/v2/{repo}/manifests/{reference}");

@@ -137,6 +137,21 @@ async fn bearer_for(r: &TestRegistry, refused: &TestResponse, token: &str) -> St
     body["token"].as_str().unwrap().to_string()
 }
 
+/// The token endpoint, asked as oras-go asks it (Basic credentials, the
+/// repository's pull scope), refuses `token` a bearer for `repo`: 403.
+async fn no_bearer_for(r: &TestRegistry, repo: &str, token: &str) {
+    let asked = r
+        .request(
+            Method::GET,
+            &format!("/v2/token?scope=repository:{repo}:pull&service=registry.test"),
+            None,
+            &[("authorization", &basic(token))],
+            bytes::Bytes::new(),
+        )
+        .await;
+    assert_eq!(asked.status, StatusCode::FORBIDDEN, "{}", asked.text());
+}
+
 /// OpenTofu's first request to `repo` (at `path` under it) refused with
 /// the challenge of that repository's scope; the bearer it then gets for
 /// `token`.
@@ -420,16 +435,7 @@ async fn opentofu_pulls_providers_over_oci(r: TestRegistry) {
     );
     // A token for another namespace gets no bearer for this one.
     let stranger = r.token(Scope::Read, Some("other")).await;
-    let asked = r
-        .request(
-            Method::GET,
-            &format!("/v2/token?scope=repository:{REPO}:pull&service=registry.test"),
-            None,
-            &[("authorization", &basic(&stranger))],
-            bytes::Bytes::new(),
-        )
-        .await;
-    assert_eq!(asked.status, StatusCode::FORBIDDEN, "{}", asked.text());
+    no_bearer_for(&r, REPO, &stranger).await;
     // Bad input: clear 4xx, `{"errors": [...]}`.
     bad_input_refused(
         &r,
@@ -869,16 +875,7 @@ async fn imported_providers_are_pulled_over_oci(r: TestRegistry) {
         assert!(hashes.contains(&h1_of(&zip)), "{hashes:?}");
     }
     let stranger = r.token(Scope::Read, Some("hashicorp")).await;
-    let asked = r
-        .request(
-            Method::GET,
-            &format!("/v2/token?scope=repository:{IMPORTED}:pull&service=registry.test"),
-            None,
-            &[("authorization", &basic(&stranger))],
-            bytes::Bytes::new(),
-        )
-        .await;
-    assert_eq!(asked.status, StatusCode::FORBIDDEN, "{}", asked.text());
+    no_bearer_for(&r, IMPORTED, &stranger).await;
 }
 
 contract!(
